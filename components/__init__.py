@@ -1,0 +1,1 @@
+"""Pulumi ComponentResources: each creates resources from pure builder output."""

@@ -1,0 +1,215 @@
+"""EC2 instance catalog: GPUs, MIG profiles and on-demand prices.
+
+Pure data plus small lookups, used by validation (does a model fit its pool?), by the
+NodePool builder (per-GPU memory as Karpenter reports it) and by the cost summary.
+
+Units, because they differ by source:
+- `memory_gb`: the GPU's marketed memory in GB, as AWS lists it (A10G "24 GB").
+- `memory_mib`: what EC2 DescribeInstanceTypes reports and Karpenter exposes as the label
+  `karpenter.k8s.aws/instance-gpu-memory` (MiB per GPU). A10G reports 22888 MiB (22.35 GiB),
+  not 24 GiB; capacity math uses this figure.
+
+Prices are us-east-1, Linux, shared tenancy, on-demand USD per hour, each with its source and
+date. Re-check the AWS price list before relying on them; other regions differ.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Final
+
+
+@dataclass(frozen=True)
+class PriceSource:
+    """Where a price came from."""
+
+    description: str
+    date: str
+
+
+PRICE_LIST_2026_07: Final = PriceSource(
+    "AWS Price List bulk file AmazonEC2/current/us-east-1/index.csv (publication 2026-07-28)",
+    "2026-07-28",
+)
+CONSOLE_TABLE_2026: Final = PriceSource(
+    "third-party table of AWS console on-demand prices, us-east-1, agreeing with the long-standing list prices",
+    "2026-08-01",
+)
+CPU_TABLE_2026: Final = PriceSource(
+    "third-party EC2 price table (m7i/m6i us-east-1 on-demand), 2026",
+    "2026-08-01",
+)
+
+
+@dataclass(frozen=True)
+class MigProfile:
+    """A MIG GPU-instance profile, e.g. 1g.10gb."""
+
+    name: str
+    max_per_gpu: int
+    """How many instances of this profile one GPU holds when every slice uses it."""
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """A GPU model as EC2 and Karpenter describe it."""
+
+    label: str
+    """Value of `karpenter.k8s.aws/instance-gpu-name` (lowercase, e.g. a10g)."""
+    model: str
+    memory_gb: int
+    memory_mib: int
+    mig_profiles: tuple[MigProfile, ...] = ()
+    memory_mib_note: str = "EC2 DescribeInstanceTypes, as listed in Karpenter's instance-type reference"
+
+    @property
+    def memory_gib(self) -> float:
+        """Usable memory per GPU in GiB (from the EC2 MiB figure)."""
+        return self.memory_mib / 1024
+
+    @property
+    def mig_capable(self) -> bool:
+        return bool(self.mig_profiles)
+
+    def mig_profile(self, name: str) -> MigProfile | None:
+        return next((p for p in self.mig_profiles if p.name == name), None)
+
+    def mig_profile_gib(self, name: str) -> float:
+        """Memory of one MIG instance: its share of the full GPU's memory.
+
+        The profile's nominal GB over the full-GPU profile's nominal GB (A100 40GB: 3g.20gb is
+        20/40 of the memory), applied to the EC2 figure.
+        """
+        full = max(_nominal_gb(p.name) for p in self.mig_profiles)
+        return self.memory_gib * _nominal_gb(name) / full
+
+
+def _nominal_gb(profile: str) -> int:
+    return int(profile.split(".")[1].removesuffix("gb"))
+
+
+# MIG profiles from NVIDIA's default mig-parted configuration shipped by the GPU operator
+# (assets/state-mig-manager/0400_configmap.yaml); "+me" media-extension variants left out.
+_A100_40GB_MIG = (
+    MigProfile("1g.5gb", 7),
+    MigProfile("1g.10gb", 4),
+    MigProfile("2g.10gb", 3),
+    MigProfile("3g.20gb", 2),
+    MigProfile("4g.20gb", 1),
+    MigProfile("7g.40gb", 1),
+)
+_80GB_MIG = (
+    MigProfile("1g.10gb", 7),
+    MigProfile("1g.20gb", 4),
+    MigProfile("2g.20gb", 3),
+    MigProfile("3g.40gb", 2),
+    MigProfile("4g.40gb", 1),
+    MigProfile("7g.80gb", 1),
+)
+_H200_MIG = (
+    MigProfile("1g.18gb", 7),
+    MigProfile("1g.35gb", 4),
+    MigProfile("2g.35gb", 3),
+    MigProfile("3g.71gb", 2),
+    MigProfile("4g.71gb", 1),
+    MigProfile("7g.141gb", 1),
+)
+
+A10G: Final = Gpu("a10g", "NVIDIA A10G", 24, 22888)
+L4: Final = Gpu("l4", "NVIDIA L4", 24, 22888)
+L40S: Final = Gpu("l40s", "NVIDIA L40S", 48, 45776)
+A100_40GB: Final = Gpu("a100", "NVIDIA A100 40GB", 40, 40960, _A100_40GB_MIG)
+A100_80GB: Final = Gpu("a100", "NVIDIA A100 80GB", 80, 81920, _80GB_MIG)
+H100: Final = Gpu("h100", "NVIDIA H100 80GB", 80, 81920, _80GB_MIG)
+H200: Final = Gpu(
+    "h200",
+    "NVIDIA H200 141GB",
+    141,
+    134468,
+    _H200_MIG,
+    memory_mib_note="141 GB (10^9 bytes) converted to MiB; EC2's own figure not verified, so "
+    "this errs low",
+)
+
+
+@dataclass(frozen=True)
+class InstanceType:
+    """An EC2 instance type with what the platform needs to know about it."""
+
+    name: str
+    vcpus: int
+    memory_gib: int
+    price_per_hour: float
+    price_source: PriceSource
+    gpu: Gpu | None = None
+    gpu_count: int = 0
+    nvlink: bool = field(default=False)
+
+    @property
+    def family(self) -> str:
+        return self.name.split(".")[0]
+
+    @property
+    def total_gpu_gib(self) -> float:
+        return self.gpu.memory_gib * self.gpu_count if self.gpu else 0.0
+
+
+def _g(name: str, vcpus: int, mem: int, price: float, gpu: Gpu, count: int, src: PriceSource = CONSOLE_TABLE_2026) -> InstanceType:
+    return InstanceType(name, vcpus, mem, price, src, gpu, count)
+
+
+INSTANCE_TYPES: Final[dict[str, InstanceType]] = {
+    t.name: t
+    for t in (
+        # g5: NVIDIA A10G, PCIe (no NVLink)
+        _g("g5.xlarge", 4, 16, 1.006, A10G, 1),
+        _g("g5.2xlarge", 8, 32, 1.212, A10G, 1),
+        _g("g5.4xlarge", 16, 64, 1.624, A10G, 1),
+        _g("g5.8xlarge", 32, 128, 2.448, A10G, 1),
+        _g("g5.12xlarge", 48, 192, 5.672, A10G, 4),
+        _g("g5.24xlarge", 96, 384, 8.144, A10G, 4),
+        _g("g5.48xlarge", 192, 768, 16.288, A10G, 8),
+        # g6: NVIDIA L4
+        _g("g6.xlarge", 4, 16, 0.8048, L4, 1),
+        _g("g6.2xlarge", 8, 32, 0.9776, L4, 1),
+        _g("g6.4xlarge", 16, 64, 1.3232, L4, 1),
+        _g("g6.12xlarge", 48, 192, 4.6016, L4, 4),
+        _g("g6.48xlarge", 192, 768, 13.3504, L4, 8),
+        # g6e: NVIDIA L40S
+        _g("g6e.xlarge", 4, 32, 1.861, L40S, 1),
+        _g("g6e.2xlarge", 8, 64, 2.24208, L40S, 1),
+        _g("g6e.4xlarge", 16, 128, 3.00424, L40S, 1),
+        _g("g6e.12xlarge", 48, 384, 10.49264, L40S, 4, PRICE_LIST_2026_07),
+        _g("g6e.48xlarge", 192, 1536, 30.13118, L40S, 8, PRICE_LIST_2026_07),
+        # p-family: NVLink/NVSwitch; prices after the June 2025 cut
+        InstanceType("p4d.24xlarge", 96, 1152, 21.957642, PRICE_LIST_2026_07, A100_40GB, 8, True),
+        InstanceType("p4de.24xlarge", 96, 1152, 27.44705, PRICE_LIST_2026_07, A100_80GB, 8, True),
+        InstanceType("p5.4xlarge", 16, 256, 6.88, PRICE_LIST_2026_07, H100, 1),
+        InstanceType("p5.48xlarge", 192, 2048, 55.04, PRICE_LIST_2026_07, H100, 8, True),
+        InstanceType("p5en.48xlarge", 192, 2048, 63.296, PRICE_LIST_2026_07, H200, 8, True),
+        # CPU types for the system node group (cost floor)
+        InstanceType("m7i.large", 2, 8, 0.1008, CPU_TABLE_2026),
+        InstanceType("m7i.xlarge", 4, 16, 0.2016, CPU_TABLE_2026),
+        InstanceType("m7i.2xlarge", 8, 32, 0.4032, CPU_TABLE_2026),
+        InstanceType("m6i.large", 2, 8, 0.096, CPU_TABLE_2026),
+        InstanceType("m6i.xlarge", 4, 16, 0.192, CPU_TABLE_2026),
+    )
+}
+
+HOURS_PER_MONTH: Final = 730
+
+
+def gpu_instance_types() -> list[InstanceType]:
+    return [t for t in INSTANCE_TYPES.values() if t.gpu is not None]
+
+
+def families() -> set[str]:
+    return {t.family for t in INSTANCE_TYPES.values()}
+
+
+def gpu_families() -> set[str]:
+    return {t.family for t in gpu_instance_types()}
+
+
+def cpu_instance_types() -> list[InstanceType]:
+    return [t for t in INSTANCE_TYPES.values() if t.gpu is None]

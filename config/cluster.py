@@ -1,0 +1,172 @@
+"""`cluster`: the EKS control plane, its access, and the system node group."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from config import versions
+from config.base import ConfigModel
+from config.types import PrincipalArn, PublicCidr, RoleArn, _err
+
+LogType = Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]
+REQUIRED_LOG_TYPES = ("api", "audit", "authenticator")
+
+# The cluster name appears in the Karpenter interruption queue name and in derived IAM names
+# (upstream calls the node role KarpenterNodeRole-<cluster>, 18 + n <= 64 characters).
+_CLUSTER_NAME = re.compile(r"^[a-z][a-z0-9-]*[a-z0-9]$")
+CLUSTER_NAME_MAX = 46
+
+
+class Endpoint(ConfigModel):
+    """Who can reach the Kubernetes API server."""
+
+    private: bool = Field(default=True, description="Private endpoint inside the VPC (nodes use it).")
+    public: bool = Field(default=False, description="Public endpoint on the internet.")
+    public_cidrs: list[PublicCidr] = Field(
+        default_factory=list,
+        description="CIDRs allowed to reach the public endpoint. Required when `public` is true; "
+        "never 0.0.0.0/0.",
+    )
+
+    @model_validator(mode="after")
+    def _coherent(self) -> Endpoint:
+        if self.public and not self.public_cidrs:
+            raise _err(
+                "publicCidrs is empty while public=true; EKS would accept API calls from "
+                "0.0.0.0/0",
+                "list your egress CIDRs in cluster.endpoint.publicCidrs, or set cluster.endpoint.public=false",
+            )
+        if self.public_cidrs and not self.public:
+            raise _err(
+                "publicCidrs is set but public=false, so the list would be ignored silently",
+                "remove cluster.endpoint.publicCidrs, or set cluster.endpoint.public=true",
+            )
+        if not self.private and not self.public:
+            raise _err(
+                "both the private and the public endpoint are off; nothing could reach the API server",
+                "set cluster.endpoint.private=true",
+            )
+        if self.public and not self.private:
+            raise _err(
+                "private=false while the public endpoint is restricted by CIDRs; nodes inside "
+                "the VPC could not reach the API server and would never join",
+                "set cluster.endpoint.private=true",
+            )
+        return self
+
+
+class AccessGrant(ConfigModel):
+    """An extra IAM principal given access to the cluster through an access entry."""
+
+    principal_arn: PrincipalArn = Field(description="IAM role or user ARN.")
+    policy: Literal["ClusterAdmin", "Admin", "Edit", "View"] = Field(
+        description="EKS access policy: AmazonEKS<policy>Policy."
+    )
+    namespaces: list[str] = Field(
+        default_factory=list,
+        description="Limit the policy to these namespaces; empty means cluster-wide "
+        "(not allowed with ClusterAdmin, which is cluster-wide by definition).",
+    )
+
+    @model_validator(mode="after")
+    def _scope(self) -> AccessGrant:
+        if self.policy == "ClusterAdmin" and self.namespaces:
+            raise _err(
+                "ClusterAdmin cannot be scoped to namespaces",
+                "use policy Admin for namespace-scoped administration, or drop namespaces",
+            )
+        return self
+
+
+class SystemNodeGroup(ConfigModel):
+    """The on-demand managed node group for controllers (Karpenter never runs on its own nodes)."""
+
+    instance_types: list[str] = Field(
+        default_factory=lambda: ["m7i.large"],
+        min_length=1,
+        description="On-demand instance types (from the catalog, x86_64).",
+    )
+    min_size: int = Field(default=2, ge=1, description="Minimum nodes.")
+    desired_size: int = Field(default=2, ge=1, description="Nodes at creation.")
+    max_size: int = Field(default=4, ge=1, description="Maximum nodes.")
+    disk_size_gib: int = Field(default=50, ge=20, le=1000, description="Root volume size (gp3, encrypted).")
+
+    @model_validator(mode="after")
+    def _sizes(self) -> SystemNodeGroup:
+        if not self.min_size <= self.desired_size <= self.max_size:
+            raise _err(
+                f"sizes must satisfy minSize <= desiredSize <= maxSize (got {self.min_size}, "
+                f"{self.desired_size}, {self.max_size})",
+                "adjust the three sizes",
+            )
+        return self
+
+
+class ClusterConfig(ConfigModel):
+    """The EKS cluster."""
+
+    name: str = Field(description="EKS cluster name; part of the outputs contract and of derived AWS names.")
+    kubernetes_version: str = Field(
+        default=versions.KUBERNETES_DEFAULT,
+        description=f"Kubernetes minor version, one of {', '.join(versions.KUBERNETES_VERSIONS)}.",
+    )
+    endpoint: Endpoint = Field(default_factory=Endpoint, description="API server endpoint access.")
+    admin_role_arns: list[RoleArn] = Field(
+        default_factory=list,
+        description="IAM roles given cluster-admin through access entries.",
+    )
+    access: list[AccessGrant] = Field(default_factory=list, description="Further access entries.")
+    log_types: list[LogType] = Field(
+        default_factory=lambda: ["api", "audit", "authenticator", "controllerManager", "scheduler"],
+        description="Control-plane log types sent to CloudWatch (api, audit and authenticator at least).",
+    )
+    log_retention_days: int = Field(default=90, ge=1, description="CloudWatch retention of control-plane logs.")
+    deletion_protection: bool | None = Field(
+        default=None,
+        description="EKS deletion protection. Unset: on in prod, off elsewhere.",
+    )
+    system_node_group: SystemNodeGroup = Field(
+        default_factory=SystemNodeGroup, description="Nodes for Karpenter, KEDA, monitoring and other controllers."
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if len(value) > CLUSTER_NAME_MAX:
+            raise _err(
+                f"'{value}' is {len(value)} characters; derived IAM role names such as "
+                f"KarpenterNodeRole-<cluster> would exceed 64 characters",
+                f"use at most {CLUSTER_NAME_MAX} characters",
+            )
+        if not _CLUSTER_NAME.match(value):
+            raise _err(
+                f"'{value}' is not a valid cluster name here",
+                "use lowercase letters, digits and '-', starting with a letter",
+            )
+        return value
+
+    @field_validator("kubernetes_version")
+    @classmethod
+    def _version(cls, value: str) -> str:
+        if value not in versions.KUBERNETES_VERSIONS:
+            raise _err(
+                f"Kubernetes {value} is not one this program is tested with; the pinned "
+                "Karpenter, KEDA and add-ons support " + ", ".join(versions.KUBERNETES_VERSIONS),
+                f"set cluster.kubernetesVersion to one of {', '.join(versions.KUBERNETES_VERSIONS)}",
+            )
+        return value
+
+    @field_validator("log_types")
+    @classmethod
+    def _logs(cls, value: list[str]) -> list[str]:
+        missing = [t for t in REQUIRED_LOG_TYPES if t not in value]
+        if missing:
+            raise _err(
+                f"missing {', '.join(missing)}; without them there is no audit trail of who "
+                "did what to the cluster",
+                "include api, audit and authenticator in cluster.logTypes",
+            )
+        return value

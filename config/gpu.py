@@ -1,0 +1,335 @@
+"""`karpenter`, `gpuPools` and `gpuOperator`: where GPU nodes come from and how GPUs are shared."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from config import catalog, versions
+from config.base import ConfigModel
+from config.types import Duration, DurationOrNever, K8sName, _err
+
+AmiFamily = Literal["al2023", "bottlerocket"]
+CapacityType = Literal["spot", "on-demand", "reserved"]
+
+_AMI_PATTERNS = {
+    "al2023": (re.compile(r"^v[0-9]{8}$"), "vYYYYMMDD, e.g. " + versions.AL2023_AMI_VERSION),
+    "bottlerocket": (re.compile(r"^v[0-9]+\.[0-9]+\.[0-9]+$"), "vX.Y.Z, e.g. " + versions.BOTTLEROCKET_AMI_VERSION),
+}
+# Label and taint domains Karpenter's NodePool CEL rules reject (karpenter.sh_nodepools.yaml).
+RESTRICTED_LABEL_KEYS = ("karpenter.sh/nodepool", "kubernetes.io/hostname")
+RESTRICTED_LABEL_DOMAINS = ("karpenter.sh", "karpenter.k8s.aws", "kubernetes.io", "k8s.io")
+# Exceptions the CRD allows inside restricted domains (a subset that pools may want).
+ALLOWED_IN_RESTRICTED = (
+    "karpenter.sh/capacity-type",
+    "node.kubernetes.io/instance-type",
+    "topology.kubernetes.io/zone",
+    "topology.kubernetes.io/region",
+    "kubernetes.io/arch",
+    "kubernetes.io/os",
+)
+_BUDGET_NODES = re.compile(r"^((100|[0-9]{1,2})%|[0-9]+)$")
+
+
+def _ami_version(family: str, value: str) -> str:
+    pattern, example = _AMI_PATTERNS[family]
+    if value == "latest" or not pattern.match(value):
+        raise _err(
+            f"{family}@{value} must be pinned to a release; @latest (or a malformed version) "
+            "drifts every GPU node on each AMI release and replaces them all at once",
+            f"pin {family}@{example}",
+        )
+    return value
+
+
+class AmiVersions(ConfigModel):
+    """Pinned EKS AMI releases, by family (the EC2NodeClass alias is `<family>@<version>`)."""
+
+    al2023: str = Field(default=versions.AL2023_AMI_VERSION, description="AL2023 release, vYYYYMMDD.")
+    bottlerocket: str = Field(
+        default=versions.BOTTLEROCKET_AMI_VERSION, description="Bottlerocket release, vX.Y.Z."
+    )
+
+    @field_validator("al2023")
+    @classmethod
+    def _al2023(cls, value: str) -> str:
+        return _ami_version("al2023", value)
+
+    @field_validator("bottlerocket")
+    @classmethod
+    def _bottlerocket(cls, value: str) -> str:
+        return _ami_version("bottlerocket", value)
+
+
+class KarpenterConfig(ConfigModel):
+    """Karpenter: the controller and the node defaults shared by every GPU pool."""
+
+    version: Literal["1.14.1"] = Field(
+        default=versions.KARPENTER_VERSION, description="Chart and controller version (v1 APIs only)."
+    )
+    identity: Literal["podIdentity", "irsa"] = Field(
+        default="podIdentity",
+        description="How the controller gets AWS credentials: EKS Pod Identity (recommended) or IRSA.",
+    )
+    replicas: int = Field(default=2, ge=1, le=3, description="Controller replicas (leader election).")
+    default_ami_family: AmiFamily = Field(default="al2023", description="AMI family for pools that do not set one.")
+    ami_versions: AmiVersions = Field(default_factory=AmiVersions, description="Pinned AMI releases.")
+    root_volume_gib: int = Field(
+        default=200,
+        ge=50,
+        le=16000,
+        description="Root (AL2023) or data (Bottlerocket) volume per GPU node, gp3 encrypted; vLLM "
+        "images are ~10 GB and model caches land here unless instance store is used.",
+    )
+    instance_store_policy: Literal["RAID0", "none"] = Field(
+        default="RAID0",
+        description="`RAID0`: put kubelet and containerd storage on the instance's local NVMe "
+        "(every catalog GPU type has it): faster image pulls and model caches.",
+    )
+    extra_values: dict[str, Any] = Field(
+        default_factory=dict, description="Escape hatch: Helm values deep-merged last into the chart values."
+    )
+
+
+class TimeSlicing(ConfigModel):
+    """Share each physical GPU between several pods by time-slicing (no memory isolation)."""
+
+    replicas: int = Field(ge=2, le=48, description="Pods that can share one GPU.")
+
+
+class Mig(ConfigModel):
+    """Partition each GPU into MIG instances of one profile (memory and fault isolation)."""
+
+    profile: str = Field(description="MIG profile valid for the pool's GPU, e.g. 1g.10gb (A100 80GB/H100) or 1g.5gb (A100 40GB).")
+
+
+class Sharing(ConfigModel):
+    """GPU sharing mode of a pool: neither key (whole GPUs), `timeSlicing` or `mig`."""
+
+    time_slicing: TimeSlicing | None = Field(default=None, description="Time-slicing settings.")
+    mig: Mig | None = Field(default=None, description="MIG settings.")
+
+    @model_validator(mode="after")
+    def _one_mode(self) -> Sharing:
+        if self.time_slicing and self.mig:
+            raise _err(
+                "a pool cannot use both MIG and time-slicing; the device plugin applies one "
+                "sharing strategy per node",
+                "split it into two pools, one with timeSlicing and one with mig",
+            )
+        return self
+
+    @property
+    def mode(self) -> Literal["none", "timeSlicing", "mig"]:
+        if self.time_slicing:
+            return "timeSlicing"
+        if self.mig:
+            return "mig"
+        return "none"
+
+
+class Budget(ConfigModel):
+    """A Karpenter disruption budget."""
+
+    nodes: str = Field(description="Nodes that may be disrupted at once: a count or a percentage (e.g. 1 or 10%).")
+    schedule: str | None = Field(default=None, description="Cron schedule when the budget is active (with duration).")
+    duration: Duration | None = Field(default=None, description="How long the budget is active after each schedule tick.")
+    reasons: list[Literal["Underutilized", "Empty", "Drifted"]] = Field(
+        default_factory=list, description="Disruption reasons the budget applies to; empty means all."
+    )
+
+    @field_validator("nodes")
+    @classmethod
+    def _nodes(cls, value: str) -> str:
+        if not _BUDGET_NODES.match(value):
+            raise _err(f"'{value}' is not a node count or percentage", "write e.g. 1 or 10%")
+        return value
+
+    @model_validator(mode="after")
+    def _together(self) -> Budget:
+        if (self.schedule is None) != (self.duration is None):
+            raise _err("schedule and duration must be set together", "set both, or neither")
+        return self
+
+
+class Disruption(ConfigModel):
+    """How Karpenter may replace this pool's nodes."""
+
+    consolidation_policy: Literal["WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"] = Field(
+        default="WhenEmpty",
+        description="`WhenEmpty` (default for inference): only remove nodes with no serving pods, "
+        "so consolidation never restarts a loaded model.",
+    )
+    consolidate_after: DurationOrNever = Field(
+        default="10m", description="How long a node must be empty (or underutilized) before it is removed."
+    )
+    budgets: list[Budget] = Field(
+        default_factory=lambda: [Budget(nodes="1")],
+        description="Disruption budgets; the default lets one node go at a time.",
+    )
+    expire_after: DurationOrNever = Field(default="720h", description="Replace nodes after this age (AMI and security refresh).")
+    termination_grace_period: Duration = Field(
+        default="1h",
+        description="Upper bound on a node's drain once Karpenter disrupts it (pods past it are deleted).",
+    )
+
+
+class Taint(ConfigModel):
+    """A node taint."""
+
+    key: str = Field(description="Taint key.")
+    value: str | None = Field(default=None, description="Taint value (optional).")
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = Field(description="Taint effect.")
+
+
+class Requirement(ConfigModel):
+    """An extra NodePool requirement (Karpenter well-known labels)."""
+
+    key: str = Field(description="Label key, e.g. karpenter.k8s.aws/instance-generation.")
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte"] = Field(
+        description="Requirement operator."
+    )
+    values: list[str] = Field(default_factory=list, description="Values (strings; integers for Gt/Lt/Gte/Lte).")
+    min_values: int | None = Field(default=None, ge=1, le=50, description="Minimum distinct values Karpenter must keep.")
+
+    @model_validator(mode="after")
+    def _cel(self) -> Requirement:
+        # The NodePool CRD's CEL rules, which jsonschema validation does not run.
+        if self.key in RESTRICTED_LABEL_KEYS:
+            raise _err(f'label "{self.key}" is restricted', "remove this requirement")
+        if self.operator in ("Gt", "Lt", "Gte", "Lte"):
+            if len(self.values) != 1 or not self.values[0].isdigit() or int(self.values[0]) <= 0:
+                raise _err(
+                    f"requirements operator '{self.operator}' must have a single positive integer value",
+                    "give exactly one value such as \"5\"",
+                )
+        if self.operator == "In" and not self.values:
+            raise _err("requirements with operator 'In' must have a value defined", "add values")
+        if self.min_values is not None and len(self.values) < self.min_values:
+            raise _err(
+                "requirements with 'minValues' must have at least that many values specified in the 'values' field",
+                "add values or lower minValues",
+            )
+        return self
+
+
+def _restricted_label(key: str) -> str | None:
+    """The CEL error for a label key Karpenter rejects, or None."""
+    if key in ALLOWED_IN_RESTRICTED:
+        return None
+    if key in RESTRICTED_LABEL_KEYS:
+        return f'label "{key}" is restricted'
+    domain = key.split("/")[0] if "/" in key else ""
+    for restricted in RESTRICTED_LABEL_DOMAINS:
+        if domain == restricted or domain.endswith("." + restricted):
+            return f'label domain "{restricted}" is restricted'
+    return None
+
+
+class GpuPool(ConfigModel):
+    """A Karpenter NodePool of GPU nodes."""
+
+    name: K8sName = Field(description="NodePool name; models refer to it by this name.")
+    instance_types: list[str] | None = Field(
+        default=None, description="Exact instance types (from the catalog). Set this or instanceFamilies."
+    )
+    instance_families: list[str] | None = Field(
+        default=None,
+        description="Instance families such as g6 or g5; every catalog size of the family is allowed "
+        "(narrow with gpuCounts). Set this or instanceTypes.",
+    )
+    gpu_counts: list[int] | None = Field(
+        default=None, description="With instanceFamilies: allowed GPUs per node, e.g. [1] for single-GPU sizes."
+    )
+    capacity_types: list[CapacityType] = Field(
+        default_factory=lambda: ["spot", "on-demand"],
+        min_length=1,
+        description="Purchase options. With both spot and on-demand, Karpenter prefers spot and falls "
+        "back to on-demand when spot is short.",
+    )
+    gpu_limit: int = Field(ge=1, description="Most physical GPUs the pool may run at once (NodePool limits nvidia.com/gpu).")
+    ami_family: AmiFamily | None = Field(default=None, description="AMI family; unset uses karpenter.defaultAmiFamily.")
+    sharing: Sharing = Field(default_factory=Sharing, description="GPU sharing: whole GPUs, time-slicing or MIG.")
+    disruption: Disruption = Field(default_factory=Disruption, description="Consolidation, budgets and expiry.")
+    weight: int | None = Field(default=None, ge=1, le=100, description="NodePool weight: higher is tried first.")
+    zones: list[str] = Field(default_factory=list, description="Restrict to these AZs; empty means every AZ of the VPC.")
+    labels: dict[str, str] = Field(default_factory=dict, description="Extra node labels.")
+    taints: list[Taint] = Field(
+        default_factory=list,
+        description="Extra taints beside nvidia.com/gpu:NoSchedule (the GPU operator must tolerate them).",
+    )
+    requirements: list[Requirement] = Field(default_factory=list, description="Extra NodePool requirements.")
+
+    @model_validator(mode="after")
+    def _shape(self) -> GpuPool:
+        if (self.instance_types is None) == (self.instance_families is None):
+            raise _err(
+                "set exactly one of instanceTypes or instanceFamilies",
+                "list instance types (g6.xlarge, ...) or families (g6, ...)",
+            )
+        if self.gpu_counts is not None and self.instance_families is None:
+            raise _err("gpuCounts only narrows instanceFamilies", "remove gpuCounts, or use instanceFamilies")
+        unknown = [t for t in (self.instance_types or []) if t not in catalog.INSTANCE_TYPES or catalog.INSTANCE_TYPES[t].gpu is None]
+        unknown += [f for f in (self.instance_families or []) if f not in catalog.gpu_families()]
+        if unknown:
+            known = sorted(t.name for t in catalog.gpu_instance_types()) if self.instance_types else sorted(catalog.gpu_families())
+            raise _err(
+                f"{', '.join(unknown)} not in the GPU catalog, so capacity and cost cannot be checked",
+                f"use one of {', '.join(known)} (or add it to config/catalog.py with its source)",
+            )
+        if not self.resolved_instance_types():
+            raise _err(
+                f"no catalog instance type matches families {self.instance_families} with gpuCounts {self.gpu_counts}",
+                "widen gpuCounts or the families",
+            )
+        gpus = {t.gpu for t in self.resolved_instance_types()}
+        if self.sharing.mig:
+            if len(gpus) != 1:
+                raise _err(
+                    "a MIG pool must have one GPU model, because the MIG profile names depend on it",
+                    "keep the pool to instance types with the same GPU",
+                )
+            gpu = next(iter(gpus))
+            assert gpu is not None
+            if not gpu.mig_capable:
+                raise _err(
+                    f"{gpu.model} does not support MIG (only A100, H100 and H200 do)",
+                    "use time-slicing on this GPU, or a p4d/p4de/p5/p5en pool for MIG",
+                )
+            if gpu.mig_profile(self.sharing.mig.profile) is None:
+                raise _err(
+                    f"MIG profile {self.sharing.mig.profile} does not exist on {gpu.model}",
+                    f"use one of {', '.join(p.name for p in gpu.mig_profiles)}",
+                )
+        for key in self.labels:
+            problem = _restricted_label(key)
+            if problem:
+                raise _err(problem, f"remove label {key} from the pool")
+        for taint in self.taints:
+            problem = _restricted_label(taint.key)
+            if problem:
+                raise _err(problem.replace("label", "taint key"), f"remove taint {taint.key}")
+        return self
+
+    def resolved_instance_types(self) -> list[catalog.InstanceType]:
+        """Catalog instance types this pool can launch."""
+        if self.instance_types is not None:
+            return [catalog.INSTANCE_TYPES[t] for t in self.instance_types if t in catalog.INSTANCE_TYPES]
+        fams = set(self.instance_families or [])
+        return [
+            t
+            for t in catalog.gpu_instance_types()
+            if t.family in fams and (self.gpu_counts is None or t.gpu_count in self.gpu_counts)
+        ]
+
+
+class GpuOperatorConfig(ConfigModel):
+    """The NVIDIA GPU operator (device plugin, GPU feature discovery, DCGM exporter, MIG manager)."""
+
+    version: Literal["v26.7.0"] = Field(default=versions.GPU_OPERATOR_VERSION, description="Chart version.")
+    namespace: K8sName = Field(default="gpu-operator", description="Namespace (Pod Security privileged).")
+    extra_values: dict[str, Any] = Field(
+        default_factory=dict, description="Escape hatch: Helm values deep-merged last into the chart values."
+    )

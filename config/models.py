@@ -1,0 +1,291 @@
+"""`models`: one vLLM serving stack per entry."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from config import versions
+from config.base import ConfigModel
+from config.observability import Slo
+from config.types import Fraction, K8sName, Quantity, _err
+
+_HF_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+_REVISION = re.compile(r"^[0-9a-f]{40}$")
+_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+_TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+
+# Flags the platform sets itself (from typed fields) or must never see in extraArgs.
+MANAGED_FLAGS = {
+    "--model": "the model comes from huggingFaceId and revision",
+    "--revision": "set revision",
+    "--served-model-name": "the served name is the model's name (it labels every metric)",
+    "--host": "the platform binds 0.0.0.0",
+    "--port": "the platform serves on port 8000",
+    "--tensor-parallel-size": "set tensorParallelSize",
+    "-tp": "set tensorParallelSize",
+    "--max-model-len": "set maxModelLen",
+    "--gpu-memory-utilization": "set gpuMemoryUtilization",
+    "--max-num-seqs": "set maxNumSeqs",
+    "--dtype": "set dtype",
+    "--quantization": "set quantization",
+    "-q": "set quantization",
+    "--kv-cache-dtype": "set kvCacheDtype",
+    "--shutdown-timeout": "set drain.shutdownTimeoutSeconds",
+    "--api-key": "API keys come from the apiKeys Pulumi secret and are mounted, never passed in args",
+    "--hf-token": "the Hugging Face token comes from the hfToken Pulumi secret, mounted as a file",
+    "--disable-log-stats": "it also disables the Prometheus metrics that KEDA scales on",
+}
+
+BYTES_PER_PARAMETER = {"none": None, "fp8": 1.0, "awq": 0.5, "gptq": 0.5}
+BYTES_PER_DTYPE = {"bfloat16": 2.0, "float16": 2.0}
+
+
+class Architecture(ConfigModel):
+    """The model's shape, from its config.json; sizes the KV cache for the fit check."""
+
+    num_layers: int = Field(ge=1, description="num_hidden_layers.")
+    num_kv_heads: int = Field(ge=1, description="num_key_value_heads (GQA); equals attention heads without GQA.")
+    head_dim: int = Field(ge=1, description="head_dim, or hidden_size / num_attention_heads.")
+
+
+class Image(ConfigModel):
+    """The vLLM container image, pinned."""
+
+    repository: str = Field(default=versions.VLLM_IMAGE_REPOSITORY, description="Image repository.")
+    tag: str = Field(default=versions.VLLM_IMAGE_TAG, description="Image tag (never `latest`).")
+    digest: str | None = Field(default=None, description="Optional sha256 digest; pins the exact bytes (recommended in prod).")
+
+    @field_validator("tag")
+    @classmethod
+    def _tag(cls, value: str) -> str:
+        if value == "latest" or not _TAG.match(value):
+            raise _err(
+                f"tag '{value}' is not pinned; `latest` changes under you, and a node pulling a new "
+                "vLLM release can change metric names and flags mid-rollout",
+                f"pin a release tag such as {versions.VLLM_IMAGE_TAG}, optionally with digest sha256:<64 hex>",
+            )
+        return value
+
+    @field_validator("digest")
+    @classmethod
+    def _digest(cls, value: str | None) -> str | None:
+        if value is not None and not _DIGEST.match(value):
+            raise _err(f"'{value}' is not an image digest", "write sha256:<64 lowercase hex>")
+        return value
+
+    @property
+    def reference(self) -> str:
+        ref = f"{self.repository}:{self.tag}"
+        return f"{ref}@{self.digest}" if self.digest else ref
+
+
+class Resources(ConfigModel):
+    """CPU and memory of the vLLM container (requests equal limits)."""
+
+    cpu: Quantity = Field(description="CPU cores, e.g. 4 or 3500m.")
+    memory: Quantity = Field(description="Memory, e.g. 32Gi (the weights pass through host memory while loading).")
+
+
+class Replicas(ConfigModel):
+    """Replica bounds for autoscaling."""
+
+    min: int = Field(ge=0, description="Minimum replicas (0 only with an activation signal that exists at zero pods).")
+    max: int = Field(ge=1, description="Maximum replicas.")
+
+    @model_validator(mode="after")
+    def _order(self) -> Replicas:
+        if self.min > self.max:
+            raise _err(
+                f"min ({self.min}) > max ({self.max}); KEDA's webhook would reject the ScaledObject",
+                "raise max or lower min",
+            )
+        return self
+
+
+class ScalePolicy(ConfigModel):
+    """An HPA scaling direction: stabilization window and step limits."""
+
+    stabilization_window_seconds: int = Field(ge=0, le=3600, description="HPA stabilization window.")
+    percent: int | None = Field(default=None, ge=1, description="Most replicas added/removed per period, in percent.")
+    pods: int | None = Field(default=None, ge=1, description="Most replicas added/removed per period, in pods.")
+    period_seconds: int = Field(ge=1, le=1800, description="Length of the period the limits apply to.")
+
+
+class Fallback(ConfigModel):
+    """What KEDA does when the metrics query fails."""
+
+    failure_threshold: int = Field(default=3, ge=1, description="Failed polls before the fallback applies.")
+    replicas: int | None = Field(
+        default=None, ge=1, description="Replicas to hold while metrics are missing; unset: replicas.max, never scale in blind."
+    )
+
+
+class Autoscaling(ConfigModel):
+    """KEDA triggers on vLLM's own metrics, and HPA behaviour."""
+
+    queue_depth_per_replica: float = Field(
+        default=5,
+        gt=0,
+        description="Acceptable waiting requests per replica: desired = ceil(sum(vllm:num_requests_waiting) / this) (AverageValue).",
+    )
+    kv_cache_usage_target: Fraction = Field(
+        default=0.8,
+        description="Target average vllm:kv_cache_usage_perc (0-1): desired = ceil(current * average / this) (Value).",
+    )
+    ttft_p95_seconds: float | None = Field(
+        default=None, gt=0, description="Optional guardrail: scale out when p95 time to first token exceeds this."
+    )
+    activation_signal: Literal["none", "albRequestCount"] = Field(
+        default="none",
+        description="A signal that exists with zero pods, needed for replicas.min = 0: `albRequestCount` "
+        "reads the ALB target group's request count from CloudWatch.",
+    )
+    polling_interval_seconds: int = Field(default=15, ge=5, le=300, description="KEDA polling interval.")
+    cooldown_period_seconds: int = Field(default=300, ge=0, description="Wait before scaling to zero (only used with min 0).")
+    fallback: Fallback = Field(default_factory=Fallback, description="Behaviour when metrics are missing.")
+    scale_up: ScalePolicy = Field(
+        default_factory=lambda: ScalePolicy(stabilization_window_seconds=0, percent=100, pods=4, period_seconds=15),
+        description="Scale-up behaviour: fast.",
+    )
+    scale_down: ScalePolicy = Field(
+        default_factory=lambda: ScalePolicy(stabilization_window_seconds=300, pods=1, period_seconds=120),
+        description="Scale-down behaviour: slow, one replica at a time.",
+    )
+
+
+class Drain(ConfigModel):
+    """Graceful shutdown: preStop sleep, vLLM drain, and the grace period that must cover both."""
+
+    pre_stop_sleep_seconds: int = Field(
+        default=15, ge=0, le=60, description="Sleep before SIGTERM so the load balancer stops sending new requests."
+    )
+    shutdown_timeout_seconds: int = Field(
+        default=45, ge=0, le=600, description="vLLM --shutdown-timeout: how long in-flight requests may finish after SIGTERM."
+    )
+    termination_grace_period_seconds: int = Field(
+        default=75, ge=1, le=3600, description="Pod terminationGracePeriodSeconds; must exceed preStop + shutdown timeout."
+    )
+
+    @model_validator(mode="after")
+    def _arithmetic(self) -> Drain:
+        budget = self.pre_stop_sleep_seconds + self.shutdown_timeout_seconds
+        if self.termination_grace_period_seconds <= budget:
+            raise _err(
+                f"terminationGracePeriodSeconds ({self.termination_grace_period_seconds}) must exceed "
+                f"preStopSleepSeconds + shutdownTimeoutSeconds ({self.pre_stop_sleep_seconds} + "
+                f"{self.shutdown_timeout_seconds} = {budget}), or streams are SIGKILLed mid-response",
+                f"raise terminationGracePeriodSeconds to at least {budget + 5}",
+            )
+        return self
+
+
+class Startup(ConfigModel):
+    """Startup probe budget: how long a replica may take to load its model."""
+
+    budget_seconds: int | None = Field(
+        default=None,
+        ge=60,
+        description="Seconds the startupProbe allows; unset: derived from the weights size "
+        "(120 s + 10 s per GiB).",
+    )
+    period_seconds: int = Field(default=10, ge=1, le=60, description="startupProbe period.")
+
+
+class ModelConfig(ConfigModel):
+    """A model served by vLLM with an OpenAI-compatible API."""
+
+    name: K8sName = Field(description="Served model name (API `model` field and the `model_name` metric label); also the namespace.")
+    hugging_face_id: str = Field(description="Hugging Face repository, e.g. meta-llama/Llama-3.1-8B-Instruct.")
+    revision: str = Field(description="Pinned 40-hex commit of the Hugging Face repository.")
+    gated: bool = Field(default=False, description="The repository needs a Hugging Face token (the hfToken secret).")
+    parameters_billions: float = Field(gt=0, le=2000, description="Parameter count in billions (sizes the weights).")
+    architecture: Architecture = Field(description="Layers and KV heads, for the KV-cache part of the fit check.")
+    dtype: Literal["bfloat16", "float16"] = Field(default="bfloat16", description="Activation and (unquantized) weight dtype.")
+    quantization: Literal["none", "fp8", "awq", "gptq"] = Field(
+        default="none", description="Weight quantization: fp8 (1 byte/param), awq or gptq (4-bit)."
+    )
+    kv_cache_dtype: Literal["auto", "fp8"] = Field(default="auto", description="KV-cache dtype; fp8 halves KV memory.")
+    image: Image = Field(default_factory=Image, description="vLLM image.")
+    pool: K8sName = Field(description="Name of the gpuPools entry the model runs on.")
+    tensor_parallel_size: int = Field(default=1, ge=1, le=8, description="GPUs per replica (vLLM --tensor-parallel-size).")
+    max_model_len: int = Field(ge=256, le=1_048_576, description="Longest sequence (prompt + output) in tokens.")
+    gpu_memory_utilization: float = Field(
+        default=0.92, gt=0.05, le=0.98, description="Fraction of each GPU's memory vLLM may use (vLLM's default is 0.92)."
+    )
+    max_num_seqs: int | None = Field(default=None, ge=1, le=4096, description="Concurrent sequences per replica; unset: vLLM's default.")
+    resources: Resources = Field(description="CPU and memory per replica.")
+    shm_size: Quantity | None = Field(
+        default=None, description="/dev/shm size (memory emptyDir); unset: 1Gi, plus 4Gi per extra tensor-parallel GPU."
+    )
+    replicas: Replicas = Field(description="Replica bounds.")
+    autoscaling: Autoscaling = Field(default_factory=Autoscaling, description="KEDA triggers and HPA behaviour.")
+    drain: Drain = Field(default_factory=Drain, description="Graceful shutdown timings.")
+    startup: Startup = Field(default_factory=Startup, description="Startup probe budget.")
+    slo: Slo | None = Field(default=None, description="Latency objectives; unset: observability.slo.")
+    expose: bool = Field(default=True, description="Serve the model's /v1 API through the shared ALB.")
+    extra_args: list[str] = Field(default_factory=list, description="Further vLLM flags (not the ones the platform manages).")
+
+    @field_validator("hugging_face_id")
+    @classmethod
+    def _hf_id(cls, value: str) -> str:
+        if not _HF_ID.match(value):
+            raise _err(f"'{value}' is not a Hugging Face repository id", "write <org>/<name>")
+        return value
+
+    @field_validator("revision")
+    @classmethod
+    def _revision(cls, value: str) -> str:
+        if not _REVISION.match(value):
+            raise _err(
+                f"'{value}' is not a pinned commit; a branch such as main can change the weights "
+                "under a running fleet",
+                "use the 40-hex commit id shown on the model's Hugging Face 'Files' history",
+            )
+        return value
+
+    @field_validator("extra_args")
+    @classmethod
+    def _extra_args(cls, value: list[str]) -> list[str]:
+        for arg in value:
+            flag = arg.split("=", 1)[0]
+            if flag in MANAGED_FLAGS:
+                raise _err(f"{flag} may not be in extraArgs: {MANAGED_FLAGS[flag]}", f"remove {flag}")
+        return value
+
+    @model_validator(mode="after")
+    def _scale_to_zero(self) -> ModelConfig:
+        if self.replicas.min == 0 and self.autoscaling.activation_signal == "none":
+            raise _err(
+                "replicas.min is 0 but every trigger reads vLLM metrics, which vanish with the last "
+                "pod; the model would never scale up again",
+                "keep replicas.min >= 1, or set autoscaling.activationSignal to albRequestCount",
+            )
+        return self
+
+    @property
+    def weights_bytes_per_parameter(self) -> float:
+        q = BYTES_PER_PARAMETER[self.quantization]
+        return q if q is not None else BYTES_PER_DTYPE[self.dtype]
+
+    @property
+    def weights_gib(self) -> float:
+        return self.parameters_billions * 1e9 * self.weights_bytes_per_parameter / 2**30
+
+    @property
+    def kv_bytes_per_token(self) -> float:
+        kv_bytes = 1.0 if self.kv_cache_dtype == "fp8" else BYTES_PER_DTYPE[self.dtype]
+        a = self.architecture
+        return 2 * a.num_layers * a.num_kv_heads * a.head_dim * kv_bytes
+
+    @property
+    def kv_gib_per_sequence(self) -> float:
+        return self.kv_bytes_per_token * self.max_model_len / 2**30
+
+    @property
+    def startup_budget_seconds(self) -> int:
+        if self.startup.budget_seconds is not None:
+            return self.startup.budget_seconds
+        return 120 + 10 * int(round(self.weights_gib))

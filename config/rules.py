@@ -1,0 +1,351 @@
+"""Cross-section rules: checked on a parsed StackConfig, before any resource exists.
+
+Each rule returns Problems instead of raising, so one run reports everything at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from config import catalog
+from config.errors import Problem
+from config.gpu import GpuPool
+from config.models import ModelConfig
+from config.network import NewVpc
+from config.stack import StackConfig
+from config.types import _public_cidr, parse_quantity
+
+# Per-GPU memory vLLM needs beside weights and KV cache: CUDA context, activation peak,
+# CUDA graphs. An estimate; it errs on the side of rejecting configs that barely fit.
+OVERHEAD_GIB_PER_GPU = 1.5
+# A Spot interruption gives two minutes' notice; the drain must finish inside it.
+SPOT_MAX_GRACE_SECONDS = 110
+# Share of a node's CPU and memory a pod can actually get (kubelet, system reserve, daemonsets).
+ALLOCATABLE_CPU = 0.9
+ALLOCATABLE_MEMORY = 0.85
+# Namespaces the platform owns: a model cannot be named like them.
+RESERVED_NAMESPACES = {
+    "default", "kube-system", "kube-public", "kube-node-lease", "monitoring", "keda",
+    "gpu-operator", "karpenter",
+}
+HPA_PREFIX = "keda-hpa-"
+
+
+def model_path(index: int, model: ModelConfig) -> str:
+    return f"models[{model.name}]"
+
+
+def pool_path(pool: GpuPool) -> str:
+    return f"gpuPools[{pool.name}]"
+
+
+@dataclass(frozen=True)
+class Device:
+    """What one replica gets per tensor-parallel rank: a GPU, a time-slice of one, or a MIG slice."""
+
+    description: str
+    gib: float
+
+
+def device_for(pool: GpuPool, instance: catalog.InstanceType) -> Device:
+    gpu = instance.gpu
+    assert gpu is not None
+    if pool.sharing.mig:
+        profile = pool.sharing.mig.profile
+        return Device(f"MIG {profile} slice of {gpu.model}", gpu.mig_profile_gib(profile))
+    return Device(gpu.model, gpu.memory_gib)
+
+
+def required_gib_per_device(model: ModelConfig) -> float:
+    tp = model.tensor_parallel_size
+    return (model.weights_gib + model.kv_gib_per_sequence) / tp + OVERHEAD_GIB_PER_GPU
+
+
+def _fits_instance(model: ModelConfig, instance: catalog.InstanceType, tp: int) -> bool:
+    if instance.gpu is None or instance.gpu_count < tp or instance.gpu_count % tp:
+        return False
+    need = (model.weights_gib + model.kv_gib_per_sequence) / tp + OVERHEAD_GIB_PER_GPU
+    return need <= instance.gpu.memory_gib * model.gpu_memory_utilization
+
+
+def smallest_fitting_instance(model: ModelConfig) -> tuple[catalog.InstanceType, int] | None:
+    """The cheapest catalog instance (and tensor-parallel size) on which the model fits whole GPUs."""
+    for instance in sorted(catalog.gpu_instance_types(), key=lambda t: t.price_per_hour):
+        for tp in (1, 2, 4, 8):
+            if _fits_instance(model, instance, tp):
+                return instance, tp
+    return None
+
+
+def _gpu_types_for(model: ModelConfig, pool: GpuPool) -> list[catalog.InstanceType]:
+    """Pool instance types that can host one replica's GPUs."""
+    tp = model.tensor_parallel_size
+    return [t for t in pool.resolved_instance_types() if t.gpu_count >= tp and t.gpu_count % tp == 0]
+
+
+def check_fit(path: str, model: ModelConfig, pool: GpuPool) -> Iterator[Problem]:
+    tp = model.tensor_parallel_size
+    types = pool.resolved_instance_types()
+    if pool.sharing.mode != "none" and tp > 1:
+        yield Problem(
+            f"{path}.tensorParallelSize",
+            f"tensorParallelSize is {tp} but pool {pool.name} shares GPUs ({pool.sharing.mode}); "
+            "a shared GPU or MIG slice cannot take part in tensor parallelism. Fix: use "
+            "tensorParallelSize 1, or move the model to a pool of whole GPUs",
+        )
+        return
+    hosts = _gpu_types_for(model, pool)
+    if not hosts:
+        counts = sorted({t.gpu_count for t in types})
+        yield Problem(
+            f"{path}.tensorParallelSize",
+            f"tensorParallelSize ({tp}) must divide the GPUs per node of pool {pool.name} "
+            f"({', '.join(map(str, counts))}); vLLM would fail at startup after a long image pull. "
+            f"Fix: use a tensorParallelSize that divides {counts[-1]}, or a pool with more GPUs per node",
+        )
+        return
+    device = min((device_for(pool, t) for t in hosts), key=lambda d: d.gib)
+    util = model.gpu_memory_utilization
+    need = required_gib_per_device(model)
+    have = device.gib * util
+    if need > have:
+        suggestion = smallest_fitting_instance(model)
+        if suggestion:
+            inst, stp = suggestion
+            assert inst.gpu is not None
+            smallest = (
+                f"the smallest catalog instance that fits is {inst.name} ({inst.gpu_count} x "
+                f"{inst.gpu.model}) at tensorParallelSize {stp}"
+            )
+        else:
+            smallest = "no catalog instance fits it unquantized; quantize it (fp8, awq) or shorten maxModelLen"
+        yield Problem(
+            path,
+            f"does not fit pool {pool.name}: needs {need:.1f} GiB per {device.description} "
+            f"(weights {model.weights_gib:.1f} GiB + KV cache for one {model.max_model_len}-token "
+            f"sequence {model.kv_gib_per_sequence:.1f} GiB, over tensorParallelSize {tp}, + "
+            f"{OVERHEAD_GIB_PER_GPU} GiB overhead), but has {have:.1f} GiB ({device.gib:.1f} GiB x "
+            f"gpuMemoryUtilization {util}); vLLM would fail at startup. Fix: raise "
+            f"tensorParallelSize, quantize, shorten maxModelLen, or use another pool: {smallest}",
+        )
+    if pool.sharing.time_slicing:
+        replicas = pool.sharing.time_slicing.replicas
+        if util * replicas > 0.95:
+            yield Problem(
+                f"{path}.gpuMemoryUtilization",
+                f"gpuMemoryUtilization {util} x {replicas} time-slice replicas of pool {pool.name} "
+                f"= {util * replicas:.2f} of one GPU; time-slicing does not split memory, so the "
+                f"replicas sharing a GPU would run out of memory at startup. Fix: set "
+                f"gpuMemoryUtilization to at most {0.95 / replicas:.2f}",
+            )
+
+
+def check_node_room(path: str, model: ModelConfig, pool: GpuPool) -> Iterator[Problem]:
+    hosts = _gpu_types_for(model, pool) or pool.resolved_instance_types()
+    cpu = parse_quantity(model.resources.cpu)
+    mem_gib = parse_quantity(model.resources.memory) / 2**30
+    room = [t for t in hosts if t.vcpus * ALLOCATABLE_CPU >= cpu and t.memory_gib * ALLOCATABLE_MEMORY >= mem_gib]
+    if not room:
+        biggest = max(hosts, key=lambda t: (t.memory_gib, t.vcpus))
+        yield Problem(
+            f"{path}.resources",
+            f"cpu {model.resources.cpu} / memory {model.resources.memory} fit no instance type of "
+            f"pool {pool.name} (largest: {biggest.name}, {biggest.vcpus} vCPU / {biggest.memory_gib} GiB, "
+            f"of which about {ALLOCATABLE_CPU:.0%} / {ALLOCATABLE_MEMORY:.0%} is allocatable); the pods "
+            "would stay Pending. Fix: lower resources or add larger instance types to the pool",
+        )
+
+
+def gpus_per_replica(model: ModelConfig, pool: GpuPool) -> float:
+    """Physical GPUs one replica occupies (fractions for shared GPUs)."""
+    if pool.sharing.time_slicing:
+        return 1 / pool.sharing.time_slicing.replicas
+    if pool.sharing.mig:
+        hosts = pool.resolved_instance_types()
+        gpu = hosts[0].gpu
+        assert gpu is not None
+        profile = gpu.mig_profile(pool.sharing.mig.profile)
+        assert profile is not None
+        return 1 / profile.max_per_gpu
+    return float(model.tensor_parallel_size)
+
+
+def _models(cfg: StackConfig) -> Iterator[tuple[str, ModelConfig, GpuPool | None]]:
+    for i, m in enumerate(cfg.models):
+        yield model_path(i, m), m, cfg.pool(m.pool)
+
+
+def rule_unique_names(cfg: StackConfig) -> Iterator[Problem]:
+    for kind, items in (("models", cfg.models), ("gpuPools", cfg.gpu_pools)):
+        seen: dict[str, int] = {}
+        for i, item in enumerate(items):
+            if item.name in seen:
+                yield Problem(
+                    f"{kind}[{i}].name",
+                    f"'{item.name}' is already used by {kind}[{seen[item.name]}]; names must be "
+                    "unique (two ScaledObjects on one Deployment fight each other). Fix: rename one",
+                )
+            seen.setdefault(item.name, i)
+
+
+def rule_model_names(cfg: StackConfig) -> Iterator[Problem]:
+    for path, m, _ in _models(cfg):
+        if m.name in RESERVED_NAMESPACES:
+            yield Problem(
+                f"{path}.name",
+                f"'{m.name}' is a namespace the platform or Kubernetes owns, and each model gets a "
+                "namespace of its own name. Fix: choose another name",
+            )
+        hpa = HPA_PREFIX + m.name
+        if len(hpa) > 63:
+            yield Problem(
+                f"{path}.name",
+                f"name too long: KEDA names the HPA {hpa[:20]}... ({len(hpa)} characters), which must "
+                f"be at most 63. Fix: use at most {63 - len(HPA_PREFIX)} characters",
+            )
+
+
+def rule_pools_exist(cfg: StackConfig) -> Iterator[Problem]:
+    names = [p.name for p in cfg.gpu_pools]
+    for path, m, pool in _models(cfg):
+        if pool is None:
+            yield Problem(
+                f"{path}.pool",
+                f"pool '{m.pool}' is not in gpuPools (have: {', '.join(names)}); the model would have "
+                "nowhere to run. Fix: use one of those names or add the pool",
+            )
+
+
+def rule_fit(cfg: StackConfig) -> Iterator[Problem]:
+    for path, m, pool in _models(cfg):
+        if pool is not None:
+            yield from check_fit(path, m, pool)
+            yield from check_node_room(path, m, pool)
+
+
+def rule_spot_drain(cfg: StackConfig) -> Iterator[Problem]:
+    for path, m, pool in _models(cfg):
+        grace = m.drain.termination_grace_period_seconds
+        if pool is not None and "spot" in pool.capacity_types and grace > SPOT_MAX_GRACE_SECONDS:
+            yield Problem(
+                f"{path}.drain.terminationGracePeriodSeconds",
+                f"{grace} s is above ~{SPOT_MAX_GRACE_SECONDS} s, but pool {pool.name} uses spot "
+                "capacity, which gives a 2-minute notice; the drain cannot be honoured. Fix: lower "
+                f"it to {SPOT_MAX_GRACE_SECONDS} or less, or use an on-demand pool",
+            )
+
+
+def rule_startup_budget(cfg: StackConfig) -> Iterator[Problem]:
+    for path, m, _ in _models(cfg):
+        expected = 120 + 10 * int(round(m.weights_gib))
+        if m.startup.budget_seconds is not None and m.startup.budget_seconds < expected:
+            yield Problem(
+                f"{path}.startup.budgetSeconds",
+                f"startup budget ({m.startup.budget_seconds} s) is below the expected load time of "
+                f"{m.weights_gib:.0f} GiB of weights (~{expected} s); the kubelet would kill the pod "
+                f"before the model loads, in a crash loop. Fix: raise it to at least {expected}, or unset it",
+            )
+
+
+def rule_gpu_limits(cfg: StackConfig) -> Iterator[Problem]:
+    for pool in cfg.gpu_pools:
+        on_pool = [m for m in cfg.models if m.pool == pool.name]
+        if not on_pool:
+            continue
+        at_min = sum(m.replicas.min * gpus_per_replica(m, pool) for m in on_pool)
+        at_max = sum(m.replicas.max * gpus_per_replica(m, pool) for m in on_pool)
+        if at_min > pool.gpu_limit:
+            yield Problem(
+                f"{pool_path(pool)}.gpuLimit",
+                f"gpuLimit ({pool.gpu_limit}) is below the {at_min:g} GPUs its models need at minimum "
+                "replicas; Karpenter would stop launching nodes and replicas would stay Pending. "
+                f"Fix: raise gpuLimit to at least {int(-(-at_min // 1))}",
+            )
+        elif at_max > pool.gpu_limit:
+            yield Problem(
+                f"{pool_path(pool)}.gpuLimit",
+                f"gpuLimit ({pool.gpu_limit}) caps its models below their maximum replicas "
+                f"({at_max:g} GPUs); scale-out stops at the limit. Fix: raise gpuLimit to "
+                f"{int(-(-at_max // 1))} if that spend is intended",
+                "warning",
+            )
+
+
+def rule_pool_capacity(cfg: StackConfig) -> Iterator[Problem]:
+    for pool in cfg.gpu_pools:
+        family = pool.ami_family or cfg.karpenter.default_ami_family
+        if family == "bottlerocket" and pool.sharing.mode != "none":
+            yield Problem(
+                f"{pool_path(pool)}.sharing",
+                "GPU sharing is not supported on Bottlerocket pools here: its device plugin is built "
+                "into the OS and ignores the GPU operator's sharing config. Fix: use amiFamily al2023 "
+                "for this pool",
+            )
+        types = pool.resolved_instance_types()
+        if "spot" in pool.capacity_types and len(types) < 3:
+            yield Problem(
+                f"{pool_path(pool)}.instanceTypes",
+                f"spot pool with {len(types)} instance type(s); few types mean more interruptions and "
+                "insufficient-capacity errors. Fix: allow at least 3 types (more sizes or families)",
+                "warning",
+            )
+    for path, m, pool in _models(cfg):
+        if pool is not None and "on-demand" not in pool.capacity_types and "reserved" not in pool.capacity_types and cfg.is_prod:
+            yield Problem(
+                f"{path}.pool",
+                f"pool {pool.name} is spot-only, so even the minimum replicas have no fallback when "
+                "spot capacity runs out. Fix: add on-demand to the pool's capacityTypes",
+                "warning",
+            )
+
+
+def rule_exposure(cfg: StackConfig) -> Iterator[Problem]:
+    if cfg.ingress.scheme == "internet-facing":
+        for i, cidr in enumerate(cfg.ingress.allowed_cidrs):
+            try:
+                _public_cidr(cidr)
+            except Exception as exc:  # pydantic's custom error carries the message
+                yield Problem(f"ingress.allowedCidrs[{i}]", str(exc))
+
+
+def rule_prod(cfg: StackConfig) -> Iterator[Problem]:
+    if not cfg.is_prod:
+        return
+    if cfg.cluster.system_node_group.min_size < 2:
+        yield Problem(
+            "cluster.systemNodeGroup.minSize",
+            f"prod needs at least 2 system nodes (got {cfg.cluster.system_node_group.min_size}); "
+            "Karpenter, KEDA and the monitoring stack would all go down with one node. Fix: set minSize: 2",
+        )
+    if isinstance(cfg.network, NewVpc):
+        if cfg.network.az_count < 3:
+            yield Problem("network.azCount", "prod spans fewer than 3 AZs; an AZ outage halves capacity. Fix: set azCount: 3", "warning")
+        if cfg.network.nat_gateways == "single":
+            yield Problem("network.natGateways", "prod with a single NAT gateway loses egress in an AZ outage. Fix: set natGateways: perAz", "warning")
+    if cfg.cluster.deletion_protection is False:
+        yield Problem("cluster.deletionProtection", "deletion protection is off in prod. Fix: remove the key (prod turns it on)", "warning")
+    for path, m, _ in _models(cfg):
+        if m.replicas.min < 2:
+            yield Problem(f"{path}.replicas.min", "prod model with fewer than 2 minimum replicas: one node loss is an outage. Fix: set min: 2", "warning")
+        if m.image.digest is None:
+            yield Problem(f"{path}.image.digest", "prod image is pinned by tag only; a re-pushed tag changes what runs. Fix: add the sha256 digest", "warning")
+
+
+RULES: tuple[Callable[[StackConfig], Iterator[Problem]], ...] = (
+    rule_unique_names,
+    rule_model_names,
+    rule_pools_exist,
+    rule_fit,
+    rule_spot_drain,
+    rule_startup_budget,
+    rule_gpu_limits,
+    rule_pool_capacity,
+    rule_exposure,
+    rule_prod,
+)
+
+
+def check(cfg: StackConfig) -> list[Problem]:
+    """Every cross-section problem of a parsed config."""
+    return [p for rule in RULES for p in rule(cfg)]

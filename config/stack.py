@@ -1,0 +1,46 @@
+"""StackConfig: the whole stack config of one environment."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from config.base import ConfigModel
+from config.cluster import ClusterConfig
+from config.gpu import GpuOperatorConfig, GpuPool, KarpenterConfig
+from config.models import ModelConfig
+from config.network import NetworkConfig
+from config.observability import IngressConfig, KedaConfig, ObservabilityConfig
+
+Environment = Literal["dev", "staging", "prod"]
+
+
+class StackConfig(ConfigModel):
+    """Everything one stack (environment) builds, validated before any resource exists."""
+
+    environment: Environment = Field(description="dev, staging or prod; prod turns on stricter checks and safer defaults.")
+    region: str = Field(description="AWS region (from aws:region).")
+    tags: dict[str, str] = Field(default_factory=dict, description="Tags on every AWS resource the stack creates.")
+    network: NetworkConfig = Field(description="A new VPC (mode new) or an existing one (mode existing).")
+    cluster: ClusterConfig = Field(description="The EKS cluster.")
+    karpenter: KarpenterConfig = Field(default_factory=KarpenterConfig, description="Karpenter controller and node defaults.")
+    gpu_pools: list[GpuPool] = Field(min_length=1, description="GPU NodePools.")
+    gpu_operator: GpuOperatorConfig = Field(default_factory=GpuOperatorConfig, description="NVIDIA GPU operator.")
+    observability: ObservabilityConfig = Field(default_factory=ObservabilityConfig, description="Monitoring stack.")
+    keda: KedaConfig = Field(default_factory=KedaConfig, description="KEDA.")
+    ingress: IngressConfig = Field(default_factory=IngressConfig, description="Model endpoints.")
+    models: list[ModelConfig] = Field(default_factory=list, description="Models to serve.")
+
+    @property
+    def is_prod(self) -> bool:
+        return self.environment == "prod"
+
+    def pool(self, name: str) -> GpuPool | None:
+        return next((p for p in self.gpu_pools if p.name == name), None)
+
+    @property
+    def deletion_protection(self) -> bool:
+        if self.cluster.deletion_protection is not None:
+            return self.cluster.deletion_protection
+        return self.is_prod

@@ -1,0 +1,213 @@
+"""Constrained scalar types shared by the config sections.
+
+Each type carries its own check and an error message in the house format
+(`problem; why. Fix: ...`); the path is added by the error formatter.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import Annotated
+
+from pydantic import AfterValidator, Field
+from pydantic_core import PydanticCustomError
+
+# DNS-1123 label: the name rule for namespaces, Services, NodePools and most objects.
+_DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+# Kubernetes quantity, as the NodePool CRD spells it (reliability checklist MV-3).
+_QUANTITY = re.compile(
+    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
+    r"(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+)
+# Go duration as Karpenter accepts it: one or more <n>s|m|h, or Never where allowed.
+_DURATION = re.compile(r"^([0-9]+(s|m|h))+$")
+# Prometheus duration for retention and alert `for:`.
+_PROM_DURATION = re.compile(r"^([0-9]+(ms|s|m|h|d|w|y))+$")
+_ROLE_ARN = re.compile(r"^arn:aws[a-zA-Z-]*:iam::[0-9]{12}:role/[\w+=,.@/-]{1,512}$")
+_ACM_ARN = re.compile(r"^arn:aws[a-zA-Z-]*:acm:[a-z0-9-]+:[0-9]{12}:certificate/[0-9a-f-]{36}$")
+_PRINCIPAL_ARN = re.compile(r"^arn:aws[a-zA-Z-]*:(iam|sts)::[0-9]{12}:(role|user|assumed-role)/[\w+=,.@/-]+$")
+
+
+def _err(problem: str, fix: str) -> PydanticCustomError:
+    # Braces in user text would be read as format fields by pydantic-core; escape them.
+    text = f"{problem}. Fix: {fix}".replace("{", "{{").replace("}", "}}")
+    return PydanticCustomError("llm_config", text)
+
+
+def _dns_label(value: str) -> str:
+    if len(value) > 63 or not _DNS_LABEL.match(value):
+        raise _err(
+            f"'{value}' is not a valid Kubernetes name; it becomes a namespace, Service and "
+            "NodePool name, which must be a DNS-1123 label",
+            "use lowercase letters, digits and '-', start with a letter, end with a letter or "
+            "digit, at most 63 characters",
+        )
+    return value
+
+
+_UNIT_TYPOS = {"KB": "Ki", "MB": "Mi", "GB": "Gi", "TB": "Ti", "gb": "Gi", "mb": "Mi", "gi": "Gi", "mi": "Mi"}
+
+
+def _quantity(value: str) -> str:
+    if not _QUANTITY.match(value):
+        hint = ""
+        m = re.match(r"^([0-9.]+)\s*([A-Za-z]+)$", value)
+        if m and m.group(2) in _UNIT_TYPOS:
+            hint = f" (did you mean '{m.group(1)}{_UNIT_TYPOS[m.group(2)]}'?)"
+        raise _err(
+            f"'{value}' is not a Kubernetes quantity{hint}; the API server would reject the "
+            "object at apply time, after the preview looked fine",
+            "write a quantity such as 24Gi, 512Mi, 4 or 500m",
+        )
+    return value
+
+
+def _duration(value: str) -> str:
+    if not _DURATION.match(value):
+        raise _err(
+            f"'{value}' is not a duration Karpenter accepts (pattern <n>s|m|h, e.g. 90s, 10m, 24h)",
+            "write e.g. 24h instead of 1d",
+        )
+    return value
+
+
+def _duration_or_never(value: str) -> str:
+    return value if value == "Never" else _duration(value)
+
+
+def _prom_duration(value: str) -> str:
+    if not _PROM_DURATION.match(value):
+        raise _err(
+            f"'{value}' is not a Prometheus duration",
+            "write e.g. 15d, 12h or 90m",
+        )
+    return value
+
+
+def _public_cidr(value: str) -> str:
+    """A public IPv4 CIDR for an allow-list: no host bits, not RFC 1918, not 0.0.0.0/0.
+
+    ipaddress.is_private is deliberately not used: it also rejects the TEST-NET ranges that
+    documentation and tests use. The reserved sets are listed explicitly instead.
+    """
+    try:
+        net = ipaddress.IPv4Network(value, strict=False)
+    except ValueError:
+        raise _err(f"'{value}' is not an IPv4 CIDR", "write it as a.b.c.d/n, e.g. 203.0.113.0/24") from None
+    if "/" not in value:
+        raise _err(f"'{value}' has no prefix length", f"write {value}/32 for a single address")
+    if str(net) != value:
+        raise _err(
+            f"'{value}' has host bits set (did you mean {net}?); AWS rejects such ranges",
+            f"use {net}",
+        )
+    if net.prefixlen == 0:
+        raise _err(
+            f"'{value}' allows every address on the internet, which defeats the allow-list",
+            "list the egress CIDRs of your offices, VPN or CI runners",
+        )
+    for reserved in _NON_PUBLIC:
+        if net.subnet_of(reserved):
+            raise _err(
+                f"'{value}' is inside the non-public range {reserved}; public "
+                "allow-lists take public CIDRs (traffic from inside the VPC uses private paths)",
+                "remove it, or list the public egress CIDR that this network leaves through",
+            )
+    return value
+
+
+_NON_PUBLIC = [
+    ipaddress.IPv4Network(n)
+    for n in (
+        "10.0.0.0/8",
+        "172.16.0.0/12",
+        "192.168.0.0/16",
+        "127.0.0.0/8",
+        "169.254.0.0/16",
+        "100.64.0.0/10",
+        "0.0.0.0/8",
+        "224.0.0.0/4",
+        "240.0.0.0/4",
+    )
+]
+
+
+def _vpc_cidr(value: str) -> str:
+    try:
+        net = ipaddress.IPv4Network(value, strict=True)
+    except ValueError:
+        raise _err(
+            f"'{value}' is not a network CIDR (or has host bits set)",
+            "write e.g. 10.0.0.0/16",
+        ) from None
+    if not 16 <= net.prefixlen <= 20:
+        raise _err(
+            f"'{value}' has prefix /{net.prefixlen}; a VPC CIDR must be /16 to /20 here so that "
+            "every AZ gets public and private subnets with room for pod IPs",
+            "use a /16 (recommended: GPU pods take VPC IPs through the VPC CNI) up to /20",
+        )
+    return value
+
+
+def _role_arn(value: str) -> str:
+    if not _ROLE_ARN.match(value):
+        raise _err(
+            f"'{value}' is not an IAM role ARN",
+            "write arn:aws:iam::<12-digit account>:role/<name>",
+        )
+    return value
+
+
+def _principal_arn(value: str) -> str:
+    if not _PRINCIPAL_ARN.match(value):
+        raise _err(
+            f"'{value}' is not an IAM role or user ARN",
+            "write arn:aws:iam::<12-digit account>:role/<name> (or :user/<name>)",
+        )
+    return value
+
+
+def _acm_arn(value: str) -> str:
+    if not _ACM_ARN.match(value):
+        raise _err(
+            f"'{value}' is not an ACM certificate ARN",
+            "write arn:aws:acm:<region>:<account>:certificate/<uuid>",
+        )
+    return value
+
+
+K8sName = Annotated[str, AfterValidator(_dns_label)]
+Quantity = Annotated[str, AfterValidator(_quantity)]
+Duration = Annotated[str, AfterValidator(_duration)]
+DurationOrNever = Annotated[str, AfterValidator(_duration_or_never)]
+PromDuration = Annotated[str, AfterValidator(_prom_duration)]
+PublicCidr = Annotated[str, AfterValidator(_public_cidr)]
+VpcCidr = Annotated[str, AfterValidator(_vpc_cidr)]
+RoleArn = Annotated[str, AfterValidator(_role_arn)]
+PrincipalArn = Annotated[str, AfterValidator(_principal_arn)]
+AcmCertificateArn = Annotated[str, AfterValidator(_acm_arn)]
+Fraction = Annotated[float, Field(gt=0, le=1)]
+
+
+def parse_quantity(value: str) -> float:
+    """The numeric value of a Kubernetes quantity in base units (bytes, cores)."""
+    m = re.match(r"^([+-]?[0-9.]+)([a-zA-Z]*)$", value)
+    if not m:
+        raise ValueError(f"not a simple quantity: {value}")
+    number, suffix = float(m.group(1)), m.group(2)
+    factors = {
+        "": 1, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
+        "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
+    }
+    if suffix not in factors:
+        raise ValueError(f"unsupported quantity suffix: {value}")
+    return number * factors[suffix]
+
+
+def duration_seconds(value: str) -> int:
+    """Seconds in a Go-style duration such as 1h30m (Never is not accepted here)."""
+    total = 0
+    for amount, unit in re.findall(r"([0-9]+)(ms|s|m|h|d|w|y)", value):
+        total += int(amount) * {"ms": 0, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}[unit]
+    return total

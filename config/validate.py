@@ -1,0 +1,29 @@
+"""Parse and check a raw stack config: the single entry point to a StackConfig."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from config import rules
+from config.errors import ConfigError, Problem, problems_from_validation_error
+from config.stack import StackConfig
+
+
+def parse_stack_config(data: dict[str, Any]) -> tuple[StackConfig, list[Problem]]:
+    """Validate raw config (camelCase keys) into a StackConfig.
+
+    Returns the config and its warnings. Raises ConfigError with every problem found (field
+    errors first; cross-section rules run only on a config whose fields are valid).
+    """
+    problems: list[Problem] = []
+    try:
+        cfg = StackConfig.model_validate(data)
+    except ValidationError as exc:
+        problems += problems_from_validation_error(StackConfig, exc, data)
+        raise ConfigError(problems) from None
+    problems += rules.check(cfg)
+    if any(p.severity == "error" for p in problems):
+        raise ConfigError(problems)
+    return cfg, [p for p in problems if p.severity == "warning"]

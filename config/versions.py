@@ -1,0 +1,47 @@
+"""Pinned upstream versions: charts, images, add-ons, AMIs.
+
+One place to bump. Each pin names where it was checked; see also
+the project's reference notes on upstream facts. Re-check before bumping.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# Kubernetes minor versions this program is tested with. Karpenter 1.14 supports 1.35/1.36;
+# KEDA 2.20 is tested on 1.33-1.35, so 1.35 is the newest version every component supports.
+KUBERNETES_VERSIONS: Final = ("1.33", "1.34", "1.35")
+KUBERNETES_DEFAULT: Final = "1.35"
+
+KARPENTER_VERSION: Final = "1.14.1"  # oci chart, no "v" (aws/karpenter-provider-aws charts/karpenter)
+KARPENTER_CHART: Final = "oci://public.ecr.aws/karpenter/karpenter"
+
+KEDA_VERSION: Final = "2.20.2"
+KEDA_REPOSITORY: Final = "https://kedacore.github.io/charts"
+
+KUBE_PROMETHEUS_STACK_VERSION: Final = "88.5.3"
+KUBE_PROMETHEUS_STACK_REPOSITORY: Final = "https://prometheus-community.github.io/helm-charts"
+
+GPU_OPERATOR_VERSION: Final = "v26.7.0"  # chart version keeps the "v"
+GPU_OPERATOR_REPOSITORY: Final = "https://helm.ngc.nvidia.com/nvidia"
+
+AWS_LOAD_BALANCER_CONTROLLER_VERSION: Final = "3.5.0"  # chart and app versions aligned since 3.0.0
+AWS_LOAD_BALANCER_CONTROLLER_REPOSITORY: Final = "https://aws.github.io/eks-charts"
+
+VLLM_IMAGE_REPOSITORY: Final = "vllm/vllm-openai"
+VLLM_IMAGE_TAG: Final = "v0.33.0"  # metric vllm:kv_cache_usage_perc; entrypoint `vllm serve`
+
+# EKS AMI releases (awslabs/amazon-eks-ami tags vYYYYMMDD; Bottlerocket vX.Y.Z). Karpenter
+# resolves the standard and NVIDIA variants of the alias from SSM.
+AL2023_AMI_VERSION: Final = "v20260930"  # 1.35.8-20260930, seen in node groups on 2026-10-06
+BOTTLEROCKET_AMI_VERSION: Final = "v1.65.0"  # bottlerocket-os/bottlerocket CHANGELOG 2026-09-03
+
+# EKS managed add-ons for Kubernetes 1.35, as seen in public cluster configs in Sept 2026.
+# Confirm with `aws eks describe-addon-versions --kubernetes-version 1.35` before bumping.
+EKS_ADDON_VERSIONS: Final = {
+    "vpc-cni": "v1.23.1-eksbuild.1",
+    "coredns": "v1.13.2-eksbuild.21",
+    "kube-proxy": "v1.35.3-eksbuild.21",
+    "eks-pod-identity-agent": "v1.3.10-eksbuild.3",
+    "aws-ebs-csi-driver": "v1.56.0-eksbuild.1",
+}

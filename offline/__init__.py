@@ -1,0 +1,1 @@
+"""Run the real Pulumi program offline: recording mocks, the render, and its summary."""

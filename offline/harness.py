@@ -1,0 +1,162 @@
+"""Run the real program (`__main__.py`) under the recording mocks, with a stack's config."""
+
+from __future__ import annotations
+
+import json
+import logging
+import runpy
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import yaml
+from pulumi.runtime import settings
+from pulumi.runtime.stack import run_pulumi_func
+from pulumi.runtime.sync_await import _sync_await
+
+from config import load as config_load
+from offline.mocks import RecordingMocks, RecordingMonitor, Registration, redact
+
+ROOT = Path(__file__).resolve().parent.parent
+PLACEHOLDER = "offline-placeholder-secret"
+
+
+@dataclass
+class StackInput:
+    """A stack's config as the Pulumi engine would hand it to the program."""
+
+    stack: str
+    config: dict[str, str]
+    secret_keys: list[str]
+    placeholders: list[str] = field(default_factory=list)
+    """Secret keys the stack file lacks, filled with placeholders so the render can run."""
+
+
+@dataclass
+class RunResult:
+    """What one offline run of the program registered and exported."""
+
+    registrations: list[Registration]
+    outputs: dict[str, Any]
+    secret_outputs: set[str]
+    logs: list[str] = field(default_factory=list)
+
+    def of_type(self, type_token: str) -> list[Registration]:
+        return [r for r in self.registrations if r.type == type_token]
+
+    def one(self, type_token: str, name: str | None = None) -> Registration:
+        found = [r for r in self.of_type(type_token) if name is None or r.name == name]
+        if len(found) != 1:
+            raise AssertionError(f"expected one {type_token} {name or ''}, found {[r.name for r in found]}")
+        return found[0]
+
+    def redacted_outputs(self) -> dict[str, Any]:
+        return {k: "[secret]" if k in self.secret_outputs else redact(v) for k, v in sorted(self.outputs.items())}
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _mask_secure(value: Any) -> tuple[Any, bool]:
+    """Replace `secure:` leaves (encrypted, unreadable offline) with a placeholder."""
+    if isinstance(value, dict) and set(value) == {"secure"}:
+        return PLACEHOLDER, True
+    if isinstance(value, dict):
+        out, found = {}, False
+        for k, v in value.items():
+            out[k], f = _mask_secure(v)
+            found = found or f
+        return out, found
+    if isinstance(value, list):
+        items = [_mask_secure(v) for v in value]
+        return [i for i, _ in items], any(f for _, f in items)
+    return value, False
+
+
+def stack_input(stack: str, path: Path | None = None, overrides: dict[str, Any] | None = None) -> StackInput:
+    """Read Pulumi.<stack>.yaml into engine-style config, filling missing required secrets."""
+    path = path or ROOT / f"Pulumi.{stack}.yaml"
+    document = yaml.safe_load(path.read_text()) or {}
+    raw: dict[str, Any] = dict(document.get("config") or {})
+    raw.update(overrides or {})
+    config: dict[str, str] = {}
+    secret_keys: list[str] = []
+    for key, value in raw.items():
+        masked, secret = _mask_secure(value)
+        config[key] = json.dumps(masked) if isinstance(masked, (dict, list)) else _scalar(masked)
+        if secret:
+            secret_keys.append(key)
+    placeholders = _fill_secrets(raw, config, secret_keys)
+    return StackInput(stack, config, secret_keys, placeholders)
+
+
+def _fill_secrets(raw: dict[str, Any], config: dict[str, str], secret_keys: list[str]) -> list[str]:
+    """Add placeholders for the secrets a real `pulumi up` would require but the file lacks."""
+    p = config_load.PROJECT
+    filled: list[str] = []
+    models = raw.get(f"{p}:models") or []
+    ingress = raw.get(f"{p}:ingress") or {}
+
+    def add(key: str, value: str) -> None:
+        config[f"{p}:{key}"] = value
+        secret_keys.append(f"{p}:{key}")
+        filled.append(key)
+
+    if f"{p}:{config_load.GRAFANA_ADMIN_PASSWORD}" not in raw:
+        add(config_load.GRAFANA_ADMIN_PASSWORD, PLACEHOLDER)
+    if f"{p}:{config_load.HF_TOKEN}" not in raw and any(isinstance(m, dict) and m.get("gated") for m in models):
+        add(config_load.HF_TOKEN, PLACEHOLDER)
+    if f"{p}:{config_load.API_KEYS}" not in raw and isinstance(ingress, dict) and ingress.get("scheme") == "internet-facing":
+        names = [m["name"] for m in models if isinstance(m, dict) and m.get("expose", True) and "name" in m]
+        add(config_load.API_KEYS, json.dumps({n: PLACEHOLDER for n in names}))
+    return filled
+
+
+def apply_config(inp: StackInput) -> None:
+    pulumi.runtime.set_all_config(dict(inp.config), list(inp.secret_keys))
+
+
+def run(inp: StackInput) -> RunResult:
+    """Run __main__.py under recording mocks and return what it registered and exported."""
+    region = inp.config.get("aws:region", "us-east-1")
+    mocks = RecordingMocks(region=region)
+    monitor = RecordingMonitor(mocks)
+    logs = _Collector()
+    logger = logging.getLogger("offline.engine")
+    logger.handlers = [logs]
+    logger.propagate = False
+    settings.ROOT.set(None)
+    apply_config(inp)
+    pulumi.runtime.set_mocks(
+        mocks, project=config_load.PROJECT, stack=inp.stack, preview=False, monitor=monitor, logger=logger
+    )
+
+    def program() -> None:
+        runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
+
+    _sync_await(run_pulumi_func(program))
+    root = settings.get_root_resource()
+    exported: dict[str, Any] = dict(getattr(root, "outputs", {}) or {})
+    outputs: dict[str, Any] = {}
+    secret: set[str] = set()
+    for key, value in exported.items():
+        out = pulumi.Output.from_input(value)
+        outputs[key] = _sync_await(out.future())
+        if _sync_await(out.is_secret()):
+            secret.add(key)
+    return RunResult(list(monitor.registrations), outputs, secret, logs.messages)
+
+
+class _Collector(logging.Handler):
+    """Keeps the engine's log messages (warnings from the program) instead of printing them."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(f"{record.levelname.lower()}: {record.getMessage()}")

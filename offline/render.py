@@ -1,0 +1,148 @@
+"""`make render STACK=<stack>`: the real program, offline, written to build/<stack>/.
+
+    python -m offline.render dev [--out build]
+
+Writes resources.json, manifests/, helm/<release>.yaml and outputs.json, and prints a summary.
+A bad config prints every problem and exits 2 without writing anything. No cloud credentials
+and no Pulumi CLI are needed; secrets appear as "[secret]".
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from config import catalog, cost
+from config import load as config_load
+from config.errors import ConfigError, format_report
+from offline import harness
+from offline.mocks import Registration, redact
+
+EXIT_CONFIG = 2
+
+
+def is_manifest(r: Registration) -> bool:
+    return r.type.startswith("kubernetes:") and not r.type.startswith(("kubernetes:helm.sh/", "kubernetes:yaml"))
+
+
+def manifest(r: Registration) -> dict[str, Any]:
+    body = redact(r.inputs)
+    head = {k: body.pop(k) for k in ("apiVersion", "kind", "metadata") if k in body}
+    return {**head, **body}
+
+
+def manifest_path(doc: dict[str, Any], fallback: str) -> str:
+    meta = doc.get("metadata") or {}
+    namespace = meta.get("namespace") or "_cluster"
+    name = meta.get("name") or fallback
+    return f"{namespace}/{str(doc.get('kind', 'Object')).lower()}-{name}.yaml"
+
+
+def helm_release(r: Registration) -> tuple[str, dict[str, Any]]:
+    inputs = redact(r.inputs)
+    name = inputs.get("name") or r.name
+    repo = (inputs.get("repositoryOpts") or {}).get("repo")
+    return name, {
+        "chart": inputs.get("chart"),
+        "repository": repo,
+        "version": inputs.get("version"),
+        "namespace": inputs.get("namespace"),
+        "values": inputs.get("values") or {},
+    }
+
+
+def _dump(doc: Any) -> str:
+    return yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, width=120)
+
+
+def write(result: harness.RunResult, out: Path) -> None:
+    """Write the four outputs into out (which must not exist yet)."""
+    (out / "manifests").mkdir(parents=True)
+    (out / "helm").mkdir()
+    resources = sorted((r.redacted() for r in result.registrations), key=lambda d: (d["type"], d["name"]))
+    (out / "resources.json").write_text(json.dumps(resources, indent=2, sort_keys=True) + "\n")
+    for r in result.registrations:
+        if is_manifest(r):
+            doc = manifest(r)
+            path = out / "manifests" / manifest_path(doc, r.name)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(_dump(doc))
+        elif r.type == "kubernetes:helm.sh/v3:Release":
+            name, doc = helm_release(r)
+            (out / "helm" / f"{name}.yaml").write_text(_dump(doc))
+    (out / "outputs.json").write_text(json.dumps(result.redacted_outputs(), indent=2, sort_keys=True) + "\n")
+
+
+def summary(stack: str, result: harness.RunResult, warnings: list[str], placeholders: list[str], seconds: float) -> str:
+    cfg, *_ = config_load.validate()
+    lines = [f"Rendered stack {stack} ({cfg.environment}, {cfg.region}) in {seconds:.1f} s", ""]
+    counts = Counter(r.type for r in result.registrations)
+    lines.append(f"Resources: {sum(counts.values())}")
+    lines += [f"  {n:4d}  {t}" for t, n in sorted(counts.items())]
+    costs = cost.summarize(cfg)
+    endpoints = result.outputs.get("models") or {}
+    lines += ["", "Models:"]
+    header = f"  {'model':<16} {'pool':<18} {'GPU per replica':<34} {'replicas':<9} endpoint"
+    lines.append(header)
+    for m in costs.models:
+        endpoint = (endpoints.get(m.name) or {}).get("baseUrl") or (endpoints.get(m.name) or {}).get("url") or "-"
+        lines.append(f"  {m.name:<16} {m.pool:<18} {m.gpu:<34} {f'{m.replicas_min}-{m.replicas_max}':<9} {endpoint}")
+    month = catalog.HOURS_PER_MONTH
+    lines += [
+        "",
+        "Compute cost (on-demand us-east-1 list prices; spot is lower; excludes NAT, load balancers, storage, EKS fee):",
+        f"  floor   ${costs.floor:9.2f}/h  ${costs.floor * month:11,.0f}/month  (system nodes at min + models at min replicas)",
+        f"  ceiling ${costs.ceiling:9.2f}/h  ${costs.ceiling * month:11,.0f}/month  (system nodes at max + models at max replicas)",
+    ]
+    if placeholders:
+        lines += ["", "Secrets not in the stack file, rendered with placeholders: " + ", ".join(placeholders)]
+    if warnings:
+        lines += ["", *warnings]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("stack", help="stack name: reads Pulumi.<stack>.yaml")
+    parser.add_argument("--out", default=str(harness.ROOT / "build"), help="output folder (default: build/)")
+    args = parser.parse_args(argv)
+    stack_file = harness.ROOT / f"Pulumi.{args.stack}.yaml"
+    if not stack_file.exists():
+        print(f"No stack file {stack_file.name}. Fix: use one of "
+              + ", ".join(p.name.split(".")[1] for p in sorted(harness.ROOT.glob("Pulumi.*.yaml"))), file=sys.stderr)
+        return EXIT_CONFIG
+    started = time.perf_counter()
+    inp = harness.stack_input(args.stack, stack_file)
+    harness.apply_config(inp)
+    try:
+        _, _, _, warnings = config_load.validate()
+    except ConfigError as err:
+        print(f"Pulumi.{args.stack}.yaml: " + err.report(), file=sys.stderr)
+        return EXIT_CONFIG
+    result = harness.run(inp)
+    target = Path(args.out) / args.stack
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+        staging = Path(tmp) / args.stack
+        write(result, staging)
+        if target.exists():
+            shutil.rmtree(target)
+        staging.rename(target)
+    elapsed = time.perf_counter() - started
+    print(summary(args.stack, result, [format_report(warnings)] if warnings else [], inp.placeholders, elapsed))
+    shown = target.resolve().relative_to(Path.cwd()) if target.resolve().is_relative_to(Path.cwd()) else target
+    print(f"\nWrote {shown}/: resources.json, manifests/, helm/, outputs.json")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
