@@ -127,8 +127,7 @@ H200: Final = Gpu(
     141,
     134468,
     _H200_MIG,
-    memory_mib_note="141 GB (10^9 bytes) converted to MiB; EC2's own figure not verified, so "
-    "this errs low",
+    memory_mib_note="141 GB (10^9 bytes) converted to MiB; EC2's own figure not verified, so this errs low",
 )
 
 

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from config import versions
+from config import catalog, versions
 from config.base import ConfigModel
 from config.types import PrincipalArn, PublicCidr, RoleArn, _err
 
@@ -20,6 +20,10 @@ _CLUSTER_NAME = re.compile(r"^[a-z][a-z0-9-]*[a-z0-9]$")
 CLUSTER_NAME_MAX = 46
 
 
+def _all_log_types() -> list[LogType]:
+    return ["api", "audit", "authenticator", "controllerManager", "scheduler"]
+
+
 class Endpoint(ConfigModel):
     """Who can reach the Kubernetes API server."""
 
@@ -27,16 +31,14 @@ class Endpoint(ConfigModel):
     public: bool = Field(default=False, description="Public endpoint on the internet.")
     public_cidrs: list[PublicCidr] = Field(
         default_factory=list,
-        description="CIDRs allowed to reach the public endpoint. Required when `public` is true; "
-        "never 0.0.0.0/0.",
+        description="CIDRs allowed to reach the public endpoint. Required when `public` is true; never 0.0.0.0/0.",
     )
 
     @model_validator(mode="after")
     def _coherent(self) -> Endpoint:
         if self.public and not self.public_cidrs:
             raise _err(
-                "publicCidrs is empty while public=true; EKS would accept API calls from "
-                "0.0.0.0/0",
+                "publicCidrs is empty while public=true; EKS would accept API calls from 0.0.0.0/0",
                 "list your egress CIDRs in cluster.endpoint.publicCidrs, or set cluster.endpoint.public=false",
             )
         if self.public_cidrs and not self.public:
@@ -62,9 +64,7 @@ class AccessGrant(ConfigModel):
     """An extra IAM principal given access to the cluster through an access entry."""
 
     principal_arn: PrincipalArn = Field(description="IAM role or user ARN.")
-    policy: Literal["ClusterAdmin", "Admin", "Edit", "View"] = Field(
-        description="EKS access policy: AmazonEKS<policy>Policy."
-    )
+    policy: Literal["ClusterAdmin", "Admin", "Edit", "View"] = Field(description="EKS access policy: AmazonEKS<policy>Policy.")
     namespaces: list[str] = Field(
         default_factory=list,
         description="Limit the policy to these namespaces; empty means cluster-wide "
@@ -94,12 +94,23 @@ class SystemNodeGroup(ConfigModel):
     max_size: int = Field(default=4, ge=1, description="Maximum nodes.")
     disk_size_gib: int = Field(default=50, ge=20, le=1000, description="Root volume size (gp3, encrypted).")
 
+    @field_validator("instance_types")
+    @classmethod
+    def _known(cls, value: list[str]) -> list[str]:
+        cpu = sorted(t.name for t in catalog.cpu_instance_types())
+        unknown = [t for t in value if t not in cpu]
+        if unknown:
+            raise _err(
+                f"{', '.join(unknown)} not among the catalog's CPU types, so the cost floor cannot be computed",
+                f"use one of {', '.join(cpu)} (or add it to config/catalog.py with its price source)",
+            )
+        return value
+
     @model_validator(mode="after")
     def _sizes(self) -> SystemNodeGroup:
         if not self.min_size <= self.desired_size <= self.max_size:
             raise _err(
-                f"sizes must satisfy minSize <= desiredSize <= maxSize (got {self.min_size}, "
-                f"{self.desired_size}, {self.max_size})",
+                f"sizes must satisfy minSize <= desiredSize <= maxSize (got {self.min_size}, {self.desired_size}, {self.max_size})",
                 "adjust the three sizes",
             )
         return self
@@ -120,7 +131,7 @@ class ClusterConfig(ConfigModel):
     )
     access: list[AccessGrant] = Field(default_factory=list, description="Further access entries.")
     log_types: list[LogType] = Field(
-        default_factory=lambda: ["api", "audit", "authenticator", "controllerManager", "scheduler"],
+        default_factory=_all_log_types,
         description="Control-plane log types sent to CloudWatch (api, audit and authenticator at least).",
     )
     log_retention_days: int = Field(default=90, ge=1, description="CloudWatch retention of control-plane logs.")
@@ -165,8 +176,7 @@ class ClusterConfig(ConfigModel):
         missing = [t for t in REQUIRED_LOG_TYPES if t not in value]
         if missing:
             raise _err(
-                f"missing {', '.join(missing)}; without them there is no audit trail of who "
-                "did what to the cluster",
+                f"missing {', '.join(missing)}; without them there is no audit trail of who did what to the cluster",
                 "include api, audit and authenticator in cluster.logTypes",
             )
         return value

@@ -137,8 +137,13 @@ def _did_you_mean(root: type[BaseModel], loc: tuple[Any, ...]) -> str:
 
 
 _TYPE_NAMES = {
-    str: "a string", int: "an integer", float: "a number", bool: "true/false",
-    list: "a list", dict: "a mapping", type(None): "nothing",
+    str: "a string",
+    int: "an integer",
+    float: "a number",
+    bool: "true/false",
+    list: "a list",
+    dict: "a mapping",
+    type(None): "nothing",
 }
 
 
@@ -178,7 +183,10 @@ def _message(root: type[BaseModel], error: Any) -> str:
     if kind == "union_tag_not_found":
         return "mode is missing; it selects which kind of section this is. Fix: add mode"
     bounds = {
-        "greater_than": ">", "greater_than_equal": ">=", "less_than": "<", "less_than_equal": "<=",
+        "greater_than": ">",
+        "greater_than_equal": ">=",
+        "less_than": "<",
+        "less_than_equal": "<=",
     }
     if kind in bounds:
         limit = next(iter(ctx.values()), "")

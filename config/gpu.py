@@ -48,9 +48,7 @@ class AmiVersions(ConfigModel):
     """Pinned EKS AMI releases, by family (the EC2NodeClass alias is `<family>@<version>`)."""
 
     al2023: str = Field(default=versions.AL2023_AMI_VERSION, description="AL2023 release, vYYYYMMDD.")
-    bottlerocket: str = Field(
-        default=versions.BOTTLEROCKET_AMI_VERSION, description="Bottlerocket release, vX.Y.Z."
-    )
+    bottlerocket: str = Field(default=versions.BOTTLEROCKET_AMI_VERSION, description="Bottlerocket release, vX.Y.Z.")
 
     @field_validator("al2023")
     @classmethod
@@ -66,9 +64,7 @@ class AmiVersions(ConfigModel):
 class KarpenterConfig(ConfigModel):
     """Karpenter: the controller and the node defaults shared by every GPU pool."""
 
-    version: Literal["1.14.1"] = Field(
-        default=versions.KARPENTER_VERSION, description="Chart and controller version (v1 APIs only)."
-    )
+    version: Literal["1.14.1"] = Field(default=versions.KARPENTER_VERSION, description="Chart and controller version (v1 APIs only).")
     identity: Literal["podIdentity", "irsa"] = Field(
         default="podIdentity",
         description="How the controller gets AWS credentials: EKS Pod Identity (recommended) or IRSA.",
@@ -115,8 +111,7 @@ class Sharing(ConfigModel):
     def _one_mode(self) -> Sharing:
         if self.time_slicing and self.mig:
             raise _err(
-                "a pool cannot use both MIG and time-slicing; the device plugin applies one "
-                "sharing strategy per node",
+                "a pool cannot use both MIG and time-slicing; the device plugin applies one sharing strategy per node",
                 "split it into two pools, one with timeSlicing and one with mig",
             )
         return self
@@ -188,9 +183,7 @@ class Requirement(ConfigModel):
     """An extra NodePool requirement (Karpenter well-known labels)."""
 
     key: str = Field(description="Label key, e.g. karpenter.k8s.aws/instance-generation.")
-    operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte"] = Field(
-        description="Requirement operator."
-    )
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte"] = Field(description="Requirement operator.")
     values: list[str] = Field(default_factory=list, description="Values (strings; integers for Gt/Lt/Gte/Lte).")
     min_values: int | None = Field(default=None, ge=1, le=50, description="Minimum distinct values Karpenter must keep.")
 
@@ -199,12 +192,12 @@ class Requirement(ConfigModel):
         # The NodePool CRD's CEL rules, which jsonschema validation does not run.
         if self.key in RESTRICTED_LABEL_KEYS:
             raise _err(f'label "{self.key}" is restricted', "remove this requirement")
-        if self.operator in ("Gt", "Lt", "Gte", "Lte"):
-            if len(self.values) != 1 or not self.values[0].isdigit() or int(self.values[0]) <= 0:
-                raise _err(
-                    f"requirements operator '{self.operator}' must have a single positive integer value",
-                    "give exactly one value such as \"5\"",
-                )
+        numeric = self.operator in ("Gt", "Lt", "Gte", "Lte")
+        if numeric and (len(self.values) != 1 or not self.values[0].isdigit() or int(self.values[0]) <= 0):
+            raise _err(
+                f"requirements operator '{self.operator}' must have a single positive integer value",
+                'give exactly one value such as "5"',
+            )
         if self.operator == "In" and not self.values:
             raise _err("requirements with operator 'In' must have a value defined", "add values")
         if self.min_values is not None and len(self.values) < self.min_values:
@@ -213,6 +206,10 @@ class Requirement(ConfigModel):
                 "add values or lower minValues",
             )
         return self
+
+
+def _spot_then_on_demand() -> list[CapacityType]:
+    return ["spot", "on-demand"]
 
 
 def _restricted_label(key: str) -> str | None:
@@ -244,7 +241,7 @@ class GpuPool(ConfigModel):
         default=None, description="With instanceFamilies: allowed GPUs per node, e.g. [1] for single-GPU sizes."
     )
     capacity_types: list[CapacityType] = Field(
-        default_factory=lambda: ["spot", "on-demand"],
+        default_factory=_spot_then_on_demand,
         min_length=1,
         description="Purchase options. With both spot and on-demand, Karpenter prefers spot and falls "
         "back to on-demand when spot is short.",
@@ -271,58 +268,32 @@ class GpuPool(ConfigModel):
             )
         if self.gpu_counts is not None and self.instance_families is None:
             raise _err("gpuCounts only narrows instanceFamilies", "remove gpuCounts, or use instanceFamilies")
-        unknown = [t for t in (self.instance_types or []) if t not in catalog.INSTANCE_TYPES or catalog.INSTANCE_TYPES[t].gpu is None]
-        unknown += [f for f in (self.instance_families or []) if f not in catalog.gpu_families()]
-        if unknown:
-            known = sorted(t.name for t in catalog.gpu_instance_types()) if self.instance_types else sorted(catalog.gpu_families())
-            raise _err(
-                f"{', '.join(unknown)} not in the GPU catalog, so capacity and cost cannot be checked",
-                f"use one of {', '.join(known)} (or add it to config/catalog.py with its source)",
-            )
-        if not self.resolved_instance_types():
-            raise _err(
-                f"no catalog instance type matches families {self.instance_families} with gpuCounts {self.gpu_counts}",
-                "widen gpuCounts or the families",
-            )
-        gpus = {t.gpu for t in self.resolved_instance_types()}
-        if self.sharing.mig:
-            if len(gpus) != 1:
-                raise _err(
-                    "a MIG pool must have one GPU model, because the MIG profile names depend on it",
-                    "keep the pool to instance types with the same GPU",
-                )
-            gpu = next(iter(gpus))
-            assert gpu is not None
-            if not gpu.mig_capable:
-                raise _err(
-                    f"{gpu.model} does not support MIG (only A100, H100 and H200 do)",
-                    "use time-slicing on this GPU, or a p4d/p4de/p5/p5en pool for MIG",
-                )
-            if gpu.mig_profile(self.sharing.mig.profile) is None:
-                raise _err(
-                    f"MIG profile {self.sharing.mig.profile} does not exist on {gpu.model}",
-                    f"use one of {', '.join(p.name for p in gpu.mig_profiles)}",
-                )
-        for key in self.labels:
+        return self
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, value: dict[str, str]) -> dict[str, str]:
+        for key in value:
             problem = _restricted_label(key)
             if problem:
                 raise _err(problem, f"remove label {key} from the pool")
-        for taint in self.taints:
+        return value
+
+    @field_validator("taints")
+    @classmethod
+    def _taints(cls, value: list[Taint]) -> list[Taint]:
+        for taint in value:
             problem = _restricted_label(taint.key)
             if problem:
                 raise _err(problem.replace("label", "taint key"), f"remove taint {taint.key}")
-        return self
+        return value
 
     def resolved_instance_types(self) -> list[catalog.InstanceType]:
         """Catalog instance types this pool can launch."""
         if self.instance_types is not None:
             return [catalog.INSTANCE_TYPES[t] for t in self.instance_types if t in catalog.INSTANCE_TYPES]
         fams = set(self.instance_families or [])
-        return [
-            t
-            for t in catalog.gpu_instance_types()
-            if t.family in fams and (self.gpu_counts is None or t.gpu_count in self.gpu_counts)
-        ]
+        return [t for t in catalog.gpu_instance_types() if t.family in fams and (self.gpu_counts is None or t.gpu_count in self.gpu_counts)]
 
 
 class GpuOperatorConfig(ConfigModel):

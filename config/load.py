@@ -69,16 +69,17 @@ def read_raw() -> tuple[dict[str, Any], dict[str, Any], list[Problem]]:
     for full_key, raw in sorted(values.items()):
         if not full_key.startswith(prefix):
             continue
-        key = full_key[len(prefix):]
+        key = full_key[len(prefix) :]
         if key in SECRET_KEYS:
             if not _is_secret(full_key):
-                problems.append(Problem(
-                    key,
-                    "is stored in plain text in the stack file; anyone with read access to the repo "
-                    f"can read it. Fix: run `{_secret_cmd(key)}` (and remove the plain value)",
-                ))
-                continue
-            secrets[key] = raw
+                problems.append(
+                    Problem(
+                        key,
+                        "is stored in plain text in the stack file; anyone with read access to the repo "
+                        f"can read it. Fix: run `{_secret_cmd(key)}` (and remove the plain value)",
+                    )
+                )
+            secrets[key] = raw  # kept so it is not also reported as missing; the load fails anyway
             continue
         if key == "region":
             problems.append(Problem(key, f"the region is read from aws:region, not {full_key}. Fix: move it to aws:region"))
@@ -94,7 +95,9 @@ def read_raw() -> tuple[dict[str, Any], dict[str, Any], list[Problem]]:
     if region:
         data["region"] = region
     else:
-        problems.append(Problem("aws:region", "is not set; every AWS resource needs a region. Fix: run `pulumi config set aws:region us-east-1`"))
+        problems.append(
+            Problem("aws:region", "is not set; every AWS resource needs a region. Fix: run `pulumi config set aws:region us-east-1`")
+        )
     return data, secrets, problems
 
 
@@ -102,46 +105,56 @@ def _secret_problems(cfg: StackConfig, secrets: dict[str, Any]) -> tuple[list[Pr
     problems: list[Problem] = []
     api_keys: dict[str, str] = {}
     if GRAFANA_ADMIN_PASSWORD not in secrets:
-        problems.append(Problem(
-            GRAFANA_ADMIN_PASSWORD,
-            "is not set; Grafana needs an admin password that is not the chart's well-known default. "
-            f"Fix: run `{_secret_cmd(GRAFANA_ADMIN_PASSWORD)}`",
-        ))
+        problems.append(
+            Problem(
+                GRAFANA_ADMIN_PASSWORD,
+                "is not set; Grafana needs an admin password that is not the chart's well-known default. "
+                f"Fix: run `{_secret_cmd(GRAFANA_ADMIN_PASSWORD)}`",
+            )
+        )
     gated = [m.name for m in cfg.models if m.gated]
     if gated and HF_TOKEN not in secrets:
-        problems.append(Problem(
-            HF_TOKEN,
-            f"is not set, but {', '.join(gated)} {'is' if len(gated) == 1 else 'are'} gated on Hugging Face; "
-            f"the download would fail with 401 on every pod start. Fix: run `{_secret_cmd(HF_TOKEN)}`",
-        ))
+        problems.append(
+            Problem(
+                HF_TOKEN,
+                f"is not set, but {', '.join(gated)} {'is' if len(gated) == 1 else 'are'} gated on Hugging Face; "
+                f"the download would fail with 401 on every pod start. Fix: run `{_secret_cmd(HF_TOKEN)}`",
+            )
+        )
     if API_KEYS in secrets:
         try:
             parsed = json.loads(secrets[API_KEYS])
         except json.JSONDecodeError:
             parsed = None
         if not isinstance(parsed, dict) or not all(isinstance(v, str) and v for v in parsed.values()):
-            problems.append(Problem(
-                API_KEYS,
-                "must be a mapping of model name to API key. Fix: run "
-                f"`pulumi config set --secret --path '{API_KEYS}.<model>' <key>` per model",
-            ))
+            problems.append(
+                Problem(
+                    API_KEYS,
+                    "must be a mapping of model name to API key. Fix: run "
+                    f"`pulumi config set --secret --path '{API_KEYS}.<model>' <key>` per model",
+                )
+            )
         else:
             names = {m.name for m in cfg.models}
             for model in sorted(parsed):
                 if model not in names:
-                    problems.append(Problem(
-                        f"{API_KEYS}.{model}",
-                        f"names no model (have: {', '.join(sorted(names))}). Fix: remove it or correct the name",
-                    ))
+                    problems.append(
+                        Problem(
+                            f"{API_KEYS}.{model}",
+                            f"names no model (have: {', '.join(sorted(names))}). Fix: remove it or correct the name",
+                        )
+                    )
             api_keys = {k: v for k, v in parsed.items() if k in names}
     if cfg.ingress.scheme == "internet-facing":
         for m in cfg.models:
             if m.expose and m.name not in api_keys:
-                problems.append(Problem(
-                    f"{API_KEYS}.{m.name}",
-                    "is required: the ALB is internet-facing and vLLM would otherwise serve anyone in "
-                    f"the allow-list without a key. Fix: run `pulumi config set --secret --path '{API_KEYS}.{m.name}' <key>`",
-                ))
+                problems.append(
+                    Problem(
+                        f"{API_KEYS}.{m.name}",
+                        "is required: the ALB is internet-facing and vLLM would otherwise serve anyone in "
+                        f"the allow-list without a key. Fix: run `pulumi config set --secret --path '{API_KEYS}.{m.name}' <key>`",
+                    )
+                )
     return problems, api_keys
 
 

@@ -188,8 +188,7 @@ class Startup(ConfigModel):
     budget_seconds: int | None = Field(
         default=None,
         ge=60,
-        description="Seconds the startupProbe allows; unset: derived from the weights size "
-        "(120 s + 10 s per GiB).",
+        description="Seconds the startupProbe allows; unset: derived from the weights size (120 s + 10 s per GiB).",
     )
     period_seconds: int = Field(default=10, ge=1, le=60, description="startupProbe period.")
 
@@ -240,8 +239,7 @@ class ModelConfig(ConfigModel):
     def _revision(cls, value: str) -> str:
         if not _REVISION.match(value):
             raise _err(
-                f"'{value}' is not a pinned commit; a branch such as main can change the weights "
-                "under a running fleet",
+                f"'{value}' is not a pinned commit; a branch such as main can change the weights under a running fleet",
                 "use the 40-hex commit id shown on the model's Hugging Face 'Files' history",
             )
         return value
@@ -288,4 +286,4 @@ class ModelConfig(ConfigModel):
     def startup_budget_seconds(self) -> int:
         if self.startup.budget_seconds is not None:
             return self.startup.budget_seconds
-        return 120 + 10 * int(round(self.weights_gib))
+        return 120 + 10 * round(self.weights_gib)

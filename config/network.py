@@ -43,13 +43,11 @@ class NewVpc(ConfigModel):
     )
     nat_gateways: Literal["single", "perAz"] = Field(
         default="perAz",
-        description="`perAz`: one NAT gateway per AZ (survives an AZ outage); `single`: one "
-        "shared NAT gateway (cheaper, for dev).",
+        description="`perAz`: one NAT gateway per AZ (survives an AZ outage); `single`: one shared NAT gateway (cheaper, for dev).",
     )
     s3_gateway_endpoint: bool = Field(
         default=True,
-        description="Create an S3 gateway endpoint so images and model weights from S3 bypass NAT "
-        "(no hourly cost, no NAT data charges).",
+        description="Create an S3 gateway endpoint so images and model weights from S3 bypass NAT (no hourly cost, no NAT data charges).",
     )
 
 

@@ -22,9 +22,7 @@ class Slo(ConfigModel):
 class AlertTuning(ConfigModel):
     """Thresholds of the alert rules."""
 
-    queue_backlog_per_replica: float = Field(
-        default=10, gt=0, description="Waiting requests per ready replica that count as a backlog."
-    )
+    queue_backlog_per_replica: float = Field(default=10, gt=0, description="Waiting requests per ready replica that count as a backlog.")
     queue_backlog_for: PromDuration = Field(default="5m", description="How long a backlog lasts before it alerts.")
     kv_cache_saturation: float = Field(default=0.95, gt=0, le=1, description="KV-cache usage (0-1) that counts as saturated.")
     kv_cache_saturation_for: PromDuration = Field(default="10m", description="How long saturation lasts before it alerts.")
@@ -92,8 +90,7 @@ class IngressConfig(ConfigModel):
     )
     allowed_cidrs: list[Cidr] = Field(
         default_factory=list,
-        description="Client CIDRs allowed by the ALB security group. Required for internet-facing; "
-        "internal ALBs default to the VPC CIDR.",
+        description="Client CIDRs allowed by the ALB security group. Required for internet-facing; internal ALBs default to the VPC CIDR.",
     )
     certificate_arn: AcmCertificateArn | None = Field(
         default=None, description="ACM certificate for HTTPS (HTTP redirects to HTTPS). Required for internet-facing."
@@ -104,9 +101,7 @@ class IngressConfig(ConfigModel):
         "(point a wildcard record *.<domain> at the ALB). Unset: models are told apart by path "
         "prefix /M/v1 on the ALB hostname.",
     )
-    idle_timeout_seconds: int = Field(
-        default=600, ge=60, le=4000, description="ALB idle timeout; long, so streamed responses are not cut."
-    )
+    idle_timeout_seconds: int = Field(default=600, ge=60, le=4000, description="ALB idle timeout; long, so streamed responses are not cut.")
     extra_values: dict[str, Any] = Field(
         default_factory=dict, description="Escape hatch: Helm values deep-merged last into the controller chart values."
     )
@@ -116,14 +111,12 @@ class IngressConfig(ConfigModel):
         if self.scheme == "internet-facing":
             if not self.allowed_cidrs:
                 raise _err(
-                    "scheme is internet-facing but allowedCidrs is empty; the models would be open "
-                    "to the whole internet",
+                    "scheme is internet-facing but allowedCidrs is empty; the models would be open to the whole internet",
                     "list client CIDRs in ingress.allowedCidrs, or use scheme internal",
                 )
             if self.certificate_arn is None:
                 raise _err(
-                    "scheme is internet-facing without certificateArn; prompts and API keys would "
-                    "cross the internet in clear text",
+                    "scheme is internet-facing without certificateArn; prompts and API keys would cross the internet in clear text",
                     "set ingress.certificateArn to an ACM certificate for the domain",
                 )
         return self

@@ -5,6 +5,7 @@ Each rule returns Problems instead of raising, so one run reports everything at 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -26,8 +27,14 @@ ALLOCATABLE_CPU = 0.9
 ALLOCATABLE_MEMORY = 0.85
 # Namespaces the platform owns: a model cannot be named like them.
 RESERVED_NAMESPACES = {
-    "default", "kube-system", "kube-public", "kube-node-lease", "monitoring", "keda",
-    "gpu-operator", "karpenter",
+    "default",
+    "kube-system",
+    "kube-public",
+    "kube-node-lease",
+    "monitoring",
+    "keda",
+    "gpu-operator",
+    "karpenter",
 }
 HPA_PREFIX = "keda-hpa-"
 
@@ -115,8 +122,7 @@ def check_fit(path: str, model: ModelConfig, pool: GpuPool) -> Iterator[Problem]
             inst, stp = suggestion
             assert inst.gpu is not None
             smallest = (
-                f"the smallest catalog instance that fits is {inst.name} ({inst.gpu_count} x "
-                f"{inst.gpu.model}) at tensorParallelSize {stp}"
+                f"the smallest catalog instance that fits is {inst.name} ({inst.gpu_count} x {inst.gpu.model}) at tensorParallelSize {stp}"
             )
         else:
             smallest = "no catalog instance fits it unquantized; quantize it (fp8, awq) or shorten maxModelLen"
@@ -137,7 +143,7 @@ def check_fit(path: str, model: ModelConfig, pool: GpuPool) -> Iterator[Problem]
                 f"gpuMemoryUtilization {util} x {replicas} time-slice replicas of pool {pool.name} "
                 f"= {util * replicas:.2f} of one GPU; time-slicing does not split memory, so the "
                 f"replicas sharing a GPU would run out of memory at startup. Fix: set "
-                f"gpuMemoryUtilization to at most {0.95 / replicas:.2f}",
+                f"gpuMemoryUtilization to at most {math.floor(95 / replicas) / 100:.2f}",
             )
 
 
@@ -171,22 +177,91 @@ def gpus_per_replica(model: ModelConfig, pool: GpuPool) -> float:
     return float(model.tensor_parallel_size)
 
 
+def catalog_problems(pool: GpuPool) -> list[Problem]:
+    """What the catalog says is wrong with a pool: unknown types, MIG on the wrong GPU."""
+    path = pool_path(pool)
+    unknown = [t for t in (pool.instance_types or []) if t not in catalog.INSTANCE_TYPES or catalog.INSTANCE_TYPES[t].gpu is None]
+    unknown_families = [f for f in (pool.instance_families or []) if f not in catalog.gpu_families()]
+    if unknown or unknown_families:
+        field, known = (
+            ("instanceTypes", sorted(t.name for t in catalog.gpu_instance_types()))
+            if unknown
+            else ("instanceFamilies", sorted(catalog.gpu_families()))
+        )
+        return [
+            Problem(
+                f"{path}.{field}",
+                f"{', '.join(unknown + unknown_families)} not in the GPU catalog, so capacity and cost cannot be "
+                f"checked. Fix: use one of {', '.join(known)} (or add it to config/catalog.py with its source)",
+            )
+        ]
+    types = pool.resolved_instance_types()
+    if not types:
+        return [
+            Problem(
+                f"{path}.gpuCounts",
+                f"no catalog instance type of families {', '.join(pool.instance_families or [])} has "
+                f"{' or '.join(map(str, pool.gpu_counts or []))} GPUs. Fix: widen gpuCounts or the families",
+            )
+        ]
+    if pool.sharing.mig:
+        gpus = sorted({t.gpu.model for t in types if t.gpu})
+        if len(gpus) != 1:
+            return [
+                Problem(
+                    f"{path}.sharing.mig",
+                    f"a MIG pool must have one GPU model (this one has {', '.join(gpus)}), because MIG "
+                    "profile names depend on it. Fix: keep the pool to instance types with the same GPU",
+                )
+            ]
+        gpu = types[0].gpu
+        assert gpu is not None
+        if not gpu.mig_capable:
+            return [
+                Problem(
+                    f"{path}.sharing.mig",
+                    f"{gpu.model} does not support MIG (only A100, H100 and H200 do). Fix: use "
+                    "timeSlicing on this GPU, or a p4d/p4de/p5/p5en pool for MIG",
+                )
+            ]
+        profile = pool.sharing.mig.profile
+        if gpu.mig_profile(profile) is None:
+            return [
+                Problem(
+                    f"{path}.sharing.mig.profile",
+                    f"MIG profile {profile} does not exist on {gpu.model}; the MIG manager would leave "
+                    f"the GPUs unpartitioned and no pod could schedule. Fix: use one of "
+                    f"{', '.join(p.name for p in gpu.mig_profiles)}",
+                )
+            ]
+    return []
+
+
+def rule_pool_catalog(cfg: StackConfig) -> Iterator[Problem]:
+    for pool in cfg.gpu_pools:
+        yield from catalog_problems(pool)
+
+
 def _models(cfg: StackConfig) -> Iterator[tuple[str, ModelConfig, GpuPool | None]]:
+    """Models with their pool; the pool is None when missing or not usable (reported elsewhere)."""
     for i, m in enumerate(cfg.models):
-        yield model_path(i, m), m, cfg.pool(m.pool)
+        pool = cfg.pool(m.pool)
+        yield model_path(i, m), m, pool if pool is not None and not catalog_problems(pool) else None
 
 
 def rule_unique_names(cfg: StackConfig) -> Iterator[Problem]:
-    for kind, items in (("models", cfg.models), ("gpuPools", cfg.gpu_pools)):
+    named = (("models", [m.name for m in cfg.models]), ("gpuPools", [p.name for p in cfg.gpu_pools]))
+    for kind, names in named:
         seen: dict[str, int] = {}
-        for i, item in enumerate(items):
-            if item.name in seen:
+        for i, name in enumerate(names):
+            if name in seen:
                 yield Problem(
                     f"{kind}[{i}].name",
-                    f"'{item.name}' is already used by {kind}[{seen[item.name]}]; names must be "
-                    "unique (two ScaledObjects on one Deployment fight each other). Fix: rename one",
+                    f"'{name}' is already used by {kind}[{seen[name]}]; names must be unique, because "
+                    "each becomes Kubernetes object names (two ScaledObjects on one Deployment fight "
+                    "each other). Fix: rename one",
                 )
-            seen.setdefault(item.name, i)
+            seen.setdefault(name, i)
 
 
 def rule_model_names(cfg: StackConfig) -> Iterator[Problem]:
@@ -208,8 +283,9 @@ def rule_model_names(cfg: StackConfig) -> Iterator[Problem]:
 
 def rule_pools_exist(cfg: StackConfig) -> Iterator[Problem]:
     names = [p.name for p in cfg.gpu_pools]
-    for path, m, pool in _models(cfg):
-        if pool is None:
+    for i, m in enumerate(cfg.models):
+        path = model_path(i, m)
+        if cfg.pool(m.pool) is None:
             yield Problem(
                 f"{path}.pool",
                 f"pool '{m.pool}' is not in gpuPools (have: {', '.join(names)}); the model would have "
@@ -238,7 +314,7 @@ def rule_spot_drain(cfg: StackConfig) -> Iterator[Problem]:
 
 def rule_startup_budget(cfg: StackConfig) -> Iterator[Problem]:
     for path, m, _ in _models(cfg):
-        expected = 120 + 10 * int(round(m.weights_gib))
+        expected = 120 + 10 * round(m.weights_gib)
         if m.startup.budget_seconds is not None and m.startup.budget_seconds < expected:
             yield Problem(
                 f"{path}.startup.budgetSeconds",
@@ -251,7 +327,7 @@ def rule_startup_budget(cfg: StackConfig) -> Iterator[Problem]:
 def rule_gpu_limits(cfg: StackConfig) -> Iterator[Problem]:
     for pool in cfg.gpu_pools:
         on_pool = [m for m in cfg.models if m.pool == pool.name]
-        if not on_pool:
+        if not on_pool or catalog_problems(pool):
             continue
         at_min = sum(m.replicas.min * gpus_per_replica(m, pool) for m in on_pool)
         at_max = sum(m.replicas.max * gpus_per_replica(m, pool) for m in on_pool)
@@ -283,18 +359,20 @@ def rule_pool_capacity(cfg: StackConfig) -> Iterator[Problem]:
                 "for this pool",
             )
         types = pool.resolved_instance_types()
-        if "spot" in pool.capacity_types and len(types) < 3:
+        if "spot" in pool.capacity_types and len(types) < 3 and not catalog_problems(pool):
             yield Problem(
                 f"{pool_path(pool)}.instanceTypes",
                 f"spot pool with {len(types)} instance type(s); few types mean more interruptions and "
                 "insufficient-capacity errors. Fix: allow at least 3 types (more sizes or families)",
                 "warning",
             )
-    for path, m, pool in _models(cfg):
-        if pool is not None and "on-demand" not in pool.capacity_types and "reserved" not in pool.capacity_types and cfg.is_prod:
+    for path, _m, model_pool in _models(cfg):
+        if model_pool is None or not cfg.is_prod:
+            continue
+        if "on-demand" not in model_pool.capacity_types and "reserved" not in model_pool.capacity_types:
             yield Problem(
                 f"{path}.pool",
-                f"pool {pool.name} is spot-only, so even the minimum replicas have no fallback when "
+                f"pool {model_pool.name} is spot-only, so even the minimum replicas have no fallback when "
                 "spot capacity runs out. Fix: add on-demand to the pool's capacityTypes",
                 "warning",
             )
@@ -322,17 +400,28 @@ def rule_prod(cfg: StackConfig) -> Iterator[Problem]:
         if cfg.network.az_count < 3:
             yield Problem("network.azCount", "prod spans fewer than 3 AZs; an AZ outage halves capacity. Fix: set azCount: 3", "warning")
         if cfg.network.nat_gateways == "single":
-            yield Problem("network.natGateways", "prod with a single NAT gateway loses egress in an AZ outage. Fix: set natGateways: perAz", "warning")
+            yield Problem(
+                "network.natGateways", "prod with a single NAT gateway loses egress in an AZ outage. Fix: set natGateways: perAz", "warning"
+            )
     if cfg.cluster.deletion_protection is False:
         yield Problem("cluster.deletionProtection", "deletion protection is off in prod. Fix: remove the key (prod turns it on)", "warning")
     for path, m, _ in _models(cfg):
         if m.replicas.min < 2:
-            yield Problem(f"{path}.replicas.min", "prod model with fewer than 2 minimum replicas: one node loss is an outage. Fix: set min: 2", "warning")
+            yield Problem(
+                f"{path}.replicas.min",
+                "prod model with fewer than 2 minimum replicas: one node loss is an outage. Fix: set min: 2",
+                "warning",
+            )
         if m.image.digest is None:
-            yield Problem(f"{path}.image.digest", "prod image is pinned by tag only; a re-pushed tag changes what runs. Fix: add the sha256 digest", "warning")
+            yield Problem(
+                f"{path}.image.digest",
+                "prod image is pinned by tag only; a re-pushed tag changes what runs. Fix: add the sha256 digest",
+                "warning",
+            )
 
 
 RULES: tuple[Callable[[StackConfig], Iterator[Problem]], ...] = (
+    rule_pool_catalog,
     rule_unique_names,
     rule_model_names,
     rule_pools_exist,

@@ -38,10 +38,8 @@ def _err(problem: str, fix: str) -> PydanticCustomError:
 def _dns_label(value: str) -> str:
     if len(value) > 63 or not _DNS_LABEL.match(value):
         raise _err(
-            f"'{value}' is not a valid Kubernetes name; it becomes a namespace, Service and "
-            "NodePool name, which must be a DNS-1123 label",
-            "use lowercase letters, digits and '-', start with a letter, end with a letter or "
-            "digit, at most 63 characters",
+            f"'{value}' is not a valid Kubernetes name; it becomes a namespace, Service and NodePool name, which must be a DNS-1123 label",
+            "use lowercase letters, digits and '-', start with a letter, end with a letter or digit, at most 63 characters",
         )
     return value
 
@@ -197,8 +195,20 @@ def parse_quantity(value: str) -> float:
         raise ValueError(f"not a simple quantity: {value}")
     number, suffix = float(m.group(1)), m.group(2)
     factors = {
-        "": 1, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18,
-        "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
+        "": 1,
+        "m": 1e-3,
+        "k": 1e3,
+        "M": 1e6,
+        "G": 1e9,
+        "T": 1e12,
+        "P": 1e15,
+        "E": 1e18,
+        "Ki": 2**10,
+        "Mi": 2**20,
+        "Gi": 2**30,
+        "Ti": 2**40,
+        "Pi": 2**50,
+        "Ei": 2**60,
     }
     if suffix not in factors:
         raise ValueError(f"unsupported quantity suffix: {value}")

@@ -112,7 +112,7 @@ def _fill_secrets(raw: dict[str, Any], config: dict[str, str], secret_keys: list
         add(config_load.HF_TOKEN, PLACEHOLDER)
     if f"{p}:{config_load.API_KEYS}" not in raw and isinstance(ingress, dict) and ingress.get("scheme") == "internet-facing":
         names = [m["name"] for m in models if isinstance(m, dict) and m.get("expose", True) and "name" in m]
-        add(config_load.API_KEYS, json.dumps({n: PLACEHOLDER for n in names}))
+        add(config_load.API_KEYS, json.dumps(dict.fromkeys(names, PLACEHOLDER)))
     return filled
 
 
@@ -131,9 +131,7 @@ def run(inp: StackInput) -> RunResult:
     logger.propagate = False
     settings.ROOT.set(None)
     apply_config(inp)
-    pulumi.runtime.set_mocks(
-        mocks, project=config_load.PROJECT, stack=inp.stack, preview=False, monitor=monitor, logger=logger
-    )
+    pulumi.runtime.set_mocks(mocks, project=config_load.PROJECT, stack=inp.stack, preview=False, monitor=monitor, logger=logger)
 
     def program() -> None:
         runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")

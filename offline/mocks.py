@@ -144,7 +144,8 @@ class RecordingMocks(Mocks):
             resource_id = f"https://sqs.{region}.amazonaws.com/{account}/{physical}"
             state["url"] = resource_id
         elif typ == "aws:kms/key:Key":
-            resource_id = f"{_hex(typ, name, length=8)}-{_hex(typ, name, 'a', length=4)}-4{_hex(typ, name, 'b', length=3)}-8{_hex(typ, name, 'c', length=3)}-{_hex(typ, name, 'd', length=12)}"
+            h = _hex(typ, name, length=32)
+            resource_id = f"{h[:8]}-{h[8:12]}-4{h[13:16]}-8{h[17:20]}-{h[20:32]}"
             state["keyId"] = resource_id
             arn = f"arn:aws:kms:{region}:{account}:key/{resource_id}"
         elif typ == "aws:cloudwatch/eventRule:EventRule":
@@ -168,11 +169,18 @@ class RecordingMocks(Mocks):
             "clusters": [{"name": cluster_name, "cluster": {"server": endpoint, "certificate-authority-data": "TU9DSy1DQQ=="}}],
             "contexts": [{"name": cluster_name, "context": {"cluster": cluster_name, "user": cluster_name}}],
             "current-context": cluster_name,
-            "users": [{"name": cluster_name, "user": {"exec": {
-                "apiVersion": "client.authentication.k8s.io/v1beta1",
-                "command": "aws",
-                "args": ["eks", "get-token", "--cluster-name", cluster_name, "--region", self.region],
-            }}}],
+            "users": [
+                {
+                    "name": cluster_name,
+                    "user": {
+                        "exec": {
+                            "apiVersion": "client.authentication.k8s.io/v1beta1",
+                            "command": "aws",
+                            "args": ["eks", "get-token", "--cluster-name", cluster_name, "--region", self.region],
+                        }
+                    },
+                }
+            ],
         }
         oidc = bool(inputs.get("createOidcProvider"))
         return {
@@ -188,7 +196,10 @@ class RecordingMocks(Mocks):
         }
 
     # -- function calls ----------------------------------------------------------------------
-    def call(self, args: MockCallArgs) -> dict[str, Any]:
+    def call(self, args: MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
+        return self._call(args), []
+
+    def _call(self, args: MockCallArgs) -> dict[str, Any]:
         region = self.region
         if args.token == "aws:index/getCallerIdentity:getCallerIdentity":
             return {"accountId": ACCOUNT_ID, "arn": f"arn:aws:iam::{ACCOUNT_ID}:user/offline", "userId": "OFFLINE", "id": ACCOUNT_ID}
@@ -229,4 +240,4 @@ class RecordingMonitor(MockMonitor):
                     provider=request.provider or None,
                 )
             )
-        return super().RegisterResource(request)
+        return super().RegisterResource(request)  # type: ignore[no-untyped-call]

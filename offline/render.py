@@ -114,11 +114,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("stack", help="stack name: reads Pulumi.<stack>.yaml")
     parser.add_argument("--out", default=str(harness.ROOT / "build"), help="output folder (default: build/)")
+    parser.add_argument("--file", help="stack file to read instead of Pulumi.<stack>.yaml")
     args = parser.parse_args(argv)
-    stack_file = harness.ROOT / f"Pulumi.{args.stack}.yaml"
+    stack_file = Path(args.file) if args.file else harness.ROOT / f"Pulumi.{args.stack}.yaml"
     if not stack_file.exists():
-        print(f"No stack file {stack_file.name}. Fix: use one of "
-              + ", ".join(p.name.split(".")[1] for p in sorted(harness.ROOT.glob("Pulumi.*.yaml"))), file=sys.stderr)
+        print(
+            f"No stack file {stack_file.name}. Fix: use one of "
+            + ", ".join(p.name.split(".")[1] for p in sorted(harness.ROOT.glob("Pulumi.*.yaml"))),
+            file=sys.stderr,
+        )
         return EXIT_CONFIG
     started = time.perf_counter()
     inp = harness.stack_input(args.stack, stack_file)
@@ -126,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         _, _, _, warnings = config_load.validate()
     except ConfigError as err:
-        print(f"Pulumi.{args.stack}.yaml: " + err.report(), file=sys.stderr)
+        print(f"{stack_file.name}: " + err.report(), file=sys.stderr)
         return EXIT_CONFIG
     result = harness.run(inp)
     target = Path(args.out) / args.stack

@@ -1,0 +1,40 @@
+# make render STACK=dev   render a stack offline into build/<stack>/ (no AWS, no Pulumi CLI)
+# make test               lint, type-check and run every test
+# make docs               regenerate the README config reference and the stack-file JSON Schema
+
+PYTHON ?= python3
+VENV   ?= venv
+BIN    := $(VENV)/bin
+STACK  ?= dev
+
+.PHONY: all venv lint test render docs bench clean
+
+all: test
+
+$(BIN)/.installed: requirements.txt requirements-dev.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
+	touch $@
+
+venv: $(BIN)/.installed
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+test: lint
+	$(BIN)/python -m pytest
+
+render: venv
+	$(BIN)/python -m offline.render $(STACK)
+
+docs: venv
+	$(BIN)/python -m config.docs --write
+
+bench: venv
+	$(BIN)/python -m offline.bench
+
+clean:
+	rm -rf build .pytest_cache .mypy_cache .ruff_cache

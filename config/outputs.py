@@ -1,0 +1,29 @@
+"""The stack outputs contract: what other teams may read through StackReference.
+
+Keys, types and meanings are a contract: renaming or removing one breaks consumers. The
+README table is generated from this list and a test compares it with what the program exports.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    """One exported stack output."""
+
+    key: str
+    type: str
+    description: str
+    secret: bool = False
+
+
+OUTPUTS: tuple[OutputSpec, ...] = (
+    OutputSpec("region", "string", "AWS region of the stack."),
+    OutputSpec("clusterName", "string", "EKS cluster name."),
+)
+
+
+def keys() -> list[str]:
+    return [o.key for o in OUTPUTS]

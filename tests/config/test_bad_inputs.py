@@ -1,0 +1,295 @@
+"""Every bad input of the catalog gives its exact message (path: problem; why. Fix: ...)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from tests.conftest import problems_after
+
+
+def m0(d: dict[str, Any]) -> dict[str, Any]:
+    return d["models"][0]  # type: ignore[no-any-return]
+
+
+def p0(d: dict[str, Any]) -> dict[str, Any]:
+    return d["gpuPools"][0]  # type: ignore[no-any-return]
+
+
+ACM = "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+
+CASES: dict[str, Callable[[dict[str, Any]], object]] = {
+    "public-endpoint-no-cidrs": lambda d: d["cluster"]["endpoint"].update(publicCidrs=[]),
+    "cidrs-with-public-off": lambda d: d["cluster"]["endpoint"].update(public=False),
+    "public-without-private": lambda d: d["cluster"]["endpoint"].update(private=False),
+    "cidr-quality": lambda d: d["cluster"]["endpoint"].update(publicCidrs=["203.0.113.5/24", "10.0.0.0/8", "0.0.0.0/0", "198.51.100.7"]),
+    "image-latest": lambda d: m0(d).update(image={"tag": "latest"}),
+    "image-bad-digest": lambda d: m0(d).update(image={"digest": "sha256:abc"}),
+    "memory-24GB": lambda d: m0(d)["resources"].update(memory="24GB"),
+    "unknown-top-key": lambda d: d.update(modles=[]),
+    "unknown-nested-key": lambda d: m0(d).update(replica={"min": 1}),
+    "grace-as-string": lambda d: m0(d).update(drain={"terminationGracePeriodSeconds": "120"}),
+    "min-above-max": lambda d: m0(d)["replicas"].update(min=5, max=4),
+    "zero-queue-threshold": lambda d: m0(d).update(autoscaling={"queueDepthPerReplica": 0}),
+    "duplicate-model": lambda d: d["models"].append(dict(m0(d))),
+    "hpa-name-too-long": lambda d: m0(d).update(name="m" * 55),
+    "scale-to-zero-without-signal": lambda d: m0(d)["replicas"].update(min=0),
+    "cluster-name-too-long": lambda d: d["cluster"].update(name="c" * 47),
+    "requirement-gt-not-integer": lambda d: p0(d).update(
+        requirements=[{"key": "karpenter.k8s.aws/instance-generation", "operator": "Gt", "values": ["4", "5"]}]
+    ),
+    "requirement-in-empty": lambda d: p0(d).update(
+        requirements=[{"key": "karpenter.k8s.aws/instance-size", "operator": "In", "values": []}]
+    ),
+    "requirement-min-values": lambda d: p0(d).update(
+        requirements=[{"key": "karpenter.k8s.aws/instance-size", "operator": "In", "values": ["xlarge"], "minValues": 2}]
+    ),
+    "requirement-restricted": lambda d: p0(d).update(requirements=[{"key": "kubernetes.io/hostname", "operator": "Exists"}]),
+    "label-restricted-domain": lambda d: p0(d).update(labels={"karpenter.sh/custom": "x"}),
+    "taint-restricted": lambda d: p0(d).update(taints=[{"key": "karpenter.sh/nodepool", "effect": "NoSchedule"}]),
+    "consolidate-after-1d": lambda d: p0(d).update(disruption={"consolidateAfter": "1d"}),
+    "budget-nodes-words": lambda d: p0(d).update(disruption={"budgets": [{"nodes": "10 percent"}]}),
+    "ami-latest": lambda d: d.update(karpenter={"amiVersions": {"al2023": "latest"}}),
+    "grace-below-drain": lambda d: m0(d).update(
+        drain={"preStopSleepSeconds": 15, "shutdownTimeoutSeconds": 60, "terminationGracePeriodSeconds": 70}
+    ),
+    "spot-grace-too-long": lambda d: m0(d).update(drain={"terminationGracePeriodSeconds": 120}),
+    "startup-budget-too-short": lambda d: m0(d).update(startup={"budgetSeconds": 120}),
+    "tp-not-dividing": lambda d: m0(d).update(tensorParallelSize=3),
+    "model-does-not-fit": lambda d: m0(d).update(parametersBillions=70.6, architecture={"numLayers": 80, "numKvHeads": 8, "headDim": 128}),
+    "mig-profile-wrong-gpu": lambda d: d.update(
+        gpuPools=[
+            {
+                "name": "gpu-l4-a10g",
+                "instanceTypes": ["p4d.24xlarge"],
+                "capacityTypes": ["on-demand"],
+                "gpuLimit": 8,
+                "sharing": {"mig": {"profile": "3g.40gb"}},
+            }
+        ]
+    ),
+    "mig-and-time-slicing": lambda d: p0(d).update(sharing={"mig": {"profile": "1g.10gb"}, "timeSlicing": {"replicas": 2}}),
+    "mig-on-mixed-gpus": lambda d: p0(d).update(sharing={"mig": {"profile": "1g.10gb"}}),
+    "mig-on-a10g": lambda d: p0(d).update(instanceTypes=["g5.xlarge", "g5.2xlarge", "g5.4xlarge"], sharing={"mig": {"profile": "1g.10gb"}}),
+    "pool-missing": lambda d: m0(d).update(pool="gpu-h100"),
+    "invalid-k8s-name": lambda d: m0(d).update(name="Llama_8B"),
+    "time-slice-memory": lambda d: p0(d).update(sharing={"timeSlicing": {"replicas": 2}}),
+    "gpu-limit-below-min": lambda d: (p0(d).update(gpuLimit=1), m0(d)["replicas"].update(min=2)),
+    "internet-facing-open": lambda d: d.update(ingress={"scheme": "internet-facing"}),
+    "internet-facing-private-cidr": lambda d: d.update(
+        ingress={"scheme": "internet-facing", "allowedCidrs": ["10.0.0.0/8"], "certificateArn": ACM}
+    ),
+    "reserved-namespace": lambda d: m0(d).update(name="monitoring"),
+    "kubernetes-version": lambda d: d["cluster"].update(kubernetesVersion="1.28"),
+    "log-types-without-audit": lambda d: d["cluster"].update(logTypes=["api", "authenticator"]),
+    "managed-flag-in-extra-args": lambda d: m0(d).update(extraArgs=["--api-key=abc"]),
+    "revision-branch": lambda d: m0(d).update(revision="main"),
+    "unknown-instance-type": lambda d: p0(d).update(instanceTypes=["g7.xlarge"]),
+    "pool-types-and-families": lambda d: p0(d).update(instanceFamilies=["g6"]),
+    "node-too-small": lambda d: m0(d)["resources"].update(memory="64Gi"),
+    "network-mode": lambda d: d["network"].update(mode="shared"),
+    "vpc-cidr-prefix": lambda d: d["network"].update(cidr="10.0.0.0/24"),
+    "system-sizes": lambda d: d["cluster"]["systemNodeGroup"].update(minSize=3),
+    "prod-one-system-node": lambda d: (d.update(environment="prod"), d["cluster"]["systemNodeGroup"].update(minSize=1, desiredSize=1)),
+    "bottlerocket-sharing": lambda d: p0(d).update(amiFamily="bottlerocket", sharing={"timeSlicing": {"replicas": 2}}),
+}
+
+EXPECTED: dict[str, list[str]] = {
+    "public-endpoint-no-cidrs": [
+        "cluster.endpoint: publicCidrs is empty while public=true; EKS would accept API calls from 0.0.0.0/0. Fix: list your egress CIDRs in cluster.endpoint.publicCidrs, or set cluster.endpoint.public=false"
+    ],
+    "cidrs-with-public-off": [
+        "cluster.endpoint: publicCidrs is set but public=false, so the list would be ignored silently. Fix: remove cluster.endpoint.publicCidrs, or set cluster.endpoint.public=true"
+    ],
+    "public-without-private": [
+        "cluster.endpoint: private=false while the public endpoint is restricted by CIDRs; nodes inside the VPC could not reach the API server and would never join. Fix: set cluster.endpoint.private=true"
+    ],
+    "cidr-quality": [
+        "cluster.endpoint.publicCidrs[0]: '203.0.113.5/24' has host bits set (did you mean 203.0.113.0/24?); AWS rejects such ranges. Fix: use 203.0.113.0/24",
+        "cluster.endpoint.publicCidrs[1]: '10.0.0.0/8' is inside the non-public range 10.0.0.0/8; public allow-lists take public CIDRs (traffic from inside the VPC uses private paths). Fix: remove it, or list the public egress CIDR that this network leaves through",
+        "cluster.endpoint.publicCidrs[2]: '0.0.0.0/0' allows every address on the internet, which defeats the allow-list. Fix: list the egress CIDRs of your offices, VPN or CI runners",
+        "cluster.endpoint.publicCidrs[3]: '198.51.100.7' has no prefix length. Fix: write 198.51.100.7/32 for a single address",
+    ],
+    "image-latest": [
+        "models[llama-3-1-8b].image.tag: tag 'latest' is not pinned; `latest` changes under you, and a node pulling a new vLLM release can change metric names and flags mid-rollout. Fix: pin a release tag such as v0.33.0, optionally with digest sha256:<64 hex>"
+    ],
+    "image-bad-digest": ["models[llama-3-1-8b].image.digest: 'sha256:abc' is not an image digest. Fix: write sha256:<64 lowercase hex>"],
+    "memory-24GB": [
+        "models[llama-3-1-8b].resources.memory: '24GB' is not a Kubernetes quantity (did you mean '24Gi'?); the API server would reject the object at apply time, after the preview looked fine. Fix: write a quantity such as 24Gi, 512Mi, 4 or 500m"
+    ],
+    "unknown-top-key": [
+        "modles: unknown key (did you mean 'models'?); it would otherwise be ignored silently. Fix: correct or remove it (see the config reference in README.md)"
+    ],
+    "unknown-nested-key": [
+        "models[llama-3-1-8b].replica: unknown key (did you mean 'replicas'?); it would otherwise be ignored silently. Fix: correct or remove it (see the config reference in README.md)"
+    ],
+    "grace-as-string": [
+        "models[llama-3-1-8b].drain.terminationGracePeriodSeconds: expected an integer, got a string. Fix: write a whole number without quotes"
+    ],
+    "min-above-max": [
+        "models[llama-3-1-8b].replicas: min (5) > max (4); KEDA's webhook would reject the ScaledObject. Fix: raise max or lower min"
+    ],
+    "zero-queue-threshold": ["models[llama-3-1-8b].autoscaling.queueDepthPerReplica: must be > 0.0. Fix: change the value"],
+    "duplicate-model": [
+        "models[1].name: 'llama-3-1-8b' is already used by models[0]; names must be unique, because each becomes Kubernetes object names (two ScaledObjects on one Deployment fight each other). Fix: rename one",
+        "gpuPools[gpu-l4-a10g].gpuLimit: gpuLimit (4) caps its models below their maximum replicas (6 GPUs); scale-out stops at the limit. Fix: raise gpuLimit to 6 if that spend is intended",
+    ],
+    "hpa-name-too-long": [
+        "models[mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm].name: name too long: KEDA names the HPA keda-hpa-mmmmmmmmmmm... (64 characters), which must be at most 63. Fix: use at most 54 characters"
+    ],
+    "scale-to-zero-without-signal": [
+        "models[llama-3-1-8b]: replicas.min is 0 but every trigger reads vLLM metrics, which vanish with the last pod; the model would never scale up again. Fix: keep replicas.min >= 1, or set autoscaling.activationSignal to albRequestCount"
+    ],
+    "cluster-name-too-long": [
+        "cluster.name: 'ccccccccccccccccccccccccccccccccccccccccccccccc' is 47 characters; derived IAM role names such as KarpenterNodeRole-<cluster> would exceed 64 characters. Fix: use at most 46 characters"
+    ],
+    "requirement-gt-not-integer": [
+        "gpuPools[gpu-l4-a10g].requirements[0]: requirements operator 'Gt' must have a single positive integer value. Fix: give exactly one value such as \"5\""
+    ],
+    "requirement-in-empty": [
+        "gpuPools[gpu-l4-a10g].requirements[0]: requirements with operator 'In' must have a value defined. Fix: add values"
+    ],
+    "requirement-min-values": [
+        "gpuPools[gpu-l4-a10g].requirements[0]: requirements with 'minValues' must have at least that many values specified in the 'values' field. Fix: add values or lower minValues"
+    ],
+    "requirement-restricted": [
+        'gpuPools[gpu-l4-a10g].requirements[0]: label "kubernetes.io/hostname" is restricted. Fix: remove this requirement'
+    ],
+    "label-restricted-domain": [
+        'gpuPools[gpu-l4-a10g].labels: label domain "karpenter.sh" is restricted. Fix: remove label karpenter.sh/custom from the pool'
+    ],
+    "taint-restricted": [
+        'gpuPools[gpu-l4-a10g].taints: taint key "karpenter.sh/nodepool" is restricted. Fix: remove taint karpenter.sh/nodepool'
+    ],
+    "consolidate-after-1d": [
+        "gpuPools[gpu-l4-a10g].disruption.consolidateAfter: '1d' is not a duration Karpenter accepts (pattern <n>s|m|h, e.g. 90s, 10m, 24h). Fix: write e.g. 24h instead of 1d"
+    ],
+    "budget-nodes-words": [
+        "gpuPools[gpu-l4-a10g].disruption.budgets[0].nodes: '10 percent' is not a node count or percentage. Fix: write e.g. 1 or 10%"
+    ],
+    "ami-latest": [
+        "karpenter.amiVersions.al2023: al2023@latest must be pinned to a release; @latest (or a malformed version) drifts every GPU node on each AMI release and replaces them all at once. Fix: pin al2023@vYYYYMMDD, e.g. v20260930"
+    ],
+    "grace-below-drain": [
+        "models[llama-3-1-8b].drain: terminationGracePeriodSeconds (70) must exceed preStopSleepSeconds + shutdownTimeoutSeconds (15 + 60 = 75), or streams are SIGKILLed mid-response. Fix: raise terminationGracePeriodSeconds to at least 80"
+    ],
+    "spot-grace-too-long": [
+        "models[llama-3-1-8b].drain.terminationGracePeriodSeconds: 120 s is above ~110 s, but pool gpu-l4-a10g uses spot capacity, which gives a 2-minute notice; the drain cannot be honoured. Fix: lower it to 110 or less, or use an on-demand pool"
+    ],
+    "startup-budget-too-short": [
+        "models[llama-3-1-8b].startup.budgetSeconds: startup budget (120 s) is below the expected load time of 15 GiB of weights (~270 s); the kubelet would kill the pod before the model loads, in a crash loop. Fix: raise it to at least 270, or unset it"
+    ],
+    "tp-not-dividing": [
+        "models[llama-3-1-8b].tensorParallelSize: tensorParallelSize (3) must divide the GPUs per node of pool gpu-l4-a10g (1); vLLM would fail at startup after a long image pull. Fix: use a tensorParallelSize that divides 1, or a pool with more GPUs per node",
+        "gpuPools[gpu-l4-a10g].gpuLimit: gpuLimit (4) caps its models below their maximum replicas (9 GPUs); scale-out stops at the limit. Fix: raise gpuLimit to 9 if that spend is intended",
+    ],
+    "model-does-not-fit": [
+        "models[llama-3-1-8b]: does not fit pool gpu-l4-a10g: needs 135.5 GiB per NVIDIA L4 (weights 131.5 GiB + KV cache for one 8192-token sequence 2.5 GiB, over tensorParallelSize 1, + 1.5 GiB overhead), but has 20.6 GiB (22.4 GiB x gpuMemoryUtilization 0.92); vLLM would fail at startup. Fix: raise tensorParallelSize, quantize, shorten maxModelLen, or use another pool: the smallest catalog instance that fits is g6e.12xlarge (4 x NVIDIA L40S) at tensorParallelSize 4"
+    ],
+    "mig-profile-wrong-gpu": [
+        "gpuPools[gpu-l4-a10g].sharing.mig.profile: MIG profile 3g.40gb does not exist on NVIDIA A100 40GB; the MIG manager would leave the GPUs unpartitioned and no pod could schedule. Fix: use one of 1g.5gb, 1g.10gb, 2g.10gb, 3g.20gb, 4g.20gb, 7g.40gb"
+    ],
+    "mig-and-time-slicing": [
+        "gpuPools[gpu-l4-a10g].sharing: a pool cannot use both MIG and time-slicing; the device plugin applies one sharing strategy per node. Fix: split it into two pools, one with timeSlicing and one with mig"
+    ],
+    "mig-on-mixed-gpus": [
+        "gpuPools[gpu-l4-a10g].sharing.mig: a MIG pool must have one GPU model (this one has NVIDIA A10G, NVIDIA L4), because MIG profile names depend on it. Fix: keep the pool to instance types with the same GPU"
+    ],
+    "mig-on-a10g": [
+        "gpuPools[gpu-l4-a10g].sharing.mig: NVIDIA A10G does not support MIG (only A100, H100 and H200 do). Fix: use timeSlicing on this GPU, or a p4d/p4de/p5/p5en pool for MIG"
+    ],
+    "pool-missing": [
+        "models[llama-3-1-8b].pool: pool 'gpu-h100' is not in gpuPools (have: gpu-l4-a10g); the model would have nowhere to run. Fix: use one of those names or add the pool"
+    ],
+    "invalid-k8s-name": [
+        "models[Llama_8B].name: 'Llama_8B' is not a valid Kubernetes name; it becomes a namespace, Service and NodePool name, which must be a DNS-1123 label. Fix: use lowercase letters, digits and '-', start with a letter, end with a letter or digit, at most 63 characters"
+    ],
+    "time-slice-memory": [
+        "models[llama-3-1-8b].gpuMemoryUtilization: gpuMemoryUtilization 0.92 x 2 time-slice replicas of pool gpu-l4-a10g = 1.84 of one GPU; time-slicing does not split memory, so the replicas sharing a GPU would run out of memory at startup. Fix: set gpuMemoryUtilization to at most 0.47"
+    ],
+    "gpu-limit-below-min": [
+        "gpuPools[gpu-l4-a10g].gpuLimit: gpuLimit (1) is below the 2 GPUs its models need at minimum replicas; Karpenter would stop launching nodes and replicas would stay Pending. Fix: raise gpuLimit to at least 2"
+    ],
+    "internet-facing-open": [
+        "ingress: scheme is internet-facing but allowedCidrs is empty; the models would be open to the whole internet. Fix: list client CIDRs in ingress.allowedCidrs, or use scheme internal"
+    ],
+    "internet-facing-private-cidr": [
+        "ingress.allowedCidrs[0]: '10.0.0.0/8' is inside the non-public range 10.0.0.0/8; public allow-lists take public CIDRs (traffic from inside the VPC uses private paths). Fix: remove it, or list the public egress CIDR that this network leaves through"
+    ],
+    "reserved-namespace": [
+        "models[monitoring].name: 'monitoring' is a namespace the platform or Kubernetes owns, and each model gets a namespace of its own name. Fix: choose another name"
+    ],
+    "kubernetes-version": [
+        "cluster.kubernetesVersion: Kubernetes 1.28 is not one this program is tested with; the pinned Karpenter, KEDA and add-ons support 1.33, 1.34, 1.35. Fix: set cluster.kubernetesVersion to one of 1.33, 1.34, 1.35"
+    ],
+    "log-types-without-audit": [
+        "cluster.logTypes: missing audit; without them there is no audit trail of who did what to the cluster. Fix: include api, audit and authenticator in cluster.logTypes"
+    ],
+    "managed-flag-in-extra-args": [
+        "models[llama-3-1-8b].extraArgs: --api-key may not be in extraArgs: API keys come from the apiKeys Pulumi secret and are mounted, never passed in args. Fix: remove --api-key"
+    ],
+    "revision-branch": [
+        "models[llama-3-1-8b].revision: 'main' is not a pinned commit; a branch such as main can change the weights under a running fleet. Fix: use the 40-hex commit id shown on the model's Hugging Face 'Files' history"
+    ],
+    "unknown-instance-type": [
+        "gpuPools[gpu-l4-a10g].instanceTypes: g7.xlarge not in the GPU catalog, so capacity and cost cannot be checked. Fix: use one of g5.12xlarge, g5.24xlarge, g5.2xlarge, g5.48xlarge, g5.4xlarge, g5.8xlarge, g5.xlarge, g6.12xlarge, g6.2xlarge, g6.48xlarge, g6.4xlarge, g6.xlarge, g6e.12xlarge, g6e.2xlarge, g6e.48xlarge, g6e.4xlarge, g6e.xlarge, p4d.24xlarge, p4de.24xlarge, p5.48xlarge, p5.4xlarge, p5en.48xlarge (or add it to config/catalog.py with its source)"
+    ],
+    "pool-types-and-families": [
+        "gpuPools[gpu-l4-a10g]: set exactly one of instanceTypes or instanceFamilies. Fix: list instance types (g6.xlarge, ...) or families (g6, ...)"
+    ],
+    "node-too-small": [
+        "models[llama-3-1-8b].resources: cpu 3 / memory 64Gi fit no instance type of pool gpu-l4-a10g (largest: g6.2xlarge, 8 vCPU / 32 GiB, of which about 90% / 85% is allocatable); the pods would stay Pending. Fix: lower resources or add larger instance types to the pool"
+    ],
+    "network-mode": ["network: mode must be one of 'new', 'existing'. Fix: set mode to one of those"],
+    "vpc-cidr-prefix": [
+        "network.cidr: '10.0.0.0/24' has prefix /24; a VPC CIDR must be /16 to /20 here so that every AZ gets public and private subnets with room for pod IPs. Fix: use a /16 (recommended: GPU pods take VPC IPs through the VPC CNI) up to /20"
+    ],
+    "system-sizes": [
+        "cluster.systemNodeGroup: sizes must satisfy minSize <= desiredSize <= maxSize (got 3, 2, 3). Fix: adjust the three sizes"
+    ],
+    "prod-one-system-node": [
+        "cluster.systemNodeGroup.minSize: prod needs at least 2 system nodes (got 1); Karpenter, KEDA and the monitoring stack would all go down with one node. Fix: set minSize: 2",
+        "network.azCount: prod spans fewer than 3 AZs; an AZ outage halves capacity. Fix: set azCount: 3",
+        "network.natGateways: prod with a single NAT gateway loses egress in an AZ outage. Fix: set natGateways: perAz",
+        "models[llama-3-1-8b].replicas.min: prod model with fewer than 2 minimum replicas: one node loss is an outage. Fix: set min: 2",
+        "models[llama-3-1-8b].image.digest: prod image is pinned by tag only; a re-pushed tag changes what runs. Fix: add the sha256 digest",
+    ],
+    "bottlerocket-sharing": [
+        "models[llama-3-1-8b].gpuMemoryUtilization: gpuMemoryUtilization 0.92 x 2 time-slice replicas of pool gpu-l4-a10g = 1.84 of one GPU; time-slicing does not split memory, so the replicas sharing a GPU would run out of memory at startup. Fix: set gpuMemoryUtilization to at most 0.47",
+        "gpuPools[gpu-l4-a10g].sharing: GPU sharing is not supported on Bottlerocket pools here: its device plugin is built into the OS and ignores the GPU operator's sharing config. Fix: use amiFamily al2023 for this pool",
+    ],
+}
+
+
+def test_every_case_has_an_expectation() -> None:
+    assert set(CASES) == set(EXPECTED)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bad_input_message(case: str) -> None:
+    assert problems_after(CASES[case]) == EXPECTED[case]
+
+
+def test_problems_are_reported_all_at_once() -> None:
+    def several(d: dict[str, Any]) -> None:
+        CASES["min-above-max"](d)
+        CASES["memory-24GB"](d)
+        CASES["unknown-top-key"](d)
+        CASES["public-endpoint-no-cidrs"](d)
+
+    found = problems_after(several)
+    expected = EXPECTED["min-above-max"] + EXPECTED["memory-24GB"] + EXPECTED["unknown-top-key"] + EXPECTED["public-endpoint-no-cidrs"]
+    assert sorted(found) == sorted(expected)
+
+
+def test_input_values_are_never_echoed() -> None:
+    """A secret pasted into the wrong field must not reach the error output (hide_input_in_errors)."""
+    token = "hf_SeCrEtToKeN1234567890"
+    found = problems_after(lambda d: (m0(d).update(maxModelLen=token), d["cluster"].update(logRetentionDays=[token])))
+    assert found == [
+        "cluster.logRetentionDays: expected an integer, got a list. Fix: write a whole number without quotes",
+        "models[llama-3-1-8b].maxModelLen: expected an integer, got a string. Fix: write a whole number without quotes",
+    ]
+    assert not any(token in p for p in found)

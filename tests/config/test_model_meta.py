@@ -1,0 +1,100 @@
+"""Properties of the config model itself: descriptions, strictness, immutability, defaults."""
+
+from __future__ import annotations
+
+import typing
+
+import pytest
+from pydantic import BaseModel, ValidationError
+
+from config import versions
+from config.base import ConfigModel
+from config.errors import _unwrap
+from config.gpu import GpuOperatorConfig, KarpenterConfig
+from config.observability import IngressConfig, KedaConfig, ObservabilityConfig
+from config.stack import StackConfig
+from tests.conftest import parse, stack_data
+
+
+def _all_models(root: type[BaseModel]) -> set[type[BaseModel]]:
+    found: set[type[BaseModel]] = set()
+
+    def walk(model: type[BaseModel]) -> None:
+        if model in found:
+            return
+        found.add(model)
+        for field in model.model_fields.values():
+            stack = [field.annotation]
+            while stack:
+                t = stack.pop()
+                for u in _unwrap(t):
+                    if isinstance(u, type) and issubclass(u, BaseModel):
+                        walk(u)
+                    stack.extend(typing.get_args(u))
+
+    walk(root)
+    return found
+
+
+MODELS = sorted(_all_models(StackConfig), key=lambda m: m.__name__)
+
+
+def test_the_walk_finds_the_nested_sections() -> None:
+    names = {m.__name__ for m in MODELS}
+    assert {"StackConfig", "NewVpc", "ExistingVpc", "GpuPool", "Sharing", "Mig", "ModelConfig", "Drain", "Budget"} <= names
+    assert len(MODELS) >= 30
+
+
+@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.__name__)
+def test_every_field_has_a_description(model: type[BaseModel]) -> None:
+    missing = [name for name, field in model.model_fields.items() if not (field.description or "").strip()]
+    assert missing == []
+
+
+@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.__name__)
+def test_every_model_is_frozen_strict_and_closed(model: type[BaseModel]) -> None:
+    assert issubclass(model, ConfigModel)
+    config = model.model_config
+    assert config.get("frozen") is True
+    assert config.get("extra") == "forbid"
+    assert config.get("hide_input_in_errors") is True
+    assert config.get("strict") is True
+
+
+def test_config_is_immutable() -> None:
+    cfg = parse(stack_data("dev"))
+    with pytest.raises(ValidationError):
+        cfg.models[0].replicas.min = 3  # type: ignore[misc]
+
+
+def test_stack_files_use_camel_case_keys() -> None:
+    data = stack_data("prod")
+    assert "gpuPools" in data
+    assert "tensorParallelSize" in data["models"][1]
+    assert "gpu_pools" not in data
+
+
+def test_pinned_versions_match_versions_module() -> None:
+    assert KarpenterConfig().version == versions.KARPENTER_VERSION
+    assert KedaConfig().version == versions.KEDA_VERSION
+    assert ObservabilityConfig().version == versions.KUBE_PROMETHEUS_STACK_VERSION
+    assert GpuOperatorConfig().version == versions.GPU_OPERATOR_VERSION
+    assert IngressConfig().controller_version == versions.AWS_LOAD_BALANCER_CONTROLLER_VERSION
+
+
+def test_prod_deletion_protection_default_and_override() -> None:
+    assert parse(stack_data("prod")).deletion_protection is True
+    assert parse(stack_data("dev")).deletion_protection is False
+    data = stack_data("dev")
+    data["cluster"]["deletionProtection"] = True
+    assert parse(data).deletion_protection is True
+
+
+def test_weights_and_kv_cache_arithmetic() -> None:
+    model = parse(stack_data("dev")).models[0]
+    # 8.03e9 parameters x 2 bytes (bf16) = 14.96 GiB
+    assert model.weights_gib == pytest.approx(8.03e9 * 2 / 2**30)
+    # 2 (K and V) x 32 layers x 8 KV heads x 128 head dim x 2 bytes = 128 KiB per token
+    assert model.kv_bytes_per_token == 131072
+    assert model.kv_gib_per_sequence == pytest.approx(1.0)  # 8192 tokens
+    assert model.startup_budget_seconds == 120 + 10 * 15

@@ -1,0 +1,88 @@
+"""The offline render: the four outputs, redaction, determinism, and bad configs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from offline import harness, render
+from tests.conftest import ROOT
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("build")
+    for stack in ("dev", "prod"):
+        assert render.main([stack, "--out", str(out)]) == 0
+    return out
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_writes_the_four_outputs(rendered: Path, stack: str) -> None:
+    folder = rendered / stack
+    assert sorted(p.name for p in folder.iterdir()) == ["helm", "manifests", "outputs.json", "resources.json"]
+    resources = json.loads((folder / "resources.json").read_text())
+    assert isinstance(resources, list)
+    for entry in resources:
+        assert set(entry) == {"type", "name", "parent", "inputs"}
+    outputs = json.loads((folder / "outputs.json").read_text())
+    assert outputs["region"] == "us-east-1"
+    assert outputs["clusterName"] == f"llm-{stack}"
+    for doc_path in (folder / "manifests").rglob("*.yaml"):
+        doc = yaml.safe_load(doc_path.read_text())
+        assert {"apiVersion", "kind", "metadata"} <= set(doc)
+    for release in (folder / "helm").glob("*.yaml"):
+        assert set(yaml.safe_load(release.read_text())) == {"chart", "repository", "version", "namespace", "values"}
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_no_secret_value_is_written(rendered: Path, stack: str) -> None:
+    for path in (rendered / stack).rglob("*"):
+        if path.is_file():
+            assert harness.PLACEHOLDER not in path.read_text(), path
+
+
+def test_render_is_deterministic(rendered: Path, tmp_path: Path) -> None:
+    assert render.main(["prod", "--out", str(tmp_path)]) == 0
+    first = {p.relative_to(rendered / "prod"): p.read_bytes() for p in (rendered / "prod").rglob("*") if p.is_file()}
+    second = {p.relative_to(tmp_path / "prod"): p.read_bytes() for p in (tmp_path / "prod").rglob("*") if p.is_file()}
+    assert first == second
+
+
+def test_bad_config_exits_2_and_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = (ROOT / "Pulumi.dev.yaml").read_text().replace("replicas: {min: 1, max: 3}", "replicas: {min: 5, max: 4}")
+    text = text.replace("memory: 12Gi", "memory: 12GB")
+    bad = tmp_path / "Pulumi.broken.yaml"
+    bad.write_text(text)
+    out = tmp_path / "build"
+    assert render.main(["broken", "--file", str(bad), "--out", str(out)]) == 2
+    assert not out.exists()
+    err = capsys.readouterr().err
+    assert err.splitlines() == [
+        "Pulumi.broken.yaml: The stack config has 2 errors:",
+        "  - models[llama-3-1-8b].resources.memory: '12GB' is not a Kubernetes quantity (did you mean '12Gi'?); "
+        "the API server would reject the object at apply time, after the preview looked fine. "
+        "Fix: write a quantity such as 24Gi, 512Mi, 4 or 500m",
+        "  - models[llama-3-1-8b].replicas: min (5) > max (4); KEDA's webhook would reject the ScaledObject. Fix: raise max or lower min",
+    ]
+    assert "Traceback" not in err
+
+
+def test_unknown_stack_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert render.main(["staging"]) == 2
+    assert "No stack file Pulumi.staging.yaml. Fix: use one of dev, prod" in capsys.readouterr().err
+
+
+def test_the_program_itself_reports_bad_config_without_a_traceback() -> None:
+    """Under `pulumi up` the same errors surface as a RunError (printed by Pulumi without a stack trace)."""
+    import pulumi
+
+    inp = harness.stack_input("dev", overrides={"llm-platform:environment": "qa"})
+    with pytest.raises(pulumi.RunError) as info:
+        harness.run(inp)
+    assert str(info.value) == (
+        "The stack config has 1 error:\n  - environment: must be one of 'dev', 'staging' or 'prod'. Fix: use one of those values"
+    )
