@@ -22,6 +22,11 @@ class OutputSpec:
 OUTPUTS: tuple[OutputSpec, ...] = (
     OutputSpec("region", "string", "AWS region of the stack."),
     OutputSpec("clusterName", "string", "EKS cluster name."),
+    OutputSpec("clusterEndpoint", "string", "HTTPS endpoint of the Kubernetes API server."),
+    OutputSpec("kubeconfig", "string (JSON)", "Kubeconfig that authenticates with `aws eks get-token`.", secret=True),
+    OutputSpec("oidcProviderArn", "string", "ARN of the cluster's IAM OIDC provider, for IRSA roles of other teams."),
+    OutputSpec("vpcId", "string", "VPC of the cluster (created or existing)."),
+    OutputSpec("privateSubnetIds", "list of string", "Private subnets of the cluster, one per AZ."),
 )
 
 

@@ -44,6 +44,12 @@ def urn_ref(urn: str) -> str:
     return f"{qualified.split('$')[-1]}::{name}"
 
 
+def _provider_ref(reference: str) -> str:
+    """`type::name` of a provider reference (`<urn>::<id>`)."""
+    parts = reference.split("::")
+    return f"{parts[-3].split('$')[-1]}::{parts[-2]}"
+
+
 def is_secret(value: Any) -> bool:
     return isinstance(value, dict) and value.get(SECRET_SIG) == SECRET_VALUE_SIG
 
@@ -88,6 +94,7 @@ class Registration:
     custom: bool
     dependencies: list[str] = field(default_factory=list)
     provider: str | None = None
+    id: str | None = None
 
     @property
     def ref(self) -> str:
@@ -153,6 +160,12 @@ class RecordingMocks(Mocks):
         elif typ == "aws:eks/cluster:Cluster":
             state["endpoint"] = f"https://{_hex(typ, name, length=32).upper()}.gr7.{region}.eks.amazonaws.com"
             arn = f"arn:aws:eks:{region}:{account}:cluster/{physical}"
+        elif typ == "aws:ec2/launchTemplate:LaunchTemplate":
+            state["latestVersion"] = 1
+            state["defaultVersion"] = 1
+            arn = f"arn:aws:ec2:{region}:{account}:launch-template/{resource_id}"
+        elif typ == "aws:eks/nodeGroup:NodeGroup":
+            arn = f"arn:aws:eks:{region}:{account}:nodegroup/{state.get('clusterName')}/{physical}/{_hex(typ, name, length=8)}"
         elif typ in _ID_PREFIX:
             arn = f"arn:aws:{module}:{region}:{account}:{_ID_PREFIX[typ]}/{resource_id}"
         state.setdefault("arn", arn)
@@ -207,6 +220,15 @@ class RecordingMocks(Mocks):
             return {"name": region, "region": region, "id": region, "description": region, "endpoint": f"ec2.{region}.amazonaws.com"}
         if args.token == "aws:index/getPartition:getPartition":
             return {"partition": "aws", "dnsSuffix": "amazonaws.com", "id": "aws", "reverseDnsPrefix": "com.amazonaws"}
+        if args.token == "aws:eks/getCluster:getCluster":
+            cluster = str(args.args.get("name"))
+            return {
+                "name": cluster,
+                "id": cluster,
+                "arn": f"arn:aws:eks:{region}:{ACCOUNT_ID}:cluster/{cluster}",
+                "endpoint": f"https://{_hex('eks', cluster, length=32).upper()}.gr7.{region}.eks.amazonaws.com",
+                "vpcConfig": {"clusterSecurityGroupId": f"sg-{_hex('eks-primary-sg', cluster)}"},
+            }
         if args.token == "aws:index/getAvailabilityZones:getAvailabilityZones":
             letters = "abcdef"
             return {
@@ -227,17 +249,18 @@ class RecordingMonitor(MockMonitor):
         self.registrations: list[Registration] = []
 
     def RegisterResource(self, request: Any) -> Any:  # noqa: N802 (gRPC method name)
-        if request.type != "pulumi:pulumi:Stack":
-            inputs = rpc.deserialize_properties(request.object, keep_unknowns=True)
-            self.registrations.append(
-                Registration(
-                    type=request.type,
-                    name=request.name,
-                    parent=urn_ref(request.parent) if request.parent else None,
-                    inputs=inputs,
-                    custom=bool(request.custom),
-                    dependencies=sorted({urn_ref(u) for u in request.dependencies}),
-                    provider=request.provider or None,
-                )
-            )
-        return super().RegisterResource(request)  # type: ignore[no-untyped-call]
+        if request.type == "pulumi:pulumi:Stack":
+            return super().RegisterResource(request)  # type: ignore[no-untyped-call]
+        registration = Registration(
+            type=request.type,
+            name=request.name,
+            parent=urn_ref(request.parent) if request.parent else None,
+            inputs=rpc.deserialize_properties(request.object, keep_unknowns=True),
+            custom=bool(request.custom),
+            dependencies=sorted({urn_ref(u) for u in request.dependencies}),
+            provider=_provider_ref(request.provider) if request.provider else None,
+        )
+        response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
+        registration.id = response.id or None
+        self.registrations.append(registration)
+        return response

@@ -79,3 +79,13 @@ def dev_run() -> harness.RunResult:
 @pytest.fixture(scope="session")
 def prod_run() -> harness.RunResult:
     return harness.run(harness.stack_input("prod"))
+
+
+def values(registration: object) -> dict[str, Any]:
+    """A registration's inputs with secrets unwrapped and integral floats as ints."""
+    from offline.mocks import Registration, redact, unwrap_secrets
+
+    assert isinstance(registration, Registration)
+    result = redact(unwrap_secrets(registration.inputs))
+    assert isinstance(result, dict)
+    return result
