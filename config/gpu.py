@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from config import catalog, versions
+from config import catalog, karpenter_cel, versions
 from config.base import ConfigModel
 from config.types import Duration, DurationOrNever, K8sName, _err
 
@@ -18,18 +18,6 @@ _AMI_PATTERNS = {
     "al2023": (re.compile(r"^v[0-9]{8}$"), "vYYYYMMDD, e.g. " + versions.AL2023_AMI_VERSION),
     "bottlerocket": (re.compile(r"^v[0-9]+\.[0-9]+\.[0-9]+$"), "vX.Y.Z, e.g. " + versions.BOTTLEROCKET_AMI_VERSION),
 }
-# Label and taint domains Karpenter's NodePool CEL rules reject (karpenter.sh_nodepools.yaml).
-RESTRICTED_LABEL_KEYS = ("karpenter.sh/nodepool", "kubernetes.io/hostname")
-RESTRICTED_LABEL_DOMAINS = ("karpenter.sh", "karpenter.k8s.aws", "kubernetes.io", "k8s.io")
-# Exceptions the CRD allows inside restricted domains (a subset that pools may want).
-ALLOWED_IN_RESTRICTED = (
-    "karpenter.sh/capacity-type",
-    "node.kubernetes.io/instance-type",
-    "topology.kubernetes.io/zone",
-    "topology.kubernetes.io/region",
-    "kubernetes.io/arch",
-    "kubernetes.io/os",
-)
 _BUDGET_NODES = re.compile(r"^((100|[0-9]{1,2})%|[0-9]+)$")
 
 
@@ -190,39 +178,21 @@ class Requirement(ConfigModel):
     @model_validator(mode="after")
     def _cel(self) -> Requirement:
         # The NodePool CRD's CEL rules, which jsonschema validation does not run.
-        if self.key in RESTRICTED_LABEL_KEYS:
-            raise _err(f'label "{self.key}" is restricted', "remove this requirement")
-        numeric = self.operator in ("Gt", "Lt", "Gte", "Lte")
-        if numeric and (len(self.values) != 1 or not self.values[0].isdigit() or int(self.values[0]) <= 0):
-            raise _err(
-                f"requirements operator '{self.operator}' must have a single positive integer value",
-                'give exactly one value such as "5"',
-            )
-        if self.operator == "In" and not self.values:
-            raise _err("requirements with operator 'In' must have a value defined", "add values")
-        if self.min_values is not None and len(self.values) < self.min_values:
-            raise _err(
-                "requirements with 'minValues' must have at least that many values specified in the 'values' field",
-                "add values or lower minValues",
-            )
+        problems = karpenter_cel.requirement_problems(self.model_dump(by_alias=True, exclude_none=True))
+        if problems:
+            fixes = {
+                "label": "use another key; Karpenter sets or reserves this one itself",
+                "requirements with operator 'In'": "add values",
+                "requirements operator": 'give exactly one value such as "5"',
+                "requirements with 'minValues'": "add values or lower minValues",
+            }
+            fix = next(f for prefix, f in fixes.items() if problems[0].startswith(prefix))
+            raise _err(f"{problems[0]}; the API server would reject the NodePool", fix)
         return self
 
 
 def _spot_then_on_demand() -> list[CapacityType]:
     return ["spot", "on-demand"]
-
-
-def _restricted_label(key: str) -> str | None:
-    """The CEL error for a label key Karpenter rejects, or None."""
-    if key in ALLOWED_IN_RESTRICTED:
-        return None
-    if key in RESTRICTED_LABEL_KEYS:
-        return f'label "{key}" is restricted'
-    domain = key.split("/")[0] if "/" in key else ""
-    for restricted in RESTRICTED_LABEL_DOMAINS:
-        if domain == restricted or domain.endswith("." + restricted):
-            return f'label domain "{restricted}" is restricted'
-    return None
 
 
 class GpuPool(ConfigModel):
@@ -274,18 +244,9 @@ class GpuPool(ConfigModel):
     @classmethod
     def _labels(cls, value: dict[str, str]) -> dict[str, str]:
         for key in value:
-            problem = _restricted_label(key)
-            if problem:
-                raise _err(problem, f"remove label {key} from the pool")
-        return value
-
-    @field_validator("taints")
-    @classmethod
-    def _taints(cls, value: list[Taint]) -> list[Taint]:
-        for taint in value:
-            problem = _restricted_label(taint.key)
-            if problem:
-                raise _err(problem.replace("label", "taint key"), f"remove taint {taint.key}")
+            problems = karpenter_cel.label_key_problems(key)
+            if problems:
+                raise _err(problems[0], f"remove label {key} from the pool")
         return value
 
     def resolved_instance_types(self) -> list[catalog.InstanceType]:

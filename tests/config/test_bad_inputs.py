@@ -48,7 +48,8 @@ CASES: dict[str, Callable[[dict[str, Any]], object]] = {
     ),
     "requirement-restricted": lambda d: p0(d).update(requirements=[{"key": "kubernetes.io/hostname", "operator": "Exists"}]),
     "label-restricted-domain": lambda d: p0(d).update(labels={"karpenter.sh/custom": "x"}),
-    "taint-restricted": lambda d: p0(d).update(taints=[{"key": "karpenter.sh/nodepool", "effect": "NoSchedule"}]),
+    "label-restricted-aws-domain": lambda d: p0(d).update(labels={"karpenter.k8s.aws/team": "x"}),
+    "requirement-aws-domain": lambda d: p0(d).update(requirements=[{"key": "karpenter.k8s.aws/foo", "operator": "Exists"}]),
     "consolidate-after-1d": lambda d: p0(d).update(disruption={"consolidateAfter": "1d"}),
     "budget-nodes-words": lambda d: p0(d).update(disruption={"budgets": [{"nodes": "10 percent"}]}),
     "ami-latest": lambda d: d.update(karpenter={"amiVersions": {"al2023": "latest"}}),
@@ -146,22 +147,25 @@ EXPECTED: dict[str, list[str]] = {
         "cluster.name: 'ccccccccccccccccccccccccccccccccccccccccccccccc' is 47 characters; derived IAM role names such as KarpenterNodeRole-<cluster> would exceed 64 characters. Fix: use at most 46 characters"
     ],
     "requirement-gt-not-integer": [
-        "gpuPools[gpu-l4-a10g].requirements[0]: requirements operator 'Gt' must have a single positive integer value. Fix: give exactly one value such as \"5\""
+        "gpuPools[gpu-l4-a10g].requirements[0]: requirements operator 'Gt', 'Lt', 'Gte', or 'Lte' must have a single positive integer value; the API server would reject the NodePool. Fix: give exactly one value such as \"5\""
     ],
     "requirement-in-empty": [
-        "gpuPools[gpu-l4-a10g].requirements[0]: requirements with operator 'In' must have a value defined. Fix: add values"
+        "gpuPools[gpu-l4-a10g].requirements[0]: requirements with operator 'In' must have a value defined; the API server would reject the NodePool. Fix: add values"
     ],
     "requirement-min-values": [
-        "gpuPools[gpu-l4-a10g].requirements[0]: requirements with 'minValues' must have at least that many values specified in the 'values' field. Fix: add values or lower minValues"
+        "gpuPools[gpu-l4-a10g].requirements[0]: requirements with 'minValues' must have at least that many values specified in the 'values' field; the API server would reject the NodePool. Fix: add values or lower minValues"
     ],
     "requirement-restricted": [
-        'gpuPools[gpu-l4-a10g].requirements[0]: label "kubernetes.io/hostname" is restricted. Fix: remove this requirement'
+        'gpuPools[gpu-l4-a10g].requirements[0]: label "kubernetes.io/hostname" is restricted; the API server would reject the NodePool. Fix: use another key; Karpenter sets or reserves this one itself'
     ],
     "label-restricted-domain": [
         'gpuPools[gpu-l4-a10g].labels: label domain "karpenter.sh" is restricted. Fix: remove label karpenter.sh/custom from the pool'
     ],
-    "taint-restricted": [
-        'gpuPools[gpu-l4-a10g].taints: taint key "karpenter.sh/nodepool" is restricted. Fix: remove taint karpenter.sh/nodepool'
+    "label-restricted-aws-domain": [
+        'gpuPools[gpu-l4-a10g].labels: label domain "karpenter.k8s.aws" is restricted. Fix: remove label karpenter.k8s.aws/team from the pool'
+    ],
+    "requirement-aws-domain": [
+        'gpuPools[gpu-l4-a10g].requirements[0]: label domain "karpenter.k8s.aws" is restricted; the API server would reject the NodePool. Fix: use another key; Karpenter sets or reserves this one itself'
     ],
     "consolidate-after-1d": [
         "gpuPools[gpu-l4-a10g].disruption.consolidateAfter: '1d' is not a duration Karpenter accepts (pattern <n>s|m|h, e.g. 90s, 10m, 24h). Fix: write e.g. 24h instead of 1d"
