@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pulumi
+
 from components.cluster import Cluster, ClusterArgs
+from components.karpenter import Karpenter, KarpenterArgs
 from components.network import Network, NetworkArgs
 from config.load import Secrets
+from config.network import ExistingVpc
 from config.stack import StackConfig
 
 
@@ -29,6 +33,27 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
             tags=tags,
         ),
     )
+    subnet_terms: list[dict[str, Any]]
+    if isinstance(cfg.network, ExistingVpc):
+        subnet_terms = [{"id": subnet} for subnet in cfg.network.private_subnet_ids]
+    else:
+        subnet_terms = [{"tags": {"karpenter.sh/discovery": cfg.cluster.name}}]
+    karpenter = Karpenter(
+        "karpenter",
+        KarpenterArgs(
+            config=cfg.karpenter,
+            pools=list(cfg.gpu_pools),
+            cluster_name=cluster.cluster_name,
+            cluster_security_group_id=cluster.cluster_security_group_id,
+            subnet_selector_terms=subnet_terms,
+            oidc_provider_arn=cluster.oidc_provider_arn,
+            oidc_issuer=cluster.oidc_issuer,
+            region=cfg.region,
+            provider=cluster.provider,
+            tags=tags,
+        ),
+        opts=pulumi.ResourceOptions(depends_on=[cluster]),
+    )
     return {
         "region": cfg.region,
         "clusterName": cluster.cluster_name,
@@ -37,4 +62,7 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
         "oidcProviderArn": cluster.oidc_provider_arn,
         "vpcId": network.vpc_id,
         "privateSubnetIds": network.private_subnet_ids,
+        "karpenterNodeRoleArn": karpenter.node_role_arn,
+        "interruptionQueueName": karpenter.interruption_queue_name,
+        "gpuPools": sorted(p.name for p in cfg.gpu_pools),
     }

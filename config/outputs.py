@@ -27,6 +27,9 @@ OUTPUTS: tuple[OutputSpec, ...] = (
     OutputSpec("oidcProviderArn", "string", "ARN of the cluster's IAM OIDC provider, for IRSA roles of other teams."),
     OutputSpec("vpcId", "string", "VPC of the cluster (created or existing)."),
     OutputSpec("privateSubnetIds", "list of string", "Private subnets of the cluster, one per AZ."),
+    OutputSpec("karpenterNodeRoleArn", "string", "IAM role of Karpenter-launched GPU nodes."),
+    OutputSpec("interruptionQueueName", "string", "SQS queue Karpenter reads spot interruptions and health events from."),
+    OutputSpec("gpuPools", "list of string", "Names of the GPU NodePools."),
 )
 
 

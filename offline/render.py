@@ -34,8 +34,17 @@ def is_manifest(r: Registration) -> bool:
     return r.type.startswith("kubernetes:") and not r.type.startswith(("kubernetes:helm.sh/", "kubernetes:yaml"))
 
 
+def _sorted(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _sorted(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted(v) for v in value]
+    return value
+
+
 def manifest(r: Registration) -> dict[str, Any]:
-    body = redact(r.inputs)
+    """A Kubernetes object: apiVersion, kind, metadata first, then the rest, keys sorted."""
+    body = _sorted(redact(r.inputs))
     head = {k: body.pop(k) for k in ("apiVersion", "kind", "metadata") if k in body}
     return {**head, **body}
 
@@ -56,7 +65,7 @@ def helm_release(r: Registration) -> tuple[str, dict[str, Any]]:
         "repository": repo,
         "version": inputs.get("version"),
         "namespace": inputs.get("namespace"),
-        "values": inputs.get("values") or {},
+        "values": _sorted(inputs.get("values") or {}),
     }
 
 

@@ -95,7 +95,9 @@ def test_existing_vpc_creates_no_network_resources() -> None:
         "publicSubnetIds": [],
     }
     run = harness.run(harness.stack_input("dev", overrides={"llm-platform:network": existing}))
-    assert [r.type for r in run.registrations if r.type.startswith("aws:ec2/") and r.type != "aws:ec2/launchTemplate:LaunchTemplate"] == []
+    network_types = {"Vpc", "Subnet", "InternetGateway", "NatGateway", "Eip", "RouteTable", "RouteTableAssociation", "VpcEndpoint"}
+    assert [r.ref for r in run.registrations if r.type.startswith("aws:ec2/") and r.type.split(":")[-1] in network_types] == []
+    assert [r.ref for r in run.registrations if r.parent == "llmplatform:index:Network::network"] == []
     assert run.outputs["vpcId"] == "vpc-0123456789abcdef0"
     assert run.outputs["privateSubnetIds"] == ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"]
     cluster = values(run.one("eks:index:Cluster"))

@@ -1,0 +1,44 @@
+"""Every values key we set must exist in the chart's own values.yaml (Helm ignores unknown keys).
+
+Rules (from the upstream data README): walk nested mappings instead of splitting on dots; a
+key counts when present, whatever its value; under a default of {}, [] or null anything goes;
+a few keys exist only as comments upstream and are allowed explicitly per chart.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+def load(path: Path) -> dict[str, Any]:
+    data = yaml.safe_load(path.read_text())
+    assert isinstance(data, dict)
+    return data
+
+
+# Keys whose values are maps of user-chosen keys (Kubernetes label, annotation, selector and
+# resource maps), even where the upstream default happens to be non-empty.
+FREE_FORM = frozenset({"nodeSelector", "annotations", "labels", "podAnnotations", "podLabels", "additionalLabels", "requests", "limits"})
+
+
+def unknown_keys(values: Any, upstream: Any, allowed: tuple[str, ...] = (), prefix: str = "") -> list[str]:
+    """Paths of keys in values that the upstream defaults do not have."""
+    if not isinstance(values, dict) or prefix.rsplit(".", 1)[-1] in FREE_FORM:
+        return []
+    if upstream is None or upstream == {} or upstream == []:
+        return []  # free-form
+    if not isinstance(upstream, dict):
+        return [f"{prefix}.{k}".lstrip(".") for k in values]  # upstream is a scalar; we set a mapping
+    unknown: list[str] = []
+    for key, value in values.items():
+        path = f"{prefix}.{key}".lstrip(".")
+        if path in allowed or any(path.startswith(a + ".") for a in allowed):
+            continue
+        if key not in upstream:
+            unknown.append(path)
+            continue
+        unknown += unknown_keys(value, upstream[key], allowed, path)
+    return unknown
