@@ -7,6 +7,7 @@ from typing import Any
 import pulumi
 
 from components.cluster import Cluster, ClusterArgs
+from components.gpu_operator import GpuOperator, GpuOperatorArgs
 from components.karpenter import Karpenter, KarpenterArgs
 from components.network import Network, NetworkArgs
 from config.load import Secrets
@@ -52,6 +53,11 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
             provider=cluster.provider,
             tags=tags,
         ),
+        opts=pulumi.ResourceOptions(depends_on=[cluster]),
+    )
+    GpuOperator(
+        "gpu-operator",
+        GpuOperatorArgs(config=cfg.gpu_operator, pools=list(cfg.gpu_pools), provider=cluster.provider),
         opts=pulumi.ResourceOptions(depends_on=[cluster]),
     )
     return {

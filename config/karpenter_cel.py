@@ -118,3 +118,28 @@ def ec2nodeclass_problems(manifest: dict[str, Any]) -> list[str]:
         if not spec.get(field):
             problems.append(f"{field} must have at least one term")
     return problems
+
+
+def nodeoverlay_problems(manifest: dict[str, Any]) -> list[str]:
+    """Rules of the NodeOverlay CRD (karpenter.sh/v1alpha1): its requirement keys may name
+    karpenter.sh/nodepool, unlike a NodePool's."""
+    spec = manifest.get("spec") or {}
+    problems: list[str] = []
+    for requirement in spec.get("requirements") or []:
+        key = str(requirement.get("key", ""))
+        if key not in KARPENTER_SH_ALLOWED and _domain(key).endswith("karpenter.sh"):
+            problems.append('label domain "karpenter.sh" is restricted')
+        if key == "kubernetes.io/hostname":
+            problems.append('label "kubernetes.io/hostname" is restricted')
+        if key not in KARPENTER_AWS_ALLOWED and _domain(key).endswith("karpenter.k8s.aws"):
+            problems.append('label domain "karpenter.k8s.aws" is restricted')
+        operator, values = requirement.get("operator"), list(requirement.get("values") or [])
+        if operator in ("In", "NotIn") and not values:
+            problems.append(f"requirements with operator '{operator}' must have a value defined")
+        if operator in NUMERIC_OPERATORS and not (len(values) == 1 and str(values[0]).isdigit()):
+            problems.append("requirements operator 'Gt', 'Lt', 'Gte' or 'Lte' must have a single positive integer value")
+    if any(k in ("cpu", "memory", "ephemeral-storage", "pods") for k in spec.get("capacity") or {}):
+        problems.append("invalid resource restricted")
+    if "price" in spec and "priceAdjustment" in spec:
+        problems.append("cannot set both 'price' and 'priceAdjustment'")
+    return problems

@@ -14,6 +14,7 @@ from config.errors import Problem
 from config.gpu import GpuPool
 from config.models import ModelConfig
 from config.network import NewVpc
+from config.scheduling import uncovered
 from config.stack import StackConfig
 from config.types import _public_cidr, parse_quantity
 
@@ -387,6 +388,39 @@ def rule_exposure(cfg: StackConfig) -> Iterator[Problem]:
                 yield Problem(f"ingress.allowedCidrs[{i}]", str(exc))
 
 
+def pool_taints(pool: GpuPool) -> list[dict[str, str]]:
+    """Every taint a pool's nodes carry: the GPU taint plus the pool's own."""
+    return [
+        {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"},
+        *({"key": t.key, "value": t.value or "", "effect": t.effect} for t in pool.taints),
+    ]
+
+
+def rule_gpu_operator(cfg: StackConfig) -> Iterator[Problem]:
+    """The GPU operator must leave the AMI's driver alone and run on every GPU node."""
+    extra = cfg.gpu_operator.extra_values
+    for component in ("driver", "toolkit"):
+        section = extra.get(component)
+        if isinstance(section, dict) and section.get("enabled") is True:
+            yield Problem(
+                f"gpuOperator.extraValues.{component}.enabled",
+                f"must be false on EKS accelerated AMIs, which ship the NVIDIA {component}; a second "
+                "copy fights the first and GPUs never register. Fix: remove the override",
+            )
+    daemonsets = extra.get("daemonsets")
+    if isinstance(daemonsets, dict) and "tolerations" in daemonsets:
+        tolerations = daemonsets["tolerations"] if isinstance(daemonsets["tolerations"], list) else []
+        for pool in cfg.gpu_pools:
+            for taint in uncovered(pool_taints(pool), tolerations):
+                shown = f"{taint['key']}={taint['value']}:{taint['effect']}" if taint["value"] else f"{taint['key']}:{taint['effect']}"
+                yield Problem(
+                    "gpuOperator.extraValues.daemonsets.tolerations",
+                    f"gpu NodePool '{pool.name}' taint {shown} is not tolerated by the GPU operator's daemonsets; "
+                    "its GPUs would never register and Karpenter would never mark the nodes initialized. "
+                    "Fix: remove the override (the platform tolerates every pool taint) or add a toleration for it",
+                )
+
+
 def rule_prod(cfg: StackConfig) -> Iterator[Problem]:
     if not cfg.is_prod:
         return
@@ -431,6 +465,7 @@ RULES: tuple[Callable[[StackConfig], Iterator[Problem]], ...] = (
     rule_gpu_limits,
     rule_pool_capacity,
     rule_exposure,
+    rule_gpu_operator,
     rule_prod,
 )
 

@@ -69,8 +69,20 @@ def helm_release(r: Registration) -> tuple[str, dict[str, Any]]:
     }
 
 
+class _Dumper(yaml.SafeDumper):
+    """Multi-line strings (embedded configs, dashboards) as literal blocks."""
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+
 def _dump(doc: Any) -> str:
-    return yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, width=120)
+    return yaml.dump(doc, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=120)
 
 
 def write(result: harness.RunResult, out: Path) -> None:

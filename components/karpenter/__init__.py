@@ -12,7 +12,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components.iam import ec2_trust_policy, irsa_trust_policy, managed_policy_arn, pod_identity_trust_policy
-from components.karpenter import iam, nodepools
+from components.karpenter import iam, nodepools, overlays
 from components.karpenter.values import karpenter_values
 from config import versions
 from config.gpu import GpuPool, KarpenterConfig
@@ -48,8 +48,6 @@ class KarpenterArgs:
     """Kubernetes provider of the cluster."""
     tags: dict[str, str] = field(default_factory=dict)
     """Tags for AWS resources and for the nodes Karpenter launches."""
-    node_overlay: bool = False
-    """Turn on Karpenter's NodeOverlay feature gate (GPU sharing pools need it)."""
 
 
 class Karpenter(pulumi.ComponentResource):
@@ -160,7 +158,7 @@ class Karpenter(pulumi.ComponentResource):
                 cluster_name,
                 queue.name,
                 controller.arn if cfg.identity == "irsa" else None,
-                node_overlay=args.node_overlay,
+                node_overlay=any(p.sharing.mode != "none" for p in args.pools),
             ),
             max_history=10,
             timeout=600,
@@ -191,6 +189,16 @@ class Karpenter(pulumi.ComponentResource):
                 spec=manifest["spec"],
                 opts=crd_opts,
             )
+        for pool in args.pools:
+            for manifest in overlays.node_overlays(pool):
+                k8s.apiextensions.CustomResource(
+                    f"{name}-overlay-{manifest['metadata']['name']}",
+                    api_version=manifest["apiVersion"],
+                    kind=manifest["kind"],
+                    metadata=manifest["metadata"],
+                    spec=manifest["spec"],
+                    opts=crd_opts,
+                )
         self.node_role_name = node_role.name
         self.node_role_arn = node_role.arn
         self.controller_role_arn = controller.arn

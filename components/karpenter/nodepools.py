@@ -11,6 +11,7 @@ POOL_LABEL = "llm-platform.io/gpu-pool"
 SHARING_LABEL = "llm-platform.io/gpu-sharing"
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+OPERANDS_LABEL = "nvidia.com/gpu.deploy.operands"
 DISCOVERY_TAG = "karpenter.sh/discovery"
 SHARING_VALUES = {"none": "none", "timeSlicing": "time-slicing", "mig": "mig"}
 
@@ -28,9 +29,12 @@ def mig_config_name(profile: str) -> str:
     return f"all-{profile}"
 
 
-def pool_labels(pool: GpuPool) -> dict[str, str]:
+def pool_labels(pool: GpuPool, family: str = "al2023") -> dict[str, str]:
     """Node labels of a pool: its name, its sharing mode, and what the GPU operator reads."""
     labels = {POOL_LABEL: pool.name, SHARING_LABEL: SHARING_VALUES[pool.sharing.mode]}
+    if family == "bottlerocket":
+        # Bottlerocket ships its own device plugin; the GPU operator must not add a second one.
+        labels[OPERANDS_LABEL] = "false"
     if pool.sharing.time_slicing:
         labels[DEVICE_PLUGIN_CONFIG_LABEL] = pool.name
     if pool.sharing.mig:
@@ -107,11 +111,22 @@ def requirements(pool: GpuPool) -> list[dict[str, Any]]:
     return reqs
 
 
+def gpu_limit(pool: GpuPool) -> int:
+    """The NodePool's nvidia.com/gpu limit.
+
+    Karpenter counts the capacity its NodeOverlay advertises: a time-sliced node with one GPU
+    and 4 replicas counts as 4, so the limit on physical GPUs is scaled by the replicas.
+    """
+    if pool.sharing.time_slicing:
+        return pool.gpu_limit * pool.sharing.time_slicing.replicas
+    return pool.gpu_limit
+
+
 def node_pool(pool: GpuPool, karpenter: KarpenterConfig) -> dict[str, Any]:
     d = pool.disruption
     spec: dict[str, Any] = {
         "template": {
-            "metadata": {"labels": pool_labels(pool)},
+            "metadata": {"labels": pool_labels(pool, ami_family(pool, karpenter))},
             "spec": {
                 "nodeClassRef": {
                     "group": "karpenter.k8s.aws",
@@ -129,7 +144,7 @@ def node_pool(pool: GpuPool, karpenter: KarpenterConfig) -> dict[str, Any]:
             "consolidateAfter": d.consolidate_after,
             "budgets": [b.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True) | {"nodes": b.nodes} for b in d.budgets],
         },
-        "limits": {"nvidia.com/gpu": str(pool.gpu_limit)},
+        "limits": {"nvidia.com/gpu": str(gpu_limit(pool))},
     }
     if pool.weight is not None:
         spec["weight"] = pool.weight

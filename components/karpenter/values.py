@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from components.cluster.builders import SYSTEM_NODE_LABEL
 from components.helm import deep_merge
 from components.karpenter.iam import SERVICE_ACCOUNT
 from config.gpu import KarpenterConfig
 
-SYSTEM_NODE_SELECTOR = {"kubernetes.io/os": "linux", "llm-platform.io/node-role": "system"}
+SYSTEM_NODE_SELECTOR = {"kubernetes.io/os": "linux", **SYSTEM_NODE_LABEL}
 
 
 def karpenter_values(

@@ -137,7 +137,7 @@ def test_irsa_option_annotates_the_service_account_and_scopes_the_trust() -> Non
     condition = trust["Statement"][0]["Condition"]["StringEquals"]
     issuer = next(iter(condition)).rsplit(":", 1)[0]
     assert condition == {f"{issuer}:sub": "system:serviceaccount:kube-system:karpenter", f"{issuer}:aud": "sts.amazonaws.com"}
-    release = values(run.one("kubernetes:helm.sh/v3:Release"))
+    release = values(run.one("kubernetes:helm.sh/v3:Release", "karpenter-release"))
     assert release["values"]["serviceAccount"]["annotations"]["eks.amazonaws.com/role-arn"].startswith("arn:aws:iam::123456789012:role/")
 
 
@@ -181,7 +181,7 @@ def test_spot_pools_always_have_the_queue_wired(stack: str, dev_run: harness.Run
     run = dev_run if stack == "dev" else prod_run
     spot = [p for p in parse(stack_data(stack)).gpu_pools if "spot" in p.capacity_types]
     assert spot, "the stack should exercise spot"
-    settings = values(run.one("kubernetes:helm.sh/v3:Release"))["values"]["settings"]
+    settings = values(run.one("kubernetes:helm.sh/v3:Release", "karpenter-release"))["values"]["settings"]
     assert settings["interruptionQueue"] == values(run.one("aws:sqs/queue:Queue"))["name"] == f"llm-{stack}"
     assert settings["clusterName"] == f"llm-{stack}"
 
@@ -190,7 +190,7 @@ def test_spot_pools_always_have_the_queue_wired(stack: str, dev_run: harness.Run
 
 
 def test_release(prod_run: harness.RunResult) -> None:
-    release = values(prod_run.one("kubernetes:helm.sh/v3:Release"))
+    release = values(prod_run.one("kubernetes:helm.sh/v3:Release", "karpenter-release"))
     assert release["name"] == "karpenter"
     assert release["chart"] == "oci://public.ecr.aws/karpenter/karpenter"
     assert release["version"] == "1.14.1"
@@ -204,7 +204,7 @@ def test_release(prod_run: harness.RunResult) -> None:
 def test_values_keys_exist_upstream(dev_run: harness.RunResult, prod_run: harness.RunResult) -> None:
     upstream = helm_values.load(shared_path("helm-values", "karpenter-1.14.1.values.yaml"))
     for run in (dev_run, prod_run):
-        assert helm_values.unknown_keys(values(run.one("kubernetes:helm.sh/v3:Release"))["values"], upstream) == []
+        assert helm_values.unknown_keys(values(run.one("kubernetes:helm.sh/v3:Release", "karpenter-release"))["values"], upstream) == []
 
 
 def test_values_key_check_catches_a_typo() -> None:

@@ -94,6 +94,15 @@ CASES: dict[str, Callable[[dict[str, Any]], object]] = {
     "vpc-cidr-prefix": lambda d: d["network"].update(cidr="10.0.0.0/24"),
     "system-sizes": lambda d: d["cluster"]["systemNodeGroup"].update(minSize=3),
     "prod-one-system-node": lambda d: (d.update(environment="prod"), d["cluster"]["systemNodeGroup"].update(minSize=1, desiredSize=1)),
+    "gpu-operator-driver-on": lambda d: d.update(gpuOperator={"extraValues": {"driver": {"enabled": True}}}),
+    "gpu-operator-uncovered-taint": lambda d: (
+        p0(d).update(taints=[{"key": "dedicated", "value": "llm", "effect": "NoSchedule"}]),
+        d.update(
+            gpuOperator={
+                "extraValues": {"daemonsets": {"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}}
+            }
+        ),
+    ),
     "bottlerocket-sharing": lambda d: p0(d).update(amiFamily="bottlerocket", sharing={"timeSlicing": {"replicas": 2}}),
 }
 
@@ -259,6 +268,12 @@ EXPECTED: dict[str, list[str]] = {
         "network.natGateways: prod with a single NAT gateway loses egress in an AZ outage. Fix: set natGateways: perAz",
         "models[llama-3-1-8b].replicas.min: prod model with fewer than 2 minimum replicas: one node loss is an outage. Fix: set min: 2",
         "models[llama-3-1-8b].image.digest: prod image is pinned by tag only; a re-pushed tag changes what runs. Fix: add the sha256 digest",
+    ],
+    "gpu-operator-driver-on": [
+        "gpuOperator.extraValues.driver.enabled: must be false on EKS accelerated AMIs, which ship the NVIDIA driver; a second copy fights the first and GPUs never register. Fix: remove the override"
+    ],
+    "gpu-operator-uncovered-taint": [
+        "gpuOperator.extraValues.daemonsets.tolerations: gpu NodePool 'gpu-l4-a10g' taint dedicated=llm:NoSchedule is not tolerated by the GPU operator's daemonsets; its GPUs would never register and Karpenter would never mark the nodes initialized. Fix: remove the override (the platform tolerates every pool taint) or add a toleration for it"
     ],
     "bottlerocket-sharing": [
         "models[llama-3-1-8b].gpuMemoryUtilization: gpuMemoryUtilization 0.92 x 2 time-slice replicas of pool gpu-l4-a10g = 1.84 of one GPU; time-slicing does not split memory, so the replicas sharing a GPU would run out of memory at startup. Fix: set gpuMemoryUtilization to at most 0.47",

@@ -1,0 +1,71 @@
+"""GpuOperator: the NVIDIA GPU operator with drivers from the AMI, time-slicing, MIG and DCGM."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.gpu_operator import builders
+from config import versions
+from config.gpu import GpuOperatorConfig, GpuPool
+
+RELEASE = "gpu-operator"
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuOperatorArgs:
+    """Inputs of the GpuOperator component."""
+
+    config: GpuOperatorConfig
+    """The `gpuOperator` section."""
+    pools: list[GpuPool]
+    """GPU pools: their taints are tolerated, their time-slicing configs are rendered."""
+    provider: k8s.Provider
+    """Kubernetes provider of the cluster."""
+
+
+class GpuOperator(pulumi.ComponentResource):
+    """Device plugin, GPU feature discovery, MIG manager and DCGM exporter on every GPU node."""
+
+    namespace: str
+    release: k8s.helm.v3.Release
+
+    def __init__(self, name: str, args: GpuOperatorArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("llmplatform:index:GpuOperator", name, None, opts)
+        cfg = args.config
+        k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider)
+        self.namespace = cfg.namespace
+        namespace = k8s.core.v1.Namespace(
+            f"{name}-namespace",
+            metadata={
+                "name": cfg.namespace,
+                # Operands need host access (device nodes, /run/nvidia, hostPath), so privileged.
+                "labels": {
+                    "pod-security.kubernetes.io/enforce": "privileged",
+                    "pod-security.kubernetes.io/audit": "privileged",
+                    "pod-security.kubernetes.io/warn": "privileged",
+                },
+            },
+            opts=k8s_opts,
+        )
+        config_map = k8s.core.v1.ConfigMap(
+            f"{name}-device-plugin-config",
+            metadata={"name": builders.DEVICE_PLUGIN_CONFIGMAP, "namespace": cfg.namespace},
+            data=builders.device_plugin_configs(args.pools),
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[namespace]),
+        )
+        self.release = k8s.helm.v3.Release(
+            f"{name}-release",
+            name=RELEASE,
+            chart="gpu-operator",
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=versions.GPU_OPERATOR_REPOSITORY),
+            version=cfg.version,
+            namespace=cfg.namespace,
+            values=builders.gpu_operator_values(cfg, args.pools),
+            max_history=10,
+            timeout=900,
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[namespace, config_map]),
+        )
+        self.register_outputs({"namespace": cfg.namespace})
