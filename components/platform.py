@@ -10,6 +10,8 @@ from components.cluster import Cluster, ClusterArgs
 from components.gpu_operator import GpuOperator, GpuOperatorArgs
 from components.karpenter import Karpenter, KarpenterArgs
 from components.network import Network, NetworkArgs
+from components.observability import Observability, ObservabilityArgs
+from components.observability.rules import ModelWatch
 from config.load import Secrets
 from config.network import ExistingVpc
 from config.stack import StackConfig
@@ -17,7 +19,6 @@ from config.stack import StackConfig
 
 def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
     """Create every component of the platform; return the stack outputs (the contract)."""
-    del secrets  # used by the serving and observability components
     tags = {"llm-platform/cluster": cfg.cluster.name, "llm-platform/environment": cfg.environment, **cfg.tags}
     network = Network(
         "network",
@@ -55,6 +56,17 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
         ),
         opts=pulumi.ResourceOptions(depends_on=[cluster]),
     )
+    observability = Observability(
+        "observability",
+        ObservabilityArgs(
+            config=cfg.observability,
+            models=[ModelWatch(m.name, m.name, m.slo or cfg.observability.slo) for m in cfg.models],
+            grafana_admin_password=secrets.grafana_admin_password or "",
+            gpu_operator_namespace=cfg.gpu_operator.namespace,
+            provider=cluster.provider,
+        ),
+        opts=pulumi.ResourceOptions(depends_on=[cluster]),
+    )
     GpuOperator(
         "gpu-operator",
         GpuOperatorArgs(config=cfg.gpu_operator, pools=list(cfg.gpu_pools), provider=cluster.provider),
@@ -71,4 +83,5 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
         "karpenterNodeRoleArn": karpenter.node_role_arn,
         "interruptionQueueName": karpenter.interruption_queue_name,
         "gpuPools": sorted(p.name for p in cfg.gpu_pools),
+        "prometheusUrl": observability.prometheus_url,
     }

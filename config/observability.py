@@ -9,7 +9,7 @@ from pydantic import AfterValidator, Field, model_validator
 
 from config import versions
 from config.base import ConfigModel
-from config.types import AcmCertificateArn, PromDuration, Quantity, _err
+from config.types import AcmCertificateArn, PromDuration, PromSize, Quantity, _err
 
 
 class Slo(ConfigModel):
@@ -38,8 +38,8 @@ class ObservabilityConfig(ConfigModel):
     version: Literal["88.5.3"] = Field(default=versions.KUBE_PROMETHEUS_STACK_VERSION, description="Chart version.")
     namespace: Literal["monitoring"] = Field(default="monitoring", description="Namespace of the monitoring stack.")
     retention: PromDuration = Field(default="15d", description="Prometheus retention time.")
-    retention_size: Quantity | None = Field(
-        default=None, description="Prometheus retention by size (e.g. 90GiB-style quantity 90Gi); unset: time only."
+    retention_size: PromSize | None = Field(
+        default=None, description="Prometheus retention by size, in Prometheus units (e.g. 90GB); unset: time only."
     )
     storage_size: Quantity = Field(default="100Gi", description="Prometheus volume (gp3, encrypted).")
     grafana_storage_size: Quantity = Field(default="10Gi", description="Grafana volume for its database.")

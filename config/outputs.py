@@ -30,6 +30,7 @@ OUTPUTS: tuple[OutputSpec, ...] = (
     OutputSpec("karpenterNodeRoleArn", "string", "IAM role of Karpenter-launched GPU nodes."),
     OutputSpec("interruptionQueueName", "string", "SQS queue Karpenter reads spot interruptions and health events from."),
     OutputSpec("gpuPools", "list of string", "Names of the GPU NodePools."),
+    OutputSpec("prometheusUrl", "string", "In-cluster Prometheus address (what KEDA queries); ClusterIP only."),
 )
 
 

@@ -83,6 +83,12 @@ def _prom_duration(value: str) -> str:
     return value
 
 
+def _prom_size(value: str) -> str:
+    if not re.match(r"^[0-9]+(B|KB|MB|GB|TB|PB|EB)$", value):
+        raise _err(f"'{value}' is not a Prometheus size", "write e.g. 90GB or 500MB (Prometheus units, not Kubernetes Gi)")
+    return value
+
+
 def _public_cidr(value: str) -> str:
     """A public IPv4 CIDR for an allow-list: no host bits, not RFC 1918, not 0.0.0.0/0.
 
@@ -180,6 +186,7 @@ Quantity = Annotated[str, AfterValidator(_quantity)]
 Duration = Annotated[str, AfterValidator(_duration)]
 DurationOrNever = Annotated[str, AfterValidator(_duration_or_never)]
 PromDuration = Annotated[str, AfterValidator(_prom_duration)]
+PromSize = Annotated[str, AfterValidator(_prom_size)]
 PublicCidr = Annotated[str, AfterValidator(_public_cidr)]
 VpcCidr = Annotated[str, AfterValidator(_vpc_cidr)]
 RoleArn = Annotated[str, AfterValidator(_role_arn)]

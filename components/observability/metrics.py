@@ -1,0 +1,121 @@
+"""Metric names every query of the platform may use, for the pinned versions.
+
+vLLM renames metrics between releases (vllm:gpu_cache_usage_perc was removed in 0.12); a query
+over a missing series returns nothing, which KEDA reads as 0 and dashboards as "No data". Every
+PromQL expression the platform writes is checked against this table by the tests.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+VLLM_VERSION: Final = "0.33.0"
+
+# vllm/v1/metrics/loggers.py in the 0.33.0 wheel. Labels: model_name (= --served-model-name), engine.
+VLLM_GAUGES: Final = frozenset(
+    {
+        "vllm:num_requests_running",
+        "vllm:num_requests_waiting",
+        "vllm:num_requests_waiting_by_reason",
+        "vllm:kv_cache_usage_perc",
+        "vllm:engine_sleep_state",
+        "vllm:lora_requests_info",
+        "vllm:cache_config_info",
+    }
+)
+VLLM_COUNTERS: Final = frozenset(
+    {
+        "vllm:prompt_tokens",
+        "vllm:generation_tokens",
+        "vllm:request_success",
+        "vllm:num_preemptions",
+        "vllm:prefix_cache_queries",
+        "vllm:prefix_cache_hits",
+        "vllm:prompt_tokens_cached",
+        "vllm:admission_rejections",
+        "vllm:corrupted_requests",
+    }
+)
+VLLM_HISTOGRAMS: Final = frozenset(
+    {
+        "vllm:time_to_first_token_seconds",
+        "vllm:e2e_request_latency_seconds",
+        "vllm:inter_token_latency_seconds",
+        "vllm:request_time_per_output_token_seconds",
+        "vllm:request_queue_time_seconds",
+        "vllm:request_prefill_time_seconds",
+        "vllm:request_decode_time_seconds",
+        "vllm:request_inference_time_seconds",
+        "vllm:request_prompt_tokens",
+        "vllm:request_generation_tokens",
+        "vllm:iteration_tokens_total",
+        "vllm:request_max_num_generation_tokens",
+        "vllm:request_params_n",
+        "vllm:request_params_max_tokens",
+        "vllm:request_num_preemptions",
+    }
+)
+# Names older releases had and 0.33.0 does not: a query using one is a bug.
+VLLM_REMOVED: Final = frozenset(
+    {
+        "vllm:gpu_cache_usage_perc",
+        "vllm:cpu_cache_usage_perc",
+        "vllm:time_per_output_token_seconds",
+        "vllm:gpu_prefix_cache_queries",
+        "vllm:gpu_prefix_cache_hits",
+        "vllm:num_requests_swapped",
+    }
+)
+
+
+def vllm_series() -> frozenset[str]:
+    """Every series name vLLM 0.33.0 exposes (counters with _total, histograms with suffixes)."""
+    names = set(VLLM_GAUGES)
+    names |= {f"{c}_total" for c in VLLM_COUNTERS}
+    names |= {f"{h}{s}" for h in VLLM_HISTOGRAMS for s in ("_bucket", "_sum", "_count")}
+    return frozenset(names)
+
+
+# DCGM exporter default counters (NVIDIA/dcgm-exporter etc/default-counters.csv).
+DCGM_SERIES: Final = frozenset(
+    {
+        "DCGM_FI_DEV_GPU_UTIL",
+        "DCGM_FI_DEV_MEM_COPY_UTIL",
+        "DCGM_FI_DEV_FB_USED",
+        "DCGM_FI_DEV_FB_FREE",
+        "DCGM_FI_DEV_GPU_TEMP",
+        "DCGM_FI_DEV_POWER_USAGE",
+        "DCGM_FI_DEV_SM_CLOCK",
+        "DCGM_FI_DEV_XID_ERRORS",
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+        "DCGM_FI_PROF_DRAM_ACTIVE",
+    }
+)
+# KEDA 2.20 operator metrics and Karpenter 1.14 metrics the rules use.
+KEDA_SERIES: Final = frozenset({"keda_scaler_detail_errors_total", "keda_scaled_object_errors_total", "keda_scaler_metrics_value"})
+KARPENTER_SERIES: Final = frozenset(
+    {
+        "karpenter_interruption_received_messages_total",
+        "operator_nodeclaim_status_condition_current_status_seconds",
+        "karpenter_nodeclaims_created_total",
+    }
+)
+# kube-state-metrics series (kube-prometheus-stack 88.5.3).
+KSM_SERIES: Final = frozenset(
+    {
+        "kube_pod_status_phase",
+        "kube_pod_container_resource_requests",
+        "kube_node_labels",
+        "kube_deployment_status_replicas_ready",
+        "kube_horizontalpodautoscaler_status_desired_replicas",
+        "up",
+    }
+)
+
+_VLLM_NAME = re.compile(r"vllm:[a-zA-Z0-9_:]+")
+
+
+def vllm_names_in(expr: str) -> set[str]:
+    return set(_VLLM_NAME.findall(expr))

@@ -1,0 +1,198 @@
+"""Recording and alert rules (PrometheusRule groups), built from config. Pure.
+
+Recording rules compute the per-model series that dashboards and alerts share (by namespace
+and model_name, summed over pods and engines). SLO thresholds and EC2 prices become constant
+series, so one alert or one panel serves every model and every instance type.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from config import catalog
+from config.observability import AlertTuning, Slo
+from config.types import duration_seconds
+
+BY = "namespace, model_name"
+QUANTILES = ("0.5", "0.95", "0.99")
+VLLM_JOB = "vllm"
+RECORDING_INTERVAL = "15s"
+
+
+@dataclass(frozen=True)
+class ModelWatch:
+    """What the rules need to know of a served model."""
+
+    name: str
+    namespace: str
+    slo: Slo
+
+
+def _quantiles(record: str, histogram: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "record": record,
+            "expr": f"histogram_quantile({q}, sum by ({BY}, le) (rate({histogram}_bucket[5m])))",
+            "labels": {"quantile": q},
+        }
+        for q in QUANTILES
+    ]
+
+
+def recording_rules() -> list[dict[str, Any]]:
+    return [
+        {"record": "llm:vllm_requests_waiting:sum", "expr": f"sum by ({BY}) (vllm:num_requests_waiting)"},
+        {"record": "llm:vllm_requests_running:sum", "expr": f"sum by ({BY}) (vllm:num_requests_running)"},
+        {"record": "llm:vllm_kv_cache_usage:avg", "expr": f"avg by ({BY}) (vllm:kv_cache_usage_perc)"},
+        {
+            "record": "llm:vllm_replicas:count",
+            "expr": f"count by ({BY}) (count by ({BY}, pod) (vllm:num_requests_running))",
+        },
+        *_quantiles("llm:vllm_ttft_seconds:quantile_5m", "vllm:time_to_first_token_seconds"),
+        *_quantiles("llm:vllm_e2e_latency_seconds:quantile_5m", "vllm:e2e_request_latency_seconds"),
+        *_quantiles("llm:vllm_inter_token_latency_seconds:quantile_5m", "vllm:inter_token_latency_seconds"),
+        {"record": "llm:vllm_generation_tokens:rate5m", "expr": f"sum by ({BY}) (rate(vllm:generation_tokens_total[5m]))"},
+        {"record": "llm:vllm_prompt_tokens:rate5m", "expr": f"sum by ({BY}) (rate(vllm:prompt_tokens_total[5m]))"},
+        {"record": "llm:vllm_preemptions:rate5m", "expr": f"sum by ({BY}) (rate(vllm:num_preemptions_total[5m]))"},
+    ]
+
+
+def slo_rules(models: list[ModelWatch]) -> list[dict[str, Any]]:
+    """Each model's latency objectives as constant series, joined by the SLO alerts."""
+    rules: list[dict[str, Any]] = []
+    for m in models:
+        labels = {"namespace": m.namespace, "model_name": m.name}
+        rules.append({"record": "llm:slo_ttft_p99_seconds", "expr": f"vector({m.slo.ttft_p99_seconds})", "labels": labels})
+        rules.append({"record": "llm:slo_e2e_p99_seconds", "expr": f"vector({m.slo.end_to_end_p99_seconds})", "labels": labels})
+    return rules
+
+
+def price_rules() -> list[dict[str, Any]]:
+    """On-demand USD/hour per catalog instance type, for the cost panels."""
+    return [
+        {"record": "llm:ec2_on_demand_price_per_hour", "expr": f"vector({t.price_per_hour})", "labels": {"instance_type": t.name}}
+        for t in sorted(catalog.INSTANCE_TYPES.values(), key=lambda t: t.name)
+    ]
+
+
+def _alert(
+    name: str, expr: str, duration: str, severity: str, summary: str, description: str, labels: dict[str, str] | None = None
+) -> dict[str, Any]:
+    return {
+        "alert": name,
+        "expr": expr,
+        "for": duration,
+        "labels": {"severity": severity, **(labels or {})},
+        "annotations": {"summary": summary, "description": description},
+    }
+
+
+def alert_rules(models: list[ModelWatch], tuning: AlertTuning) -> list[dict[str, Any]]:
+    pending = duration_seconds(tuning.gpu_pod_pending_for)
+    rules = [
+        _alert(
+            "VllmTargetDown",
+            f'up{{job="{VLLM_JOB}"}} == 0',
+            "5m",
+            "warning",
+            "vLLM pod {{ $labels.pod }} in {{ $labels.namespace }} is not scrapeable",
+            "Prometheus cannot scrape /metrics of this vLLM pod; KEDA's fallback holds replicas while metrics are missing.",
+        ),
+        *[
+            _alert(
+                "VllmMetricsAbsent",
+                f'absent(vllm:num_requests_running{{namespace="{m.namespace}", model_name="{m.name}"}})',
+                "10m",
+                "critical",
+                f"No vLLM metrics for model {m.name}",
+                f"Model {m.name} reports no metrics: no replica is running, or its served name or monitor is wrong. "
+                "Autoscaling is blind until it returns.",
+                labels={"namespace": m.namespace, "model_name": m.name},
+            )
+            for m in models
+        ],
+        _alert(
+            "VllmQueueBacklog",
+            f"llm:vllm_requests_waiting:sum / on ({BY}) llm:vllm_replicas:count > {tuning.queue_backlog_per_replica:g}",
+            tuning.queue_backlog_for,
+            "warning",
+            '{{ $labels.model_name }} has {{ $value | printf "%.1f" }} waiting requests per replica',
+            "The queue stays long: autoscaling is at its maximum, capacity is short, or new replicas cannot start.",
+        ),
+        _alert(
+            "VllmKvCacheSaturated",
+            f"llm:vllm_kv_cache_usage:avg > {tuning.kv_cache_saturation:g}",
+            tuning.kv_cache_saturation_for,
+            "warning",
+            "{{ $labels.model_name }} KV cache is {{ $value | humanizePercentage }} full",
+            "Requests are being preempted or queued for KV-cache space; add replicas or shorten contexts.",
+        ),
+        _alert(
+            "VllmTtftSloBreach",
+            f'llm:vllm_ttft_seconds:quantile_5m{{quantile="0.99"}} > on ({BY}) llm:slo_ttft_p99_seconds',
+            "10m",
+            "warning",
+            "{{ $labels.model_name }} p99 time to first token is {{ $value | humanizeDuration }}, over its SLO",
+            "Time to first token p99 over 5 minutes exceeds the model's objective from the stack config.",
+        ),
+        _alert(
+            "VllmE2eLatencySloBreach",
+            f'llm:vllm_e2e_latency_seconds:quantile_5m{{quantile="0.99"}} > on ({BY}) llm:slo_e2e_p99_seconds',
+            "10m",
+            "warning",
+            "{{ $labels.model_name }} p99 end-to-end latency is {{ $value | humanizeDuration }}, over its SLO",
+            "End-to-end request latency p99 over 5 minutes exceeds the model's objective from the stack config.",
+        ),
+        _alert(
+            "KedaScalerErrors",
+            "sum by (namespace, scaledObject, scaler) (rate(keda_scaler_detail_errors_total[5m])) > 0",
+            "5m",
+            "warning",
+            "KEDA scaler {{ $labels.scaler }} of {{ $labels.namespace }}/{{ $labels.scaledObject }} is failing",
+            "KEDA cannot read its trigger metric; the ScaledObject runs on its fallback replica count.",
+        ),
+        _alert(
+            "GpuPodsPending",
+            '(max by (namespace, pod) (kube_pod_status_phase{phase="Pending"}) == 1) and on (namespace, pod) '
+            '(max by (namespace, pod) (kube_pod_container_resource_requests{resource=~"nvidia_com_gpu|nvidia_com_mig_.+"}) > 0)',
+            tuning.gpu_pod_pending_for,
+            "warning",
+            "GPU pod {{ $labels.namespace }}/{{ $labels.pod }} has been Pending longer than a node start",
+            "Karpenter could not place it: GPU limit reached, no capacity for the pool's types, or a NodeOverlay or taint mismatch.",
+        ),
+        _alert(
+            "KarpenterNodeClaimNotInitialized",
+            f'max by (name) (operator_nodeclaim_status_condition_current_status_seconds{{type="Initialized", status!="True"}}) > {pending}',
+            "1m",
+            "warning",
+            "NodeClaim {{ $labels.name }} is not initialized after " + tuning.gpu_pod_pending_for,
+            "A GPU node launched but never became ready: the GPU operator may not tolerate its taints, or the device plugin is failing.",
+        ),
+        _alert(
+            "KarpenterInterruptions",
+            "sum by (message_type) (increase(karpenter_interruption_received_messages_total[10m])) > 0",
+            "0m",
+            "info",
+            "Karpenter received {{ $labels.message_type }} interruption messages",
+            "Spot interruptions, rebalance recommendations or health events are draining GPU nodes.",
+        ),
+        _alert(
+            "GpuXidErrors",
+            "max by (Hostname, gpu) (max_over_time(DCGM_FI_DEV_XID_ERRORS[10m])) > 0",
+            "0m",
+            "critical",
+            "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported XID error {{ $value }}",
+            "The GPU driver reported an XID error; the node may need replacing.",
+        ),
+    ]
+    return rules
+
+
+def rule_groups(models: list[ModelWatch], tuning: AlertTuning) -> list[dict[str, Any]]:
+    return [
+        {"name": "llm-platform.recording", "interval": RECORDING_INTERVAL, "rules": recording_rules()},
+        {"name": "llm-platform.slos", "rules": slo_rules(models)},
+        {"name": "llm-platform.prices", "interval": "5m", "rules": price_rules()},
+        {"name": "llm-platform.alerts", "rules": alert_rules(models, tuning)},
+    ]

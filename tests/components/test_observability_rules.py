@@ -1,0 +1,512 @@
+"""Alert and recording rules: promtool checks them, and unit-tests every alert on synthetic
+multi-pod, multi-engine vLLM series (fires when it should, silent when it should not)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from components.observability import dashboards, metrics, rules
+from config.observability import AlertTuning, Slo
+from offline import harness
+from tests.conftest import values
+from tests.validators import promtool
+
+NS = "chat"
+MODELS = [rules.ModelWatch("chat", NS, Slo(ttft_p99_seconds=2.0, end_to_end_p99_seconds=60.0))]
+GROUPS = rules.rule_groups(MODELS, AlertTuning())
+POD_ENGINES = [("chat-a", "0"), ("chat-a", "1"), ("chat-b", "0"), ("chat-b", "1")]
+
+
+def vllm(metric: str, values_: str, **extra: str) -> list[dict[str, str]]:
+    """The same series for 2 pods x 2 engines, as vLLM exposes it."""
+    out = []
+    for pod, engine in POD_ENGINES:
+        labels = {"namespace": NS, "model_name": "chat", "pod": pod, "engine": engine, **extra}
+        rendered = ", ".join(f'{k}="{v}"' for k, v in labels.items())
+        out.append({"series": f"{metric}{{{rendered}}}", "values": values_})
+    return out
+
+
+def histogram(metric: str, bucket_with_mass: str, bounds: tuple[str, ...]) -> list[dict[str, str]]:
+    """A histogram whose observations (10 per 15 s per series) all land at or below one bound."""
+    series = []
+    mass_from = bounds.index(bucket_with_mass)
+    for i, le in enumerate((*bounds, "+Inf")):
+        series += vllm(f"{metric}_bucket", "0+10x80" if i >= mass_from else "0x80", le=le)
+    series += vllm(f"{metric}_count", "0+10x80")
+    return series
+
+
+def alert_names(groups: list[dict[str, Any]]) -> set[str]:
+    return {r["alert"] for g in groups for r in g["rules"] if "alert" in r}
+
+
+def run_tests(tests: list[dict[str, Any]]) -> None:
+    result = promtool.test_rules(GROUPS, tests)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+# Every alert: a case where it fires, a case where it stays silent.
+CASES: dict[str, list[dict[str, Any]]] = {
+    "VllmTargetDown": [
+        {
+            "interval": "15s",
+            "input_series": [
+                {"series": f'up{{job="vllm", namespace="{NS}", pod="chat-a"}}', "values": "1 1 0x40"},
+                {"series": f'up{{job="vllm", namespace="{NS}", pod="chat-b"}}', "values": "1x42"},
+            ],
+            "alert_rule_test": [
+                {"eval_time": "2m", "alertname": "VllmTargetDown", "exp_alerts": []},
+                {
+                    "eval_time": "7m",
+                    "alertname": "VllmTargetDown",
+                    "exp_alerts": [
+                        {
+                            "exp_labels": {"severity": "warning", "job": "vllm", "namespace": NS, "pod": "chat-a"},
+                            "exp_annotations": {
+                                "summary": "vLLM pod chat-a in chat is not scrapeable",
+                                "description": "Prometheus cannot scrape /metrics of this vLLM pod; KEDA's fallback holds replicas while metrics are missing.",
+                            },
+                        }
+                    ],
+                },
+            ],
+        }
+    ],
+    "VllmMetricsAbsent": [
+        {
+            "interval": "15s",
+            "input_series": [
+                {"series": 'vllm:num_requests_running{namespace="other", model_name="other", pod="x", engine="0"}', "values": "1x60"}
+            ],
+            "alert_rule_test": [
+                {"eval_time": "5m", "alertname": "VllmMetricsAbsent", "exp_alerts": []},
+                {
+                    "eval_time": "11m",
+                    "alertname": "VllmMetricsAbsent",
+                    "exp_alerts": [
+                        {
+                            "exp_labels": {"severity": "critical", "namespace": NS, "model_name": "chat"},
+                            "exp_annotations": {
+                                "summary": "No vLLM metrics for model chat",
+                                "description": "Model chat reports no metrics: no replica is running, or its served name or monitor is wrong. Autoscaling is blind until it returns.",
+                            },
+                        }
+                    ],
+                },
+            ],
+        },
+        {
+            "interval": "15s",
+            "input_series": vllm("vllm:num_requests_running", "1x60"),
+            "alert_rule_test": [{"eval_time": "12m", "alertname": "VllmMetricsAbsent", "exp_alerts": []}],
+        },
+    ],
+    "VllmQueueBacklog": [
+        {
+            # 4 series x 12.5 waiting = 50 over 2 pods = 25 per replica > 10
+            "interval": "15s",
+            "input_series": vllm("vllm:num_requests_waiting", "12.5x60") + vllm("vllm:num_requests_running", "8x60"),
+            "alert_rule_test": [
+                {"eval_time": "3m", "alertname": "VllmQueueBacklog", "exp_alerts": []},
+                {
+                    "eval_time": "7m",
+                    "alertname": "VllmQueueBacklog",
+                    "exp_alerts": [
+                        {
+                            "exp_labels": {"severity": "warning", "namespace": NS, "model_name": "chat"},
+                            "exp_annotations": {
+                                "summary": "chat has 25.0 waiting requests per replica",
+                                "description": "The queue stays long: autoscaling is at its maximum, capacity is short, or new replicas cannot start.",
+                            },
+                        }
+                    ],
+                },
+            ],
+        },
+        {
+            # 4 x 2.5 = 10 over 2 pods = 5 per replica: under the threshold
+            "interval": "15s",
+            "input_series": vllm("vllm:num_requests_waiting", "2.5x60") + vllm("vllm:num_requests_running", "8x60"),
+            "alert_rule_test": [{"eval_time": "10m", "alertname": "VllmQueueBacklog", "exp_alerts": []}],
+        },
+    ],
+    "VllmKvCacheSaturated": [
+        {
+            "interval": "15s",
+            "input_series": vllm("vllm:kv_cache_usage_perc", "0.97x60"),
+            "alert_rule_test": [
+                {"eval_time": "5m", "alertname": "VllmKvCacheSaturated", "exp_alerts": []},
+                {
+                    "eval_time": "12m",
+                    "alertname": "VllmKvCacheSaturated",
+                    "exp_alerts": [
+                        {
+                            "exp_labels": {"severity": "warning", "namespace": NS, "model_name": "chat"},
+                            "exp_annotations": {
+                                "summary": "chat KV cache is 97% full",
+                                "description": "Requests are being preempted or queued for KV-cache space; add replicas or shorten contexts.",
+                            },
+                        }
+                    ],
+                },
+            ],
+        },
+        {
+            "interval": "15s",
+            "input_series": vllm("vllm:kv_cache_usage_perc", "0.8x60"),
+            "alert_rule_test": [{"eval_time": "14m", "alertname": "VllmKvCacheSaturated", "exp_alerts": []}],
+        },
+    ],
+    "VllmTtftSloBreach": [
+        {
+            "interval": "15s",
+            "input_series": histogram("vllm:time_to_first_token_seconds", "5", ("0.5", "1", "2.5", "5")),
+            "alert_rule_test": [
+                {"eval_time": "5m", "alertname": "VllmTtftSloBreach", "exp_alerts": []},
+                {
+                    "eval_time": "17m",
+                    "alertname": "VllmTtftSloBreach",
+                    "exp_alerts": [
+                        {
+                            "exp_labels": {"severity": "warning", "namespace": NS, "model_name": "chat"},
+                            "exp_annotations": {
+                                "summary": "chat p99 time to first token is 4.975s, over its SLO",
+                                "description": "Time to first token p99 over 5 minutes exceeds the model's objective from the stack config.",
+                            },
+                        }
+                    ],
+                },
+            ],
+        },
+        {
+            "interval": "15s",
+            "input_series": histogram("vllm:time_to_first_token_seconds", "0.5", ("0.5", "1", "2.5", "5")),
+            "alert_rule_test": [{"eval_time": "17m", "alertname": "VllmTtftSloBreach", "exp_alerts": []}],
+        },
+    ],
+    "VllmE2eLatencySloBreach": [
+        {
+            "interval": "15s",
+            "input_series": histogram("vllm:e2e_request_latency_seconds", "120", ("10", "30", "60", "120")),
+            "alert_rule_test": [
+                {
+                    "eval_time": "17m",
+                    "alertname": "VllmE2eLatencySloBreach",
+                    "exp_alerts": [
+                        {
+                            "exp_labels": {"severity": "warning", "namespace": NS, "model_name": "chat"},
+                            "exp_annotations": {
+                                "summary": "chat p99 end-to-end latency is 1m 59s, over its SLO",
+                                "description": "End-to-end request latency p99 over 5 minutes exceeds the model's objective from the stack config.",
+                            },
+                        }
+                    ],
+                },
+            ],
+        },
+        {
+            "interval": "15s",
+            "input_series": histogram("vllm:e2e_request_latency_seconds", "30", ("10", "30", "60", "120")),
+            "alert_rule_test": [{"eval_time": "17m", "alertname": "VllmE2eLatencySloBreach", "exp_alerts": []}],
+        },
+    ],
+    "KedaScalerErrors": [
+        {
+            "interval": "15s",
+            "input_series": [
+                {
+                    "series": f'keda_scaler_detail_errors_total{{namespace="{NS}", scaledObject="chat", scaler="prometheusScaler", triggerIndex="0"}}',
+                    "values": "0+1x60",
+                },
+                {
+                    "series": f'keda_scaler_detail_errors_total{{namespace="{NS}", scaledObject="chat", scaler="prometheusScaler", triggerIndex="1"}}',
+                    "values": "3x60",
+                },
+            ],
+            "alert_rule_test": [
+                {"eval_time": "3m", "alertname": "KedaScalerErrors", "exp_alerts": []},
+                {
+                    "eval_time": "11m",
+                    "alertname": "KedaScalerErrors",
+                    "exp_alerts": [
+                        {
+                            "exp_labels": {"severity": "warning", "namespace": NS, "scaledObject": "chat", "scaler": "prometheusScaler"},
+                            "exp_annotations": {
+                                "summary": "KEDA scaler prometheusScaler of chat/chat is failing",
+                                "description": "KEDA cannot read its trigger metric; the ScaledObject runs on its fallback replica count.",
+                            },
+                        }
+                    ],
+                },
+            ],
+        },
+        {
+            "interval": "15s",
+            "input_series": [
+                {
+                    "series": f'keda_scaler_detail_errors_total{{namespace="{NS}", scaledObject="chat", scaler="prometheusScaler"}}',
+                    "values": "3x60",
+                }
+            ],
+            "alert_rule_test": [{"eval_time": "14m", "alertname": "KedaScalerErrors", "exp_alerts": []}],
+        },
+    ],
+    "GpuPodsPending": [
+        {
+            "interval": "1m",
+            "input_series": [
+                {"series": f'kube_pod_status_phase{{namespace="{NS}", pod="chat-x", phase="Pending"}}', "values": "1x30"},
+                {
+                    "series": f'kube_pod_container_resource_requests{{namespace="{NS}", pod="chat-x", container="vllm", resource="nvidia_com_gpu"}}',
+                    "values": "1x30",
+                },
+                {"series": f'kube_pod_status_phase{{namespace="{NS}", pod="mig-y", phase="Pending"}}', "values": "1x30"},
+                {
+                    "series": f'kube_pod_container_resource_requests{{namespace="{NS}", pod="mig-y", container="vllm", resource="nvidia_com_mig_3g_20gb"}}',
+                    "values": "1x30",
+                },
+                {"series": f'kube_pod_status_phase{{namespace="{NS}", pod="cpu-z", phase="Pending"}}', "values": "1x30"},
+                {
+                    "series": f'kube_pod_container_resource_requests{{namespace="{NS}", pod="cpu-z", container="app", resource="cpu"}}',
+                    "values": "1x30",
+                },
+            ],
+            "alert_rule_test": [
+                {"eval_time": "10m", "alertname": "GpuPodsPending", "exp_alerts": []},
+                {
+                    "eval_time": "20m",
+                    "alertname": "GpuPodsPending",
+                    "exp_alerts": [
+                        {
+                            "exp_labels": {"severity": "warning", "namespace": NS, "pod": pod},
+                            "exp_annotations": {
+                                "summary": f"GPU pod {NS}/{pod} has been Pending longer than a node start",
+                                "description": "Karpenter could not place it: GPU limit reached, no capacity for the pool's types, or a NodeOverlay or taint mismatch.",
+                            },
+                        }
+                        for pod in ("chat-x", "mig-y")
+                    ],
+                },
+            ],
+        }
+    ],
+    "KarpenterNodeClaimNotInitialized": [
+        {
+            "interval": "15s",
+            "input_series": [
+                {
+                    "series": 'operator_nodeclaim_status_condition_current_status_seconds{name="gpu-abc", type="Initialized", status="False"}',
+                    "values": "0+15x100",
+                },
+                {
+                    "series": 'operator_nodeclaim_status_condition_current_status_seconds{name="gpu-ok", type="Initialized", status="True"}',
+                    "values": "0+15x100",
+                },
+            ],
+            "alert_rule_test": [
+                {"eval_time": "14m", "alertname": "KarpenterNodeClaimNotInitialized", "exp_alerts": []},
+                {
+                    "eval_time": "17m",
+                    "alertname": "KarpenterNodeClaimNotInitialized",
+                    "exp_alerts": [
+                        {
+                            "exp_labels": {"severity": "warning", "name": "gpu-abc"},
+                            "exp_annotations": {
+                                "summary": "NodeClaim gpu-abc is not initialized after 15m",
+                                "description": "A GPU node launched but never became ready: the GPU operator may not tolerate its taints, or the device plugin is failing.",
+                            },
+                        }
+                    ],
+                },
+            ],
+        }
+    ],
+    "KarpenterInterruptions": [
+        {
+            "interval": "1m",
+            "input_series": [
+                {
+                    "series": 'karpenter_interruption_received_messages_total{message_type="spot_interrupted", actionable="true"}',
+                    "values": "0 0 1 1 1",
+                },
+                {
+                    "series": 'karpenter_interruption_received_messages_total{message_type="scheduled_change", actionable="true"}',
+                    "values": "2 2 2 2 2",
+                },
+            ],
+            "alert_rule_test": [
+                {"eval_time": "1m", "alertname": "KarpenterInterruptions", "exp_alerts": []},
+                {
+                    "eval_time": "3m",
+                    "alertname": "KarpenterInterruptions",
+                    "exp_alerts": [
+                        {
+                            "exp_labels": {"severity": "info", "message_type": "spot_interrupted"},
+                            "exp_annotations": {
+                                "summary": "Karpenter received spot_interrupted interruption messages",
+                                "description": "Spot interruptions, rebalance recommendations or health events are draining GPU nodes.",
+                            },
+                        }
+                    ],
+                },
+            ],
+        }
+    ],
+    "GpuXidErrors": [
+        {
+            "interval": "1m",
+            "input_series": [
+                {"series": 'DCGM_FI_DEV_XID_ERRORS{Hostname="ip-10-0-1-1", gpu="0", UUID="GPU-a"}', "values": "0 0 79 0 0"},
+                {"series": 'DCGM_FI_DEV_XID_ERRORS{Hostname="ip-10-0-1-1", gpu="1", UUID="GPU-b"}', "values": "0 0 0 0 0"},
+            ],
+            "alert_rule_test": [
+                {"eval_time": "1m", "alertname": "GpuXidErrors", "exp_alerts": []},
+                {
+                    "eval_time": "3m",
+                    "alertname": "GpuXidErrors",
+                    "exp_alerts": [
+                        {
+                            "exp_labels": {"severity": "critical", "Hostname": "ip-10-0-1-1", "gpu": "0"},
+                            "exp_annotations": {
+                                "summary": "GPU 0 on ip-10-0-1-1 reported XID error 79",
+                                "description": "The GPU driver reported an XID error; the node may need replacing.",
+                            },
+                        }
+                    ],
+                },
+            ],
+        }
+    ],
+}
+
+
+def test_every_alert_has_unit_tests() -> None:
+    assert set(CASES) == alert_names(GROUPS)
+
+
+@pytest.mark.parametrize("alert", sorted(CASES))
+def test_alert(alert: str) -> None:
+    run_tests(CASES[alert])
+
+
+def test_recording_rules_values() -> None:
+    by = {"namespace": NS, "model_name": "chat"}
+    labels = ", ".join(f'{k}="{v}"' for k, v in by.items())
+    run_tests(
+        [
+            {
+                "interval": "15s",
+                "input_series": vllm("vllm:num_requests_waiting", "12.5x60")
+                + vllm("vllm:num_requests_running", "3x60")
+                + vllm("vllm:kv_cache_usage_perc", "0.5x60")
+                + vllm("vllm:generation_tokens_total", "0+150x60")
+                + histogram("vllm:time_to_first_token_seconds", "1", ("0.5", "1", "2.5")),
+                "promql_expr_test": [
+                    {
+                        "expr": "llm:vllm_requests_waiting:sum",
+                        "eval_time": "5m",
+                        "exp_samples": [{"labels": f"llm:vllm_requests_waiting:sum{{{labels}}}", "value": 50}],
+                    },
+                    {
+                        "expr": "llm:vllm_requests_running:sum",
+                        "eval_time": "5m",
+                        "exp_samples": [{"labels": f"llm:vllm_requests_running:sum{{{labels}}}", "value": 12}],
+                    },
+                    {
+                        "expr": "llm:vllm_replicas:count",
+                        "eval_time": "5m",
+                        "exp_samples": [{"labels": f"llm:vllm_replicas:count{{{labels}}}", "value": 2}],
+                    },
+                    {
+                        "expr": "llm:vllm_kv_cache_usage:avg",
+                        "eval_time": "5m",
+                        "exp_samples": [{"labels": f"llm:vllm_kv_cache_usage:avg{{{labels}}}", "value": 0.5}],
+                    },
+                    # 4 series x 150 tokens per 15 s = 40 tokens/s
+                    {
+                        "expr": "llm:vllm_generation_tokens:rate5m",
+                        "eval_time": "10m",
+                        "exp_samples": [{"labels": f"llm:vllm_generation_tokens:rate5m{{{labels}}}", "value": 40}],
+                    },
+                    # every observation <= 1 s and > 0.5 s: p50 interpolates to 0.75 s
+                    {
+                        "expr": 'llm:vllm_ttft_seconds:quantile_5m{quantile="0.5"}',
+                        "eval_time": "10m",
+                        "exp_samples": [{"labels": f'llm:vllm_ttft_seconds:quantile_5m{{{labels}, quantile="0.5"}}', "value": 0.75}],
+                    },
+                    {
+                        "expr": "llm:slo_ttft_p99_seconds",
+                        "eval_time": "1m",
+                        "exp_samples": [{"labels": f"llm:slo_ttft_p99_seconds{{{labels}}}", "value": 2}],
+                    },
+                ],
+            }
+        ]
+    )
+
+
+def test_price_series_carry_the_catalog_prices() -> None:
+    run_tests(
+        [
+            {
+                "interval": "1m",
+                "input_series": [],
+                "promql_expr_test": [
+                    {
+                        "expr": 'llm:ec2_on_demand_price_per_hour{instance_type="p5.48xlarge"}',
+                        "eval_time": "5m",
+                        "exp_samples": [{"labels": 'llm:ec2_on_demand_price_per_hour{instance_type="p5.48xlarge"}', "value": 55.04}],
+                    }
+                ],
+            }
+        ]
+    )
+
+
+def test_promtool_checks_the_rendered_rules(prod_run: harness.RunResult) -> None:
+    rule = values(prod_run.one("kubernetes:monitoring.coreos.com/v1:PrometheusRule"))
+    result = promtool.check_rules(rule["spec"]["groups"])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS" in result.stdout
+    # the rendered object carries one absent-metrics alert per prod model
+    absent = [r for g in rule["spec"]["groups"] for r in g["rules"] if r.get("alert") == "VllmMetricsAbsent"]
+    assert len(absent) == 4
+
+
+def test_promtool_rejects_a_broken_expression() -> None:
+    broken = [{"name": "x", "rules": [{"record": "x:y", "expr": "sum by (a (up)"}]}]
+    assert promtool.check_rules(broken).returncode != 0
+
+
+def test_every_dashboard_expression_parses() -> None:
+    groups = []
+    for dashboard in dashboards.DASHBOARDS:
+        exprs = [
+            e.replace("$__rate_interval", "5m").replace("$model", "chat").replace("$pool", "gpu") for e in dashboards.expressions(dashboard)
+        ]
+        groups.append({"name": dashboard.uid, "rules": [{"record": f"dashboard:expr{i}", "expr": e} for i, e in enumerate(exprs)]})
+    result = promtool.check_rules(groups)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _all_expressions() -> list[str]:
+    exprs = [r["expr"] for g in GROUPS for r in g["rules"]]
+    exprs += [e for d in dashboards.DASHBOARDS for e in dashboards.expressions(d)]
+    return exprs
+
+
+def test_every_query_uses_only_known_vllm_metric_names() -> None:
+    known = metrics.vllm_series()
+    used = set().union(*(metrics.vllm_names_in(e) for e in _all_expressions()))
+    assert used, "the rules and dashboards query vLLM"
+    assert used <= known, used - known
+    assert not used & metrics.VLLM_REMOVED
+
+
+def test_the_name_check_catches_the_removed_kv_metric() -> None:
+    used = metrics.vllm_names_in("avg(vllm:gpu_cache_usage_perc)")
+    assert used == {"vllm:gpu_cache_usage_perc"}
+    assert not used <= metrics.vllm_series()
