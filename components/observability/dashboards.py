@@ -84,7 +84,8 @@ VLLM = Dashboard(
             "Replicas: desired vs ready",
             (
                 (
-                    'max by (horizontalpodautoscaler) (kube_horizontalpodautoscaler_status_desired_replicas{horizontalpodautoscaler=~"keda-hpa-$model"})',
+                    "max by (horizontalpodautoscaler) "
+                    '(kube_horizontalpodautoscaler_status_desired_replicas{horizontalpodautoscaler=~"keda-hpa-$model"})',
                     "desired {{horizontalpodautoscaler}}",
                 ),
                 ('max by (deployment) (kube_deployment_status_replicas_ready{deployment=~"$model"})', "ready {{deployment}}"),

@@ -32,11 +32,9 @@ def check_rules(groups: list[dict[str, Any]]) -> subprocess.CompletedProcess[str
     return _run(["check", "rules", "rules.yaml"], {"rules.yaml": {"groups": groups}})
 
 
-def test_rules(
-    groups: list[dict[str, Any]], tests: list[dict[str, Any]], evaluation_interval: str = "15s"
-) -> subprocess.CompletedProcess[str]:
-    """`promtool test rules` with the given unit tests against these groups."""
-    test_file = {"rule_files": ["rules.yaml"], "evaluation_interval": evaluation_interval, "tests": tests}
+def test_rules(groups: list[dict[str, Any]], tests: list[dict[str, Any]]) -> subprocess.CompletedProcess[str]:
+    """`promtool test rules` with the given unit tests against these groups (15 s evaluation)."""
+    test_file = {"rule_files": ["rules.yaml"], "evaluation_interval": "15s", "tests": tests}
     return _run(["test", "rules", "tests.yaml"], {"rules.yaml": {"groups": groups}, "tests.yaml": test_file})
 
 
