@@ -92,7 +92,7 @@ class Resources(ConfigModel):
 class Replicas(ConfigModel):
     """Replica bounds for autoscaling."""
 
-    min: int = Field(ge=0, description="Minimum replicas (0 only with an activation signal that exists at zero pods).")
+    min: int = Field(ge=0, description="Minimum replicas; at least 1, because every trigger reads vLLM's own metrics.")
     max: int = Field(ge=1, description="Maximum replicas.")
 
     @model_validator(mode="after")
@@ -119,7 +119,10 @@ class Fallback(ConfigModel):
 
     failure_threshold: int = Field(default=3, ge=1, description="Failed polls before the fallback applies.")
     replicas: int | None = Field(
-        default=None, ge=1, description="Replicas to hold while metrics are missing; unset: replicas.max, never scale in blind."
+        default=None,
+        ge=1,
+        description="Replicas while metrics are missing. Unset: hold the current count (never scale in blind); "
+        "set: at least this many (KEDA behavior currentReplicasIfHigher).",
     )
 
 
@@ -138,13 +141,7 @@ class Autoscaling(ConfigModel):
     ttft_p95_seconds: float | None = Field(
         default=None, gt=0, description="Optional guardrail: scale out when p95 time to first token exceeds this."
     )
-    activation_signal: Literal["none", "albRequestCount"] = Field(
-        default="none",
-        description="A signal that exists with zero pods, needed for replicas.min = 0: `albRequestCount` "
-        "reads the ALB target group's request count from CloudWatch.",
-    )
     polling_interval_seconds: int = Field(default=15, ge=5, le=300, description="KEDA polling interval.")
-    cooldown_period_seconds: int = Field(default=300, ge=0, description="Wait before scaling to zero (only used with min 0).")
     fallback: Fallback = Field(default_factory=Fallback, description="Behaviour when metrics are missing.")
     scale_up: ScalePolicy = Field(
         default_factory=lambda: ScalePolicy(stabilization_window_seconds=0, percent=100, pods=4, period_seconds=15),
@@ -255,11 +252,12 @@ class ModelConfig(ConfigModel):
 
     @model_validator(mode="after")
     def _scale_to_zero(self) -> ModelConfig:
-        if self.replicas.min == 0 and self.autoscaling.activation_signal == "none":
+        if self.replicas.min == 0:
             raise _err(
                 "replicas.min is 0 but every trigger reads vLLM metrics, which vanish with the last "
-                "pod; the model would never scale up again",
-                "keep replicas.min >= 1, or set autoscaling.activationSignal to albRequestCount",
+                "pod, so KEDA could never activate the model again (no signal that exists at zero "
+                "pods, such as a gateway's request count, is wired here)",
+                "keep replicas.min >= 1",
             )
         return self
 

@@ -26,7 +26,18 @@ def _subnet_id(value: str) -> str:
     return value
 
 
+def _cidr(value: str) -> str:
+    import ipaddress
+
+    try:
+        ipaddress.IPv4Network(value, strict=True)
+    except ValueError:
+        raise _err(f"'{value}' is not a network CIDR (or has host bits set)", "write e.g. 10.0.0.0/16") from None
+    return value
+
+
 VpcId = Annotated[str, AfterValidator(_vpc_id)]
+VpcCidrAny = Annotated[str, AfterValidator(_cidr)]
 SubnetId = Annotated[str, AfterValidator(_subnet_id)]
 
 
@@ -56,6 +67,7 @@ class ExistingVpc(ConfigModel):
 
     mode: Literal["existing"] = Field(description="`existing`: use a VPC created elsewhere.")
     vpc_id: VpcId = Field(description="The VPC id.")
+    vpc_cidr: VpcCidrAny = Field(description="The VPC's IPv4 CIDR (model NetworkPolicies admit the load balancer from it).")
     private_subnet_ids: list[SubnetId] = Field(
         min_length=2,
         description="Private subnets (two or more AZs) for nodes and internal load balancers. "

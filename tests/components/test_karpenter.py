@@ -368,6 +368,7 @@ def test_existing_vpc_selects_subnets_by_id() -> None:
     existing = {
         "mode": "existing",
         "vpcId": "vpc-0123456789abcdef0",
+        "vpcCidr": "10.60.0.0/16",
         "privateSubnetIds": ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"],
     }
     run = harness.run(harness.stack_input("dev", overrides={"llm-platform:network": existing}))

@@ -91,6 +91,7 @@ def test_existing_vpc_creates_no_network_resources() -> None:
     existing = {
         "mode": "existing",
         "vpcId": "vpc-0123456789abcdef0",
+        "vpcCidr": "10.60.0.0/16",
         "privateSubnetIds": ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"],
         "publicSubnetIds": [],
     }

@@ -150,7 +150,7 @@ EXPECTED: dict[str, list[str]] = {
         "models[mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm].name: name too long: KEDA names the HPA keda-hpa-mmmmmmmmmmm... (64 characters), which must be at most 63. Fix: use at most 54 characters"
     ],
     "scale-to-zero-without-signal": [
-        "models[llama-3-1-8b]: replicas.min is 0 but every trigger reads vLLM metrics, which vanish with the last pod; the model would never scale up again. Fix: keep replicas.min >= 1, or set autoscaling.activationSignal to albRequestCount"
+        "models[llama-3-1-8b]: replicas.min is 0 but every trigger reads vLLM metrics, which vanish with the last pod, so KEDA could never activate the model again (no signal that exists at zero pods, such as a gateway's request count, is wired here). Fix: keep replicas.min >= 1"
     ],
     "cluster-name-too-long": [
         "cluster.name: 'ccccccccccccccccccccccccccccccccccccccccccccccc' is 47 characters; derived IAM role names such as KarpenterNodeRole-<cluster> would exceed 64 characters. Fix: use at most 46 characters"
