@@ -9,10 +9,12 @@ import pulumi
 from components.cluster import Cluster, ClusterArgs
 from components.gpu_operator import GpuOperator, GpuOperatorArgs
 from components.karpenter import Karpenter, KarpenterArgs
+from components.keda import Keda, KedaArgs
 from components.network import Network, NetworkArgs
 from components.observability import Observability, ObservabilityArgs
 from components.observability.rules import ModelWatch
 from config.load import Secrets
+from components.serving import VllmModel, VllmModelArgs
 from config.network import ExistingVpc
 from config.stack import StackConfig
 
@@ -67,11 +69,36 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
         ),
         opts=pulumi.ResourceOptions(depends_on=[cluster]),
     )
-    GpuOperator(
+    gpu_operator = GpuOperator(
         "gpu-operator",
         GpuOperatorArgs(config=cfg.gpu_operator, pools=list(cfg.gpu_pools), provider=cluster.provider),
         opts=pulumi.ResourceOptions(depends_on=[cluster]),
     )
+    keda = Keda("keda", KedaArgs(config=cfg.keda, provider=cluster.provider), opts=pulumi.ResourceOptions(depends_on=[observability]))
+    vpc_cidr = cfg.network.vpc_cidr if isinstance(cfg.network, ExistingVpc) else cfg.network.cidr
+    models: dict[str, Any] = {}
+    for model in cfg.models:
+        pool = cfg.pool(model.pool)
+        assert pool is not None  # validated
+        served = VllmModel(
+            f"model-{model.name}",
+            VllmModelArgs(
+                model=model,
+                pool=pool,
+                prometheus_url=observability.prometheus_url,
+                hf_token=secrets.hf_token,
+                vpc_cidr=vpc_cidr,
+                monitoring_namespace=cfg.observability.namespace,
+                provider=cluster.provider,
+            ),
+            opts=pulumi.ResourceOptions(depends_on=[gpu_operator, keda, observability, karpenter.node_pools[pool.name]]),
+        )
+        models[model.name] = {
+            "namespace": served.namespace,
+            "service": served.service_name,
+            "url": served.url,
+            "servedModelName": model.name,
+        }
     return {
         "region": cfg.region,
         "clusterName": cluster.cluster_name,
@@ -84,4 +111,5 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
         "interruptionQueueName": karpenter.interruption_queue_name,
         "gpuPools": sorted(p.name for p in cfg.gpu_pools),
         "prometheusUrl": observability.prometheus_url,
+        "models": models,
     }

@@ -31,6 +31,11 @@ OUTPUTS: tuple[OutputSpec, ...] = (
     OutputSpec("interruptionQueueName", "string", "SQS queue Karpenter reads spot interruptions and health events from."),
     OutputSpec("gpuPools", "list of string", "Names of the GPU NodePools."),
     OutputSpec("prometheusUrl", "string", "In-cluster Prometheus address (what KEDA queries); ClusterIP only."),
+    OutputSpec(
+        "models",
+        "map of model name to {namespace, service, url, servedModelName}",
+        "Per model: its namespace and Service, the in-cluster OpenAI-compatible base URL, and the `model` name clients send.",
+    ),
 )
 
 

@@ -65,13 +65,22 @@ def unwrap_secrets(value: Any) -> Any:
     return value
 
 
+def _mask(value: Any) -> Any:
+    """A secret's shape with every leaf replaced: keys of a secret map stay visible."""
+    if isinstance(value, dict):
+        return {k: _mask(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_mask(v) for v in value]
+    return REDACTED
+
+
 def redact(value: Any) -> Any:
     """The value with every secret replaced by "[secret]", and integral floats as ints.
 
     Pulumi sends every number as a float; manifests and JSON read better with `replicas: 2`.
     """
     if is_secret(value):
-        return REDACTED
+        return _mask(unwrap_secrets(value))
     if isinstance(value, dict):
         return {k: redact(v) for k, v in value.items()}
     if isinstance(value, list):

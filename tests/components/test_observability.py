@@ -59,7 +59,7 @@ def test_nothing_is_exposed_and_grafana_uses_the_secret(prod_run: harness.RunRes
     assert v["grafana"]["admin"] == {"existingSecret": "grafana-admin", "userKey": "admin-user", "passwordKey": "admin-password"}
     assert "adminPassword" not in v["grafana"]
     secret = prod_run.one("kubernetes:core/v1:Secret", "observability-grafana-admin")
-    assert secret.redacted()["inputs"]["stringData"] == "[secret]"
+    assert secret.redacted()["inputs"]["stringData"] == {"admin-user": "[secret]", "admin-password": "[secret]"}
     assert values(secret)["stringData"] == {"admin-user": "admin", "admin-password": harness.PLACEHOLDER}
     assert (
         "kubernetes:core/v1:Secret::observability-grafana-admin"

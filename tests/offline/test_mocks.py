@@ -20,7 +20,7 @@ class _Parent(pulumi.ComponentResource):
         self.secret = k8s.core.v1.Secret(
             f"{name}-secret",
             metadata={"name": "s", "namespace": "ns"},
-            string_data={"token": pulumi.Output.secret("tok")},
+            string_data={"token": pulumi.Output.secret("s3cr3t-value")},
             opts=pulumi.ResourceOptions(parent=self, depends_on=[role]),
         )
         self.role_arn = role.arn
@@ -60,9 +60,9 @@ def test_records_parent_and_dependencies(recorded: tuple[RecordingMonitor, dict[
 def test_secrets_are_redacted_but_readable_for_tests(recorded: tuple[RecordingMonitor, dict[str, str]]) -> None:
     monitor, _ = recorded
     secret = next(r for r in monitor.registrations if r.name == "p-secret")
-    assert redact(secret.inputs)["stringData"] == REDACTED
-    assert unwrap_secrets(secret.inputs)["stringData"] == {"token": "tok"}
-    assert "tok" not in json.dumps(secret.redacted())
+    assert redact(secret.inputs)["stringData"] == {"token": REDACTED}
+    assert unwrap_secrets(secret.inputs)["stringData"] == {"token": "s3cr3t-value"}
+    assert "s3cr3t-value" not in json.dumps(secret.redacted())
 
 
 def test_computed_outputs_are_plausible_and_deterministic(recorded: tuple[RecordingMonitor, dict[str, str]]) -> None:

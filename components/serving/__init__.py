@@ -1,0 +1,94 @@
+"""VllmModel: one model's serving stack, scaled by KEDA on vLLM's own metrics."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components import k8s_objects
+from components.serving import builders, scaling
+from config.gpu import GpuPool
+from config.models import ModelConfig
+
+
+@dataclass(frozen=True, kw_only=True)
+class VllmModelArgs:
+    """Inputs of the VllmModel component."""
+
+    model: ModelConfig
+    """The model's entry of `models`."""
+    pool: GpuPool
+    """The GPU pool it runs on."""
+    prometheus_url: str
+    """In-cluster Prometheus address (from the Observability component) for KEDA's triggers."""
+    hf_token: pulumi.Input[str] | None
+    """Hugging Face token (secret), mounted as a file; None when not configured."""
+    vpc_cidr: str
+    """VPC CIDR: the load balancer's addresses, admitted by the NetworkPolicy."""
+    monitoring_namespace: str
+    """Namespace of Prometheus, admitted by the NetworkPolicy."""
+    provider: k8s.Provider
+    """Kubernetes provider of the cluster."""
+    api_key: pulumi.Input[str] | None = None
+    """API key (secret) vLLM requires on /v1 requests; None for none."""
+
+
+class VllmModel(pulumi.ComponentResource):
+    """Namespace, service account, Deployment, Service, PDB, NetworkPolicies and ScaledObject of one model."""
+
+    namespace: str
+    service_name: str
+    url: str
+
+    def __init__(self, name: str, args: VllmModelArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("llmplatform:index:VllmModel", name, None, opts)
+        model = args.model
+        base = pulumi.ResourceOptions(parent=self, provider=args.provider)
+        namespace = self._object(f"{name}-namespace", builders.namespace(model), base)
+        inside = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[namespace])
+        self._object(f"{name}-service-account", builders.service_account(model), inside)
+        needs: list[pulumi.Resource] = []
+        if args.hf_token is not None:
+            needs.append(
+                k8s.core.v1.Secret(
+                    f"{name}-hf-token",
+                    metadata={"name": builders.HF_TOKEN_SECRET, "namespace": model.name, "labels": builders.labels(model)},
+                    type="Opaque",
+                    string_data={"token": args.hf_token},
+                    opts=inside,
+                )
+            )
+        if args.api_key is not None:
+            needs.append(
+                k8s.core.v1.Secret(
+                    f"{name}-api-key",
+                    metadata={"name": builders.API_KEY_SECRET, "namespace": model.name, "labels": builders.labels(model)},
+                    type="Opaque",
+                    string_data={"api-key": args.api_key},
+                    opts=inside,
+                )
+            )
+        for policy in builders.network_policies(model, args.vpc_cidr, args.monitoring_namespace):
+            self._object(f"{name}-netpol-{policy['metadata']['name']}", policy, inside)
+        deployment = self._object(
+            f"{name}-deployment",
+            builders.deployment(model, args.pool, hf_token=args.hf_token is not None, api_key=args.api_key is not None),
+            pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[namespace, *needs]),
+        )
+        self._object(f"{name}-service", builders.service(model), inside)
+        self._object(f"{name}-pdb", builders.pod_disruption_budget(model), inside)
+        self._object(
+            f"{name}-scaledobject",
+            scaling.scaled_object(model, args.prometheus_url),
+            pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[deployment]),
+        )
+        self.namespace = model.name
+        self.service_name = model.name
+        self.url = f"http://{model.name}.{model.name}.svc.cluster.local:{builders.PORT}/v1"
+        self.register_outputs({"namespace": self.namespace, "url": self.url})
+
+    def _object(self, name: str, manifest: dict[str, Any], opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
+        return k8s_objects.create(name, manifest, opts)
