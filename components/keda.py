@@ -10,6 +10,7 @@ import pulumi_kubernetes as k8s
 
 from components.cluster.builders import SYSTEM_NODE_LABEL
 from components.helm import deep_merge
+from components.options import inherited_depends_on
 from config import versions
 from config.observability import KedaConfig
 
@@ -47,6 +48,7 @@ class Keda(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: KedaArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("llmplatform:index:Keda", name, None, opts)
+        after = inherited_depends_on(opts)
         namespace = k8s.core.v1.Namespace(
             f"{name}-namespace",
             metadata={
@@ -69,6 +71,6 @@ class Keda(pulumi.ComponentResource):
             values=keda_values(args.config),
             max_history=10,
             timeout=600,
-            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[namespace]),
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*after, namespace]),
         )
         self.register_outputs({})

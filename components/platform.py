@@ -13,8 +13,8 @@ from components.keda import Keda, KedaArgs
 from components.network import Network, NetworkArgs
 from components.observability import Observability, ObservabilityArgs
 from components.observability.rules import ModelWatch
-from config.load import Secrets
 from components.serving import VllmModel, VllmModelArgs
+from config.load import Secrets
 from config.network import ExistingVpc
 from config.stack import StackConfig
 

@@ -8,6 +8,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.gpu_operator import builders
+from components.options import inherited_depends_on
 from config import versions
 from config.gpu import GpuOperatorConfig, GpuPool
 
@@ -35,7 +36,8 @@ class GpuOperator(pulumi.ComponentResource):
     def __init__(self, name: str, args: GpuOperatorArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("llmplatform:index:GpuOperator", name, None, opts)
         cfg = args.config
-        k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider)
+        after = inherited_depends_on(opts)
+        k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=after)
         self.namespace = cfg.namespace
         namespace = k8s.core.v1.Namespace(
             f"{name}-namespace",
@@ -54,7 +56,7 @@ class GpuOperator(pulumi.ComponentResource):
             f"{name}-device-plugin-config",
             metadata={"name": builders.DEVICE_PLUGIN_CONFIGMAP, "namespace": cfg.namespace},
             data=builders.device_plugin_configs(args.pools),
-            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[namespace]),
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*after, namespace]),
         )
         self.release = k8s.helm.v3.Release(
             f"{name}-release",
@@ -66,6 +68,6 @@ class GpuOperator(pulumi.ComponentResource):
             values=builders.gpu_operator_values(cfg, args.pools),
             max_history=10,
             timeout=900,
-            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[namespace, config_map]),
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*after, namespace, config_map]),
         )
         self.register_outputs({"namespace": cfg.namespace})

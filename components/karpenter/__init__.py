@@ -14,6 +14,7 @@ import pulumi_kubernetes as k8s
 from components.iam import ec2_trust_policy, irsa_trust_policy, managed_policy_arn, pod_identity_trust_policy
 from components.karpenter import iam, nodepools, overlays
 from components.karpenter.values import karpenter_values
+from components.options import inherited_depends_on
 from config import versions
 from config.gpu import GpuPool, KarpenterConfig
 
@@ -68,6 +69,7 @@ class Karpenter(pulumi.ComponentResource):
         partition = aws.get_partition_output(opts=invoke).partition
         account = aws.get_caller_identity_output(opts=invoke).account_id
         cluster_name = pulumi.Output.from_input(args.cluster_name)
+        after = inherited_depends_on(opts)
 
         # Node role and its access entry (EC2_LINUX: EKS grants node permissions itself).
         node_role = aws.iam.Role(f"{name}-node", assume_role_policy=json.dumps(ec2_trust_policy()), tags=tags, opts=child)
@@ -162,7 +164,7 @@ class Karpenter(pulumi.ComponentResource):
             ),
             max_history=10,
             timeout=600,
-            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*attachments, *identity, access_entry]),
+            opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*after, *attachments, *identity, access_entry]),
         )
         crd_opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[self.release, sg_tag])
         families = sorted({nodepools.ami_family(p, cfg) for p in args.pools})

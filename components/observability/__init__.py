@@ -9,6 +9,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.observability import builders, rules
+from components.options import inherited_depends_on
 from config import versions
 from config.observability import ObservabilityConfig
 
@@ -42,7 +43,8 @@ class Observability(pulumi.ComponentResource):
         ns = cfg.namespace
         self.namespace = ns
         self.prometheus_url = builders.prometheus_url(ns)
-        k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider)
+        after = inherited_depends_on(opts)
+        k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=after)
         namespace = k8s.core.v1.Namespace(
             f"{name}-namespace",
             metadata={
@@ -56,7 +58,7 @@ class Observability(pulumi.ComponentResource):
             },
             opts=k8s_opts,
         )
-        after_namespace = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[namespace])
+        after_namespace = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*after, namespace])
         secret = k8s.core.v1.Secret(
             f"{name}-grafana-admin",
             metadata={"name": builders.GRAFANA_ADMIN_SECRET, "namespace": ns},

@@ -9,6 +9,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import k8s_objects
+from components.options import inherited_depends_on
 from components.serving import builders, scaling
 from config.gpu import GpuPool
 from config.models import ModelConfig
@@ -46,9 +47,10 @@ class VllmModel(pulumi.ComponentResource):
     def __init__(self, name: str, args: VllmModelArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("llmplatform:index:VllmModel", name, None, opts)
         model = args.model
-        base = pulumi.ResourceOptions(parent=self, provider=args.provider)
+        after = inherited_depends_on(opts)
+        base = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=after)
         namespace = self._object(f"{name}-namespace", builders.namespace(model), base)
-        inside = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[namespace])
+        inside = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*after, namespace])
         self._object(f"{name}-service-account", builders.service_account(model), inside)
         needs: list[pulumi.Resource] = []
         if args.hf_token is not None:
@@ -76,7 +78,7 @@ class VllmModel(pulumi.ComponentResource):
         deployment = self._object(
             f"{name}-deployment",
             builders.deployment(model, args.pool, hf_token=args.hf_token is not None, api_key=args.api_key is not None),
-            pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[namespace, *needs]),
+            pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*after, namespace, *needs]),
         )
         self._object(f"{name}-service", builders.service(model), inside)
         self._object(f"{name}-pdb", builders.pod_disruption_budget(model), inside)

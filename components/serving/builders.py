@@ -75,7 +75,7 @@ def vllm_args(model: ModelConfig) -> list[str]:
         "--served-model-name",
         model.name,
         "--host",
-        "0.0.0.0",  # noqa: S104 (inside the pod; the Service and NetworkPolicy bound who reaches it)
+        "0.0.0.0",
         "--port",
         str(PORT),
         "--tensor-parallel-size",
@@ -125,7 +125,7 @@ def deployment(model: ModelConfig, pool: GpuPool, hf_token: bool, api_key: bool 
     startup_failures = math.ceil(model.startup_budget_seconds / model.startup.period_seconds)
     volume_mounts: list[dict[str, Any]] = [
         {"name": "cache", "mountPath": CACHE_DIR},
-        {"name": "tmp", "mountPath": "/tmp"},  # noqa: S108 (an emptyDir; the root filesystem is read-only)
+        {"name": "tmp", "mountPath": "/tmp"},
         {"name": "shm", "mountPath": "/dev/shm"},
     ]
     volumes: list[dict[str, Any]] = [
@@ -135,7 +135,12 @@ def deployment(model: ModelConfig, pool: GpuPool, hf_token: bool, api_key: bool 
     ]
     if hf_token:
         volume_mounts.append({"name": "hf-token", "mountPath": HF_TOKEN_DIR, "readOnly": True})
-        volumes.append({"name": "hf-token", "secret": {"secretName": HF_TOKEN_SECRET, "defaultMode": 0o440, "items": [{"key": "token", "path": "token"}]}})
+        volumes.append(
+            {
+                "name": "hf-token",
+                "secret": {"secretName": HF_TOKEN_SECRET, "defaultMode": 0o440, "items": [{"key": "token", "path": "token"}]},
+            }
+        )
     tolerations = [{"key": t["key"], "operator": "Exists", "effect": t["effect"]} for t in pool_taints(pool)]
     return {
         "apiVersion": "apps/v1",
@@ -187,7 +192,12 @@ def deployment(model: ModelConfig, pool: GpuPool, hf_token: bool, api_key: bool 
                                 "capabilities": {"drop": ["ALL"]},
                                 "seccompProfile": {"type": "RuntimeDefault"},
                             },
-                            "startupProbe": {**probe, "periodSeconds": model.startup.period_seconds, "failureThreshold": startup_failures, "timeoutSeconds": 5},
+                            "startupProbe": {
+                                **probe,
+                                "periodSeconds": model.startup.period_seconds,
+                                "failureThreshold": startup_failures,
+                                "timeoutSeconds": 5,
+                            },
                             "readinessProbe": {**probe, "periodSeconds": 10, "failureThreshold": 3, "timeoutSeconds": 5},
                             "livenessProbe": {**probe, "periodSeconds": 15, "failureThreshold": 6, "timeoutSeconds": 10},
                             "lifecycle": {"preStop": {"sleep": {"seconds": model.drain.pre_stop_sleep_seconds}}},

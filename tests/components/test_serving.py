@@ -1,0 +1,405 @@
+"""Serving: one model's stack, exactly (golden files), validated, secure, and scaled right."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from components.keda import keda_values
+from components.serving import builders, scaling
+from components.serving.scaling import MetricSample, desired_replicas
+from config.sharing import gpu_request
+from offline import harness, render
+from offline.mocks import unwrap_secrets
+from tests.conftest import ROOT, parse, shared_path, stack_data, values
+from tests.validators import crds, helm_values, promtool
+
+GOLDEN = ROOT / "tests" / "golden" / "dev"
+DEPLOYMENT = "kubernetes:apps/v1:Deployment"
+SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
+
+
+def _model_objects(run: harness.RunResult, model: str) -> dict[str, dict[str, Any]]:
+    parent = f"llmplatform:index:VllmModel::model-{model}"
+    docs = {}
+    for r in run.registrations:
+        if r.parent == parent and render.is_manifest(r):
+            doc = render.manifest(r)
+            docs[f"{doc['kind'].lower()}-{doc['metadata']['name']}.yaml"] = doc
+    return docs
+
+
+# -- golden files ---------------------------------------------------------------------------------------
+
+
+def test_dev_model_manifests_match_the_golden_files(dev_run: harness.RunResult) -> None:
+    """Regenerate with UPDATE_GOLDEN=1 after an intended change, and review the diff."""
+    docs = _model_objects(dev_run, "llama-3-1-8b")
+    if os.environ.get("UPDATE_GOLDEN"):
+        GOLDEN.mkdir(parents=True, exist_ok=True)
+        for old in GOLDEN.glob("*.yaml"):
+            old.unlink()
+        for name, doc in docs.items():
+            (GOLDEN / name).write_text(render._dump(doc))
+    assert sorted(docs) == sorted(p.name for p in GOLDEN.glob("*.yaml"))
+    for name, doc in docs.items():
+        assert yaml.safe_load((GOLDEN / name).read_text()) == doc, name
+
+
+# -- validators ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_every_core_object_passes_kubernetes_validate_strict(stack: str, dev_run: harness.RunResult, prod_run: harness.RunResult) -> None:
+    run = dev_run if stack == "dev" else prod_run
+    checked = 0
+    for r in run.registrations:
+        if not render.is_manifest(r):
+            continue
+        doc = render.manifest(r)
+        try:
+            kubernetes_validate.validate(unwrap_secrets(values(r)) if doc["kind"] == "Secret" else doc, "1.35", strict=True)
+            checked += 1
+        except kubernetes_validate.SchemaNotFoundError:
+            assert "." in doc["apiVersion"].split("/")[0], f"{doc['kind']} should have a built-in schema"
+    assert checked >= 10
+
+
+def test_strict_validation_catches_a_typo() -> None:
+    model = parse(stack_data("dev")).models[0]
+    pool = parse(stack_data("dev")).gpu_pools[0]
+    doc = builders.deployment(model, pool, hf_token=True)
+    doc["spec"]["template"]["spec"]["terminationGracePeriod"] = 75
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(doc, "1.35", strict=True)
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_scaled_objects_validate_against_the_keda_crd(stack: str, dev_run: harness.RunResult, prod_run: harness.RunResult) -> None:
+    run = dev_run if stack == "dev" else prod_run
+    crd = shared_path("crds", "keda.sh_scaledobjects.yaml")
+    found = run.of_type(SCALED_OBJECT)
+    assert len(found) == len(parse(stack_data(stack)).models)
+    for r in found:
+        doc = values(r)
+        assert crds.errors(doc, crd) == [], r.name
+        for trigger in doc["spec"]["triggers"]:
+            assert all(isinstance(v, str) for v in trigger["metadata"].values()), trigger["name"]
+        assert doc["spec"]["minReplicaCount"] <= doc["spec"]["maxReplicaCount"]
+
+
+def test_keda_crd_catches_a_numeric_threshold() -> None:
+    crd = shared_path("crds", "keda.sh_scaledobjects.yaml")
+    doc = scaling.scaled_object(parse(stack_data("dev")).models[0], "http://p:9090")
+    doc["spec"]["triggers"][0]["metadata"]["threshold"] = 5
+    assert any("threshold" in e for e in crds.errors(doc, crd))
+
+
+def test_keda_release_and_values(prod_run: harness.RunResult) -> None:
+    release = values(prod_run.one("kubernetes:helm.sh/v3:Release", "keda-release"))
+    assert (release["name"], release["chart"], release["version"], release["namespace"]) == ("keda", "keda", "2.20.2", "keda")
+    assert release["repositoryOpts"] == {"repo": "https://kedacore.github.io/charts"}
+    upstream = helm_values.load(shared_path("helm-values", "keda-2.20.2.values.yaml"))
+    assert helm_values.unknown_keys(release["values"], upstream) == []
+    assert release["values"]["operator"] == {"replicaCount": 2}
+    assert (
+        "kubernetes:helm.sh/v3:Release::observability-release" in prod_run.one("kubernetes:helm.sh/v3:Release", "keda-release").dependencies
+    )
+    # IAM-5: KEDA gets no AWS role
+    assert "serviceAccount" not in release["values"]
+    assert "podIdentity" not in keda_values(parse(stack_data("prod")).keda)
+
+
+# -- the ScaledObject -------------------------------------------------------------------------------
+
+
+def test_triggers(dev_run: harness.RunResult) -> None:
+    spec = values(dev_run.one(SCALED_OBJECT))["spec"]
+    address = "http://kube-prometheus-stack-prometheus.monitoring.svc.cluster.local:9090"
+    assert spec["triggers"] == [
+        {
+            "type": "prometheus",
+            "name": "queue-depth",
+            "metricType": "AverageValue",
+            "metadata": {
+                "serverAddress": address,
+                "query": 'sum(vllm:num_requests_waiting{namespace="llama-3-1-8b", model_name="llama-3-1-8b"})',
+                "threshold": "5",
+                "ignoreNullValues": "false",
+                "unsafeSsl": "false",
+            },
+        },
+        {
+            "type": "prometheus",
+            "name": "kv-cache",
+            "metricType": "Value",
+            "metadata": {
+                "serverAddress": address,
+                "query": 'avg(vllm:kv_cache_usage_perc{namespace="llama-3-1-8b", model_name="llama-3-1-8b"})',
+                "threshold": "0.8",
+                "ignoreNullValues": "false",
+                "unsafeSsl": "false",
+            },
+        },
+    ]
+    assert address == dev_run.outputs["prometheusUrl"]
+    assert spec["fallback"] == {"failureThreshold": 3, "replicas": 1, "behavior": "currentReplicasIfHigher"}
+    behavior = spec["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
+    assert behavior["scaleUp"]["stabilizationWindowSeconds"] == 0
+    assert behavior["scaleDown"]["stabilizationWindowSeconds"] >= 300
+    assert behavior["scaleDown"]["policies"] == [{"type": "Pods", "value": 1, "periodSeconds": 120}]
+
+
+def test_ttft_guardrail_is_a_value_trigger() -> None:
+    data = stack_data("dev")
+    data["models"][0]["autoscaling"] = {"ttftP95Seconds": 1.5}
+    trigger = scaling.triggers(parse(data).models[0], "http://p:9090")[-1]
+    assert trigger["name"] == "ttft-p95"
+    assert trigger["metricType"] == "Value"
+    assert trigger["metadata"]["threshold"] == "1.5"
+
+
+def test_replica_arithmetic_total_queue_under_average_value() -> None:
+    # 10 replicas with 6 waiting each; acceptable 3 waiting per replica
+    total = MetricSample("AverageValue", value=10 * 6, target=3)
+    assert desired_replicas(10, [total], minimum=1, maximum=50) == 20
+    # The common mistake: a per-pod average under AverageValue reads 6 and asks for 2
+    per_pod = MetricSample("AverageValue", value=6, target=3)
+    assert desired_replicas(10, [per_pod], minimum=1, maximum=50) == 2
+
+
+def test_replica_arithmetic_value_trigger_tolerance_and_clamp() -> None:
+    # KV cache at 0.96 average against 0.8 on 5 replicas: ceil(5 x 1.2) = 6
+    assert desired_replicas(5, [MetricSample("Value", 0.96, 0.8)], 1, 10) == 6
+    # within 10 % tolerance: no change
+    assert desired_replicas(5, [MetricSample("Value", 0.85, 0.8)], 1, 10) == 5
+    # the largest proposal wins, clamped to max
+    samples = [MetricSample("Value", 0.4, 0.8), MetricSample("AverageValue", 300, 5)]
+    assert desired_replicas(4, samples, 1, 12) == 12
+    # and to min
+    assert desired_replicas(4, [MetricSample("AverageValue", 0, 5)], 2, 12) == 2
+
+
+def test_each_trigger_query_returns_exactly_one_sample() -> None:
+    model = parse(stack_data("dev")).models[0]
+    ns = model.name
+    series = []
+    for pod in ("a", "b", "c"):
+        for engine in ("0", "1"):
+            labels = f'namespace="{ns}", model_name="{ns}", pod="{pod}", engine="{engine}"'
+            series += [
+                {"series": f"vllm:num_requests_waiting{{{labels}}}", "values": "3x40"},
+                {"series": f"vllm:kv_cache_usage_perc{{{labels}}}", "values": "0.5x40"},
+                {"series": f'vllm:time_to_first_token_seconds_bucket{{{labels}, le="1"}}', "values": "0+10x40"},
+                {"series": f'vllm:time_to_first_token_seconds_bucket{{{labels}, le="+Inf"}}', "values": "0+10x40"},
+            ]
+    # another model's series in another namespace must not leak into the sums
+    series.append({"series": 'vllm:num_requests_waiting{namespace="other", model_name="other", pod="x", engine="0"}', "values": "100x40"})
+    tests = [
+        {
+            "interval": "15s",
+            "input_series": series,
+            "promql_expr_test": [
+                {"expr": scaling.queue_query(model), "eval_time": "5m", "exp_samples": [{"labels": "{}", "value": 18}]},
+                {"expr": scaling.kv_cache_query(model), "eval_time": "5m", "exp_samples": [{"labels": "{}", "value": 0.5}]},
+                {"expr": scaling.ttft_query(model), "eval_time": "5m", "exp_samples": [{"labels": "{}", "value": 0.95}]},
+            ],
+        }
+    ]
+    result = promtool.test_rules([{"name": "none", "rules": []}], tests)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+# -- the pod -------------------------------------------------------------------------------------------
+
+
+def _pod(run: harness.RunResult, model: str) -> dict[str, Any]:
+    spec: dict[str, Any] = values(run.one(DEPLOYMENT, f"model-{model}-deployment"))["spec"]["template"]["spec"]
+    return spec
+
+
+def test_pod_meets_pod_security_restricted(prod_run: harness.RunResult) -> None:
+    for r in prod_run.of_type(DEPLOYMENT):
+        pod = values(r)["spec"]["template"]["spec"]
+        assert pod["securityContext"]["runAsNonRoot"] is True
+        assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+        assert pod["automountServiceAccountToken"] is False
+        assert all("hostPath" not in v for v in pod["volumes"])
+        assert [k for k in ("hostNetwork", "hostPID", "hostIPC") if pod.get(k)] == []
+        for c in pod["containers"]:
+            sc = c["securityContext"]
+            assert sc["allowPrivilegeEscalation"] is False
+            assert sc["capabilities"] == {"drop": ["ALL"]}
+            assert sc["readOnlyRootFilesystem"] is True
+            assert sc["runAsUser"] >= 10000
+            assert not sc.get("privileged")
+
+
+def test_requests_equal_limits_and_gpu_resource_per_sharing_mode(prod_run: harness.RunResult) -> None:
+    cfg = parse(stack_data("prod"))
+    pools = {p.name: p for p in cfg.gpu_pools}
+    for model in cfg.models:
+        resources = _pod(prod_run, model.name)["containers"][0]["resources"]
+        assert resources["requests"] == resources["limits"]
+        request = gpu_request(model, pools[model.pool])
+        assert resources["limits"][request.resource] == str(request.count)
+        assert set(resources["limits"]) == {"cpu", "memory", request.resource}
+    assert _pod(prod_run, "qwen-2-5-7b")["containers"][0]["resources"]["limits"]["nvidia.com/mig-3g.20gb"] == "1"
+    assert _pod(prod_run, "llama-3-3-70b")["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "4"
+
+
+def test_probes_and_drain(prod_run: harness.RunResult) -> None:
+    cfg = parse(stack_data("prod"))
+    pools = {p.name: p for p in cfg.gpu_pools}
+    for model in cfg.models:
+        pod = _pod(prod_run, model.name)
+        c = pod["containers"][0]
+        startup = c["startupProbe"]
+        assert startup["httpGet"] == {"path": "/health", "port": "http"}
+        assert startup["periodSeconds"] * startup["failureThreshold"] >= model.startup_budget_seconds
+        assert c["readinessProbe"]["httpGet"]["path"] == "/health"
+        assert c["livenessProbe"]["failureThreshold"] >= 3
+        assert "initialDelaySeconds" not in c["livenessProbe"]
+        sleep = c["lifecycle"]["preStop"]["sleep"]["seconds"]
+        shutdown = int(c["args"][c["args"].index("--shutdown-timeout") + 1])
+        assert pod["terminationGracePeriodSeconds"] > sleep + shutdown
+        if "spot" in pools[model.pool].capacity_types:
+            assert pod["terminationGracePeriodSeconds"] <= 110
+    # a 70B FP8 model (66 GiB of weights) gets a longer startup budget than an 8B one
+    assert (
+        _pod(prod_run, "llama-3-3-70b")["containers"][0]["startupProbe"]["failureThreshold"]
+        > _pod(prod_run, "llama-3-1-8b")["containers"][0]["startupProbe"]["failureThreshold"]
+    )
+
+
+def test_vllm_arguments(prod_run: harness.RunResult) -> None:
+    args = _pod(prod_run, "llama-3-3-70b")["containers"][0]["args"]
+    assert args[0] == "meta-llama/Llama-3.3-70B-Instruct"
+    assert "serve" not in args  # the image's entrypoint is already `vllm serve`
+    pairs = dict(zip(args[1::2], args[2::2], strict=False))
+    assert pairs["--revision"] == "6f6073b423013f6a7d4d9f39144961bfbfbc386b"
+    assert pairs["--served-model-name"] == "llama-3-3-70b"
+    assert pairs["--tensor-parallel-size"] == "4"
+    assert pairs["--max-model-len"] == "32768"
+    assert pairs["--quantization"] == "fp8"
+    assert pairs["--shutdown-timeout"] == "45"
+    assert "--disable-log-stats" not in args
+
+
+def test_shm_is_memory_backed_and_sized_for_tensor_parallelism(prod_run: harness.RunResult) -> None:
+    shm = {m: next(v for v in _pod(prod_run, m)["volumes"] if v["name"] == "shm")["emptyDir"] for m in ("llama-3-1-8b", "llama-3-3-70b")}
+    assert shm["llama-3-1-8b"] == {"medium": "Memory", "sizeLimit": "1Gi"}
+    assert shm["llama-3-3-70b"] == {"medium": "Memory", "sizeLimit": "13Gi"}
+
+
+def test_hf_token_only_as_a_mounted_secret(dev_run: harness.RunResult) -> None:
+    pod = _pod(dev_run, "llama-3-1-8b")
+    c = pod["containers"][0]
+    assert {"name": "HF_TOKEN_PATH", "value": "/var/run/secrets/huggingface/token"} in c["env"]
+    assert not any(e["name"] in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN") for e in c["env"])
+    assert {"name": "hf-token", "mountPath": "/var/run/secrets/huggingface", "readOnly": True} in c["volumeMounts"]
+    secret = dev_run.one("kubernetes:core/v1:Secret", "model-llama-3-1-8b-hf-token")
+    assert values(secret)["stringData"] == {"token": harness.PLACEHOLDER}
+    # WS-6: the token value appears nowhere outside a secret wrapper, in any input of any resource
+    for r in dev_run.registrations:
+        assert harness.PLACEHOLDER not in json.dumps(r.redacted()), r.ref
+    assert harness.PLACEHOLDER not in json.dumps(dev_run.redacted_outputs())
+
+
+def test_no_token_secret_without_a_token() -> None:
+    data = stack_data("prod")
+    model = parse(data).models[2]  # qwen: not gated
+    doc = builders.deployment(model, parse(data).gpu_pools[2], hf_token=False)
+    assert not any(v["name"] == "hf-token" for v in doc["spec"]["template"]["spec"]["volumes"])
+
+
+def test_scheduling_on_the_pool(prod_run: harness.RunResult) -> None:
+    pod = _pod(prod_run, "llama-3-2-3b")
+    assert pod["nodeSelector"] == {"llm-platform.io/gpu-pool": "gpu-l40s-shared"}
+    assert pod["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    assert [t["topologyKey"] for t in pod["topologySpreadConstraints"]] == ["topology.kubernetes.io/zone", "kubernetes.io/hostname"]
+
+
+# -- the objects around the pod -----------------------------------------------------------------------
+
+
+def _labels_match(selector: dict[str, str], labels: dict[str, str]) -> bool:
+    return all(labels.get(k) == v for k, v in selector.items())
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_selectors_are_consistent(stack: str, dev_run: harness.RunResult, prod_run: harness.RunResult) -> None:
+    run = dev_run if stack == "dev" else prod_run
+    monitor = values(run.one("kubernetes:monitoring.coreos.com/v1:PodMonitor"))["spec"]
+    for model in parse(stack_data(stack)).models:
+        objects = {d["kind"]: d for d in _model_objects(run, model.name).values() if d["kind"] != "NetworkPolicy"}
+        pod_labels = objects["Deployment"]["spec"]["template"]["metadata"]["labels"]
+        ports = {p["name"] for p in objects["Deployment"]["spec"]["template"]["spec"]["containers"][0]["ports"]}
+        assert _labels_match(objects["Deployment"]["spec"]["selector"]["matchLabels"], pod_labels)
+        assert _labels_match(objects["Service"]["spec"]["selector"], pod_labels)
+        assert objects["Service"]["spec"]["type"] == "ClusterIP"
+        assert objects["Service"]["spec"]["ports"][0]["targetPort"] in ports
+        assert _labels_match(objects["PodDisruptionBudget"]["spec"]["selector"]["matchLabels"], pod_labels)
+        assert objects["PodDisruptionBudget"]["spec"]["maxUnavailable"] == 1
+        assert objects["ScaledObject"]["spec"]["scaleTargetRef"] == {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "name": objects["Deployment"]["metadata"]["name"],
+        }
+        # the shared PodMonitor scrapes these pods on a port they have
+        assert _labels_match(monitor["selector"]["matchLabels"], pod_labels)
+        assert monitor["podMetricsEndpoints"][0]["port"] in ports
+
+
+def test_network_policies(dev_run: harness.RunResult) -> None:
+    policies = {r.name: values(r) for r in dev_run.of_type("kubernetes:networking.k8s.io/v1:NetworkPolicy")}
+    deny = policies["model-llama-3-1-8b-netpol-default-deny"]["spec"]
+    assert deny == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
+    vllm = policies["model-llama-3-1-8b-netpol-llama-3-1-8b"]["spec"]
+    assert vllm["ingress"] == [
+        {"from": [{"ipBlock": {"cidr": "10.40.0.0/16"}}], "ports": [{"protocol": "TCP", "port": 8000}]},
+        {
+            "from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}],
+            "ports": [{"protocol": "TCP", "port": 8000}],
+        },
+    ]
+    assert vllm["egress"][1] == {"ports": [{"protocol": "TCP", "port": 443}]}
+
+
+def test_namespace_is_restricted_and_ready_for_alb_readiness_gates(dev_run: harness.RunResult) -> None:
+    labels = values(dev_run.one("kubernetes:core/v1:Namespace", "model-llama-3-1-8b-namespace"))["metadata"]["labels"]
+    assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
+    assert labels["elbv2.k8s.aws/pod-readiness-gate-inject"] == "enabled"
+    sa = values(dev_run.one("kubernetes:core/v1:ServiceAccount"))
+    assert sa["automountServiceAccountToken"] is False
+
+
+def test_model_waits_for_its_dependencies(prod_run: harness.RunResult) -> None:
+    # A dependency on a component is a dependency on all its children, releases included.
+    deployment = prod_run.one(DEPLOYMENT, "model-qwen-2-5-7b-deployment")
+    assert {
+        "kubernetes:helm.sh/v3:Release::gpu-operator-release",
+        "kubernetes:helm.sh/v3:Release::keda-release",
+        "kubernetes:helm.sh/v3:Release::observability-release",
+        "kubernetes:karpenter.sh/v1:NodePool::karpenter-gpu-a100-mig",
+    } <= set(deployment.dependencies)
+
+
+def test_models_output(prod_run: harness.RunResult) -> None:
+    assert prod_run.outputs["models"]["qwen-2-5-7b"] == {
+        "namespace": "qwen-2-5-7b",
+        "service": "qwen-2-5-7b",
+        "url": "http://qwen-2-5-7b.qwen-2-5-7b.svc.cluster.local:8000/v1",
+        "servedModelName": "qwen-2-5-7b",
+    }
+    assert sorted(prod_run.outputs["models"]) == ["llama-3-1-8b", "llama-3-2-3b", "llama-3-3-70b", "qwen-2-5-7b"]
+
+
+def test_golden_folder_exists() -> None:
+    assert Path(GOLDEN).is_dir()
