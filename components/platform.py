@@ -8,6 +8,7 @@ import pulumi
 
 from components.cluster import Cluster, ClusterArgs
 from components.gpu_operator import GpuOperator, GpuOperatorArgs
+from components.ingress import LoadBalancerController, LoadBalancerControllerArgs
 from components.karpenter import Karpenter, KarpenterArgs
 from components.keda import Keda, KedaArgs
 from components.network import Network, NetworkArgs
@@ -76,6 +77,21 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
     )
     keda = Keda("keda", KedaArgs(config=cfg.keda, provider=cluster.provider), opts=pulumi.ResourceOptions(depends_on=[observability]))
     vpc_cidr = cfg.network.vpc_cidr if isinstance(cfg.network, ExistingVpc) else cfg.network.cidr
+    exposed = [m for m in cfg.models if m.expose]
+    controller = None
+    if exposed:
+        controller = LoadBalancerController(
+            "alb-controller",
+            LoadBalancerControllerArgs(
+                config=cfg.ingress,
+                cluster_name=cluster.cluster_name,
+                region=cfg.region,
+                vpc_id=network.vpc_id,
+                provider=cluster.provider,
+                tags=tags,
+            ),
+            opts=pulumi.ResourceOptions(depends_on=[cluster]),
+        )
     models: dict[str, Any] = {}
     for model in cfg.models:
         pool = cfg.pool(model.pool)
@@ -90,6 +106,9 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
                 vpc_cidr=vpc_cidr,
                 monitoring_namespace=cfg.observability.namespace,
                 provider=cluster.provider,
+                api_key=secrets.api_keys.get(model.name),
+                ingress=cfg.ingress if model.expose else None,
+                ingress_after=[controller.release] if controller is not None and model.expose else [],
             ),
             opts=pulumi.ResourceOptions(depends_on=[gpu_operator, keda, observability, karpenter.node_pools[pool.name]]),
         )
@@ -98,6 +117,7 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
             "service": served.service_name,
             "url": served.url,
             "servedModelName": model.name,
+            "baseUrl": served.base_url,
         }
     return {
         "region": cfg.region,

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import ipaddress
+import re
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from config import versions
 from config.base import ConfigModel
@@ -105,6 +106,13 @@ class IngressConfig(ConfigModel):
     extra_values: dict[str, Any] = Field(
         default_factory=dict, description="Escape hatch: Helm values deep-merged last into the controller chart values."
     )
+
+    @field_validator("domain")
+    @classmethod
+    def _domain(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$", value):
+            raise _err(f"'{value}' is not a DNS domain", "write e.g. llm.example.com (lowercase, no scheme, no trailing dot)")
+        return value
 
     @model_validator(mode="after")
     def _exposure(self) -> IngressConfig:

@@ -380,6 +380,22 @@ def rule_pool_capacity(cfg: StackConfig) -> Iterator[Problem]:
 
 
 def rule_exposure(cfg: StackConfig) -> Iterator[Problem]:
+    exposed = [m.name for m in cfg.models if m.expose]
+    if exposed and cfg.ingress.certificate_arn is None:
+        if cfg.is_prod:
+            yield Problem(
+                "ingress.certificateArn",
+                f"is not set, so {', '.join(exposed)} would be served over plain HTTP; prod endpoints must use TLS. "
+                "Fix: set an ACM certificate ARN for the endpoints' domain",
+            )
+        else:
+            yield Problem(
+                "ingress.certificateArn",
+                f"is not set: {', '.join(exposed)} {'is' if len(exposed) == 1 else 'are'} served over plain HTTP inside "
+                "the VPC. Fix: set an ACM "
+                "certificate ARN to serve HTTPS (HTTP then redirects)",
+                "warning",
+            )
     if cfg.ingress.scheme == "internet-facing":
         for i, cidr in enumerate(cfg.ingress.allowed_cidrs):
             try:

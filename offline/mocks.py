@@ -131,6 +131,13 @@ class RecordingMocks(Mocks):
             state.setdefault("name", name)
             state["status"] = {"name": state["name"], "namespace": inputs.get("namespace", "default"), "status": "deployed", "version": 1}
             return f"{state.get('namespace', 'default')}/{state['name']}", state
+        if typ == "kubernetes:networking.k8s.io/v1:Ingress":
+            annotations = (inputs.get("metadata") or {}).get("annotations") or {}
+            group = annotations.get("alb.ingress.kubernetes.io/group.name", name)
+            internal = annotations.get("alb.ingress.kubernetes.io/scheme") != "internet-facing"
+            prefix = "internal-" if internal else ""
+            host = f"{prefix}k8s-{group.replace('-', '')[:12]}-{_hex('alb', group, length=10)}.{self.region}.elb.amazonaws.com"
+            state["status"] = {"loadBalancer": {"ingress": [{"hostname": host}]}}
         if typ.startswith("kubernetes:") and isinstance(state.get("metadata"), dict):
             meta = dict(state["metadata"])
             meta.setdefault("name", name)

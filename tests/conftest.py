@@ -53,6 +53,12 @@ def problems_after(mutate: Callable[[dict[str, Any]], object], stack: str = "dev
     return [str(w) for w in warnings]
 
 
+def new_problems_after(mutate: Callable[[dict[str, Any]], object], stack: str = "dev") -> list[str]:
+    """The problems a mutation adds to those the unmodified stack already has (its warnings)."""
+    baseline = problems_after(lambda d: None, stack)
+    return [p for p in problems_after(mutate, stack) if p not in baseline]
+
+
 def errors_after(mutate: Callable[[dict[str, Any]], object], stack: str = "dev") -> list[str]:
     data = copy.deepcopy(stack_data(stack))
     mutate(data)

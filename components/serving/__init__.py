@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from components import k8s_objects
+from components.ingress import builders as ingress_builders
 from components.options import inherited_depends_on
 from components.serving import builders, scaling
 from config.gpu import GpuPool
 from config.models import ModelConfig
+from config.observability import IngressConfig
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -35,6 +37,21 @@ class VllmModelArgs:
     """Kubernetes provider of the cluster."""
     api_key: pulumi.Input[str] | None = None
     """API key (secret) vLLM requires on /v1 requests; None for none."""
+    ingress: IngressConfig | None = None
+    """Endpoint settings; None when the model is not exposed."""
+    ingress_after: list[pulumi.Resource] = field(default_factory=list)
+    """What the Ingress waits for (the load balancer controller's release and webhook)."""
+
+
+def _hostname(status: Any) -> str:
+    """The ALB's DNS name from the Ingress status (what the controller writes back)."""
+    try:
+        return str(status["load_balancer"]["ingress"][0]["hostname"])
+    except (KeyError, IndexError, TypeError):
+        try:
+            return str(status.load_balancer.ingress[0].hostname)
+        except (AttributeError, IndexError, TypeError):
+            return "<pending>"
 
 
 class VllmModel(pulumi.ComponentResource):
@@ -43,6 +60,7 @@ class VllmModel(pulumi.ComponentResource):
     namespace: str
     service_name: str
     url: str
+    base_url: pulumi.Output[str] | None
 
     def __init__(self, name: str, args: VllmModelArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("llmplatform:index:VllmModel", name, None, opts)
@@ -87,10 +105,21 @@ class VllmModel(pulumi.ComponentResource):
             scaling.scaled_object(model, args.prometheus_url),
             pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[deployment]),
         )
+        self.base_url = None
+        if args.ingress is not None:
+            manifest = ingress_builders.ingress(model, args.ingress, args.vpc_cidr)
+            ingress = self._object(
+                f"{name}-ingress",
+                manifest,
+                pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*after, namespace, *args.ingress_after]),
+            )
+            settings = args.ingress
+            status = ingress.status  # type: ignore[attr-defined]
+            self.base_url = status.apply(lambda s: ingress_builders.base_url(model, settings, _hostname(s)))
         self.namespace = model.name
         self.service_name = model.name
         self.url = f"http://{model.name}.{model.name}.svc.cluster.local:{builders.PORT}/v1"
-        self.register_outputs({"namespace": self.namespace, "url": self.url})
+        self.register_outputs({"namespace": self.namespace, "url": self.url, "baseUrl": self.base_url})
 
     def _object(self, name: str, manifest: dict[str, Any], opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
         return k8s_objects.create(name, manifest, opts)

@@ -397,6 +397,7 @@ def test_models_output(prod_run: harness.RunResult) -> None:
         "service": "qwen-2-5-7b",
         "url": "http://qwen-2-5-7b.qwen-2-5-7b.svc.cluster.local:8000/v1",
         "servedModelName": "qwen-2-5-7b",
+        "baseUrl": "https://qwen-2-5-7b.llm.internal.example.com/v1",
     }
     assert sorted(prod_run.outputs["models"]) == ["llama-3-1-8b", "llama-3-2-3b", "llama-3-3-70b", "qwen-2-5-7b"]
 

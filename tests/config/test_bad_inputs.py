@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import problems_after
+from tests.conftest import new_problems_after
 
 
 def m0(d: dict[str, Any]) -> dict[str, Any]:
@@ -103,6 +103,8 @@ CASES: dict[str, Callable[[dict[str, Any]], object]] = {
             }
         ),
     ),
+    "prod-without-tls": lambda d: (d.update(environment="prod"), d["cluster"]["systemNodeGroup"].update(minSize=2)),
+    "domain-with-scheme": lambda d: d.update(ingress={"domain": "https://llm.example.com"}),
     "bottlerocket-sharing": lambda d: p0(d).update(amiFamily="bottlerocket", sharing={"timeSlicing": {"replicas": 2}}),
 }
 
@@ -145,9 +147,11 @@ EXPECTED: dict[str, list[str]] = {
     "duplicate-model": [
         "models[1].name: 'llama-3-1-8b' is already used by models[0]; names must be unique, because each becomes Kubernetes object names (two ScaledObjects on one Deployment fight each other). Fix: rename one",
         "gpuPools[gpu-l4-a10g].gpuLimit: gpuLimit (4) caps its models below their maximum replicas (6 GPUs); scale-out stops at the limit. Fix: raise gpuLimit to 6 if that spend is intended",
+        "ingress.certificateArn: is not set: llama-3-1-8b, llama-3-1-8b are served over plain HTTP inside the VPC. Fix: set an ACM certificate ARN to serve HTTPS (HTTP then redirects)",
     ],
     "hpa-name-too-long": [
-        "models[mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm].name: name too long: KEDA names the HPA keda-hpa-mmmmmmmmmmm... (64 characters), which must be at most 63. Fix: use at most 54 characters"
+        "models[mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm].name: name too long: KEDA names the HPA keda-hpa-mmmmmmmmmmm... (64 characters), which must be at most 63. Fix: use at most 54 characters",
+        "ingress.certificateArn: is not set: mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm is served over plain HTTP inside the VPC. Fix: set an ACM certificate ARN to serve HTTPS (HTTP then redirects)",
     ],
     "scale-to-zero-without-signal": [
         "models[llama-3-1-8b]: replicas.min is 0 but every trigger reads vLLM metrics, which vanish with the last pod, so KEDA could never activate the model again (no signal that exists at zero pods, such as a gateway's request count, is wired here). Fix: keep replicas.min >= 1"
@@ -232,7 +236,8 @@ EXPECTED: dict[str, list[str]] = {
         "ingress.allowedCidrs[0]: '10.0.0.0/8' is inside the non-public range 10.0.0.0/8; public allow-lists take public CIDRs (traffic from inside the VPC uses private paths). Fix: remove it, or list the public egress CIDR that this network leaves through"
     ],
     "reserved-namespace": [
-        "models[monitoring].name: 'monitoring' is a namespace the platform or Kubernetes owns, and each model gets a namespace of its own name. Fix: choose another name"
+        "models[monitoring].name: 'monitoring' is a namespace the platform or Kubernetes owns, and each model gets a namespace of its own name. Fix: choose another name",
+        "ingress.certificateArn: is not set: monitoring is served over plain HTTP inside the VPC. Fix: set an ACM certificate ARN to serve HTTPS (HTTP then redirects)",
     ],
     "kubernetes-version": [
         "cluster.kubernetesVersion: Kubernetes 1.28 is not one this program is tested with; the pinned Karpenter, KEDA and add-ons support 1.33, 1.34, 1.35. Fix: set cluster.kubernetesVersion to one of 1.33, 1.34, 1.35"
@@ -263,6 +268,7 @@ EXPECTED: dict[str, list[str]] = {
         "cluster.systemNodeGroup: sizes must satisfy minSize <= desiredSize <= maxSize (got 3, 2, 3). Fix: adjust the three sizes"
     ],
     "prod-one-system-node": [
+        "ingress.certificateArn: is not set, so llama-3-1-8b would be served over plain HTTP; prod endpoints must use TLS. Fix: set an ACM certificate ARN for the endpoints' domain",
         "cluster.systemNodeGroup.minSize: prod needs at least 2 system nodes (got 1); Karpenter, KEDA and the monitoring stack would all go down with one node. Fix: set minSize: 2",
         "network.azCount: prod spans fewer than 3 AZs; an AZ outage halves capacity. Fix: set azCount: 3",
         "network.natGateways: prod with a single NAT gateway loses egress in an AZ outage. Fix: set natGateways: perAz",
@@ -274,6 +280,16 @@ EXPECTED: dict[str, list[str]] = {
     ],
     "gpu-operator-uncovered-taint": [
         "gpuOperator.extraValues.daemonsets.tolerations: gpu NodePool 'gpu-l4-a10g' taint dedicated=llm:NoSchedule is not tolerated by the GPU operator's daemonsets; its GPUs would never register and Karpenter would never mark the nodes initialized. Fix: remove the override (the platform tolerates every pool taint) or add a toleration for it"
+    ],
+    "prod-without-tls": [
+        "ingress.certificateArn: is not set, so llama-3-1-8b would be served over plain HTTP; prod endpoints must use TLS. Fix: set an ACM certificate ARN for the endpoints' domain",
+        "network.azCount: prod spans fewer than 3 AZs; an AZ outage halves capacity. Fix: set azCount: 3",
+        "network.natGateways: prod with a single NAT gateway loses egress in an AZ outage. Fix: set natGateways: perAz",
+        "models[llama-3-1-8b].replicas.min: prod model with fewer than 2 minimum replicas: one node loss is an outage. Fix: set min: 2",
+        "models[llama-3-1-8b].image.digest: prod image is pinned by tag only; a re-pushed tag changes what runs. Fix: add the sha256 digest",
+    ],
+    "domain-with-scheme": [
+        "ingress.domain: 'https://llm.example.com' is not a DNS domain. Fix: write e.g. llm.example.com (lowercase, no scheme, no trailing dot)"
     ],
     "bottlerocket-sharing": [
         "models[llama-3-1-8b].gpuMemoryUtilization: gpuMemoryUtilization 0.92 x 2 time-slice replicas of pool gpu-l4-a10g = 1.84 of one GPU; time-slicing does not split memory, so the replicas sharing a GPU would run out of memory at startup. Fix: set gpuMemoryUtilization to at most 0.47",
@@ -288,7 +304,7 @@ def test_every_case_has_an_expectation() -> None:
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_bad_input_message(case: str) -> None:
-    assert problems_after(CASES[case]) == EXPECTED[case]
+    assert new_problems_after(CASES[case]) == EXPECTED[case]
 
 
 def test_problems_are_reported_all_at_once() -> None:
@@ -298,7 +314,7 @@ def test_problems_are_reported_all_at_once() -> None:
         CASES["unknown-top-key"](d)
         CASES["public-endpoint-no-cidrs"](d)
 
-    found = problems_after(several)
+    found = new_problems_after(several)
     expected = EXPECTED["min-above-max"] + EXPECTED["memory-24GB"] + EXPECTED["unknown-top-key"] + EXPECTED["public-endpoint-no-cidrs"]
     assert sorted(found) == sorted(expected)
 
@@ -306,7 +322,7 @@ def test_problems_are_reported_all_at_once() -> None:
 def test_input_values_are_never_echoed() -> None:
     """A secret pasted into the wrong field must not reach the error output (hide_input_in_errors)."""
     token = "hf_SeCrEtToKeN1234567890"
-    found = problems_after(lambda d: (m0(d).update(maxModelLen=token), d["cluster"].update(logRetentionDays=[token])))
+    found = new_problems_after(lambda d: (m0(d).update(maxModelLen=token), d["cluster"].update(logRetentionDays=[token])))
     assert found == [
         "cluster.logRetentionDays: expected an integer, got a list. Fix: write a whole number without quotes",
         "models[llama-3-1-8b].maxModelLen: expected an integer, got a string. Fix: write a whole number without quotes",

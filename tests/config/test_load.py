@@ -24,7 +24,7 @@ def problems(stack: str = "dev", overrides: dict[str, Any] | None = None, drop: 
     try:
         config_load.validate()
     except ConfigError as err:
-        return [str(p) for p in err.problems]
+        return [str(p) for p in err.errors]
     return []
 
 
