@@ -1,0 +1,193 @@
+"""Model endpoints: the controller's IAM and values, the shared ALB Ingresses, API keys."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from parliament import analyze_policy_string
+
+from components.ingress import builders
+from components.ingress.iam import controller_policy
+from offline import harness
+from tests.conftest import parse, shared_path, stack_data, values
+from tests.validators import cloudformation, helm_values
+
+INGRESS = "kubernetes:networking.k8s.io/v1:Ingress"
+A = "alb.ingress.kubernetes.io"
+# Annotations that configure the shared ALB itself: every Ingress of the group must agree.
+LB_LEVEL = (
+    "group.name",
+    "scheme",
+    "inbound-cidrs",
+    "listen-ports",
+    "certificate-arn",
+    "ssl-policy",
+    "load-balancer-attributes",
+    "ssl-redirect",
+)
+
+
+def test_controller_policy_equals_the_upstream_document() -> None:
+    upstream = json.loads(shared_path("iam", "aws-load-balancer-controller_iam_policy.json").read_text())
+    assert cloudformation.normalize(controller_policy("aws")) == cloudformation.normalize(upstream)
+    assert len(controller_policy()["Statement"]) == len(upstream["Statement"]) == 16
+
+
+def test_parliament_on_the_controller_policy() -> None:
+    findings = analyze_policy_string(json.dumps(controller_policy())).findings
+    by_issue: dict[str, list[Any]] = {}
+    for f in findings:
+        by_issue.setdefault(f.issue, []).append(f.detail)
+    # parliament 1.6.4's IAM database predates two things the v3.5.0 policy uses:
+    assert by_issue.pop("UNKNOWN_ACTION") == ["Unknown action elasticloadbalancing:ModifyIpPools"]
+    assert set(by_issue.pop("UNKNOWN_CONDITION_FOR_ACTION")) == {
+        "Unknown condition elasticloadbalancing:CreateAction for action elasticloadbalancing:AddTags"
+    }
+    # and upstream grants these actions on "*" (scoped by the elbv2.k8s.aws/cluster tag conditions
+    # where the API allows it); nothing else is reported.
+    assert set(by_issue) == {"RESOURCE_STAR"}
+
+
+def test_controller_release(prod_run: harness.RunResult) -> None:
+    release = values(prod_run.one("kubernetes:helm.sh/v3:Release", "alb-controller-release"))
+    assert (release["name"], release["chart"], release["version"], release["namespace"]) == (
+        "aws-load-balancer-controller",
+        "aws-load-balancer-controller",
+        "3.5.0",
+        "kube-system",
+    )
+    assert release["repositoryOpts"] == {"repo": "https://aws.github.io/eks-charts"}
+    v = release["values"]
+    # IMDS hop limit 1 hides region and VPC from the controller: both come from the stack
+    assert v["clusterName"] == "llm-prod"
+    assert v["region"] == "us-east-1"
+    assert v["vpcId"] == prod_run.outputs["vpcId"]
+    assert v["keepTLSSecret"] is True
+    assert v["serviceAccount"] == {"create": True, "name": "aws-load-balancer-controller"}
+    upstream = helm_values.load(shared_path("helm-values", "aws-load-balancer-controller-3.5.0.values.yaml"))
+    assert helm_values.unknown_keys(v, upstream) == []
+
+
+def test_controller_identity(prod_run: harness.RunResult) -> None:
+    association = values(prod_run.one("aws:eks/podIdentityAssociation:PodIdentityAssociation", "alb-controller-identity"))
+    assert (association["namespace"], association["serviceAccount"]) == ("kube-system", "aws-load-balancer-controller")
+    policy = json.loads(values(prod_run.one("aws:iam/policy:Policy", "alb-controller-policy"))["policy"])
+    assert policy == controller_policy("aws")
+
+
+def _ingresses(run: harness.RunResult) -> dict[str, dict[str, Any]]:
+    return {r.name: values(r) for r in run.of_type(INGRESS)}
+
+
+def test_prod_ingress_exactly(prod_run: harness.RunResult) -> None:
+    ingress = _ingresses(prod_run)["model-llama-3-1-8b-ingress"]
+    assert ingress["metadata"]["annotations"] == {
+        f"{A}/group.name": "llm-platform",
+        f"{A}/scheme": "internal",
+        f"{A}/target-type": "ip",
+        f"{A}/backend-protocol": "HTTP",
+        f"{A}/inbound-cidrs": "10.0.0.0/8",
+        f"{A}/healthcheck-path": "/health",
+        f"{A}/healthcheck-port": "traffic-port",
+        f"{A}/success-codes": "200",
+        f"{A}/load-balancer-attributes": "idle_timeout.timeout_seconds=600,routing.http2.enabled=true",
+        f"{A}/target-group-attributes": "deregistration_delay.timeout_seconds=60",
+        f"{A}/listen-ports": '[{"HTTP": 80}, {"HTTPS": 443}]',
+        f"{A}/ssl-redirect": "443",
+        f"{A}/certificate-arn": "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d",
+        f"{A}/ssl-policy": "ELBSecurityPolicy-TLS13-1-2-2021-06",
+    }
+    assert ingress["spec"] == {
+        "ingressClassName": "alb",
+        "rules": [
+            {
+                "host": "llama-3-1-8b.llm.internal.example.com",
+                "http": {
+                    "paths": [
+                        {"path": "/v1", "pathType": "Prefix", "backend": {"service": {"name": "llama-3-1-8b", "port": {"number": 8000}}}}
+                    ]
+                },
+            }
+        ],
+    }
+
+
+def test_one_alb_for_every_model(prod_run: harness.RunResult) -> None:
+    ingresses = _ingresses(prod_run)
+    assert len(ingresses) == 4
+    for key in LB_LEVEL:
+        assert len({i["metadata"]["annotations"].get(f"{A}/{key}") for i in ingresses.values()}) == 1, key
+
+
+def test_only_v1_is_routed(dev_run: harness.RunResult, prod_run: harness.RunResult) -> None:
+    for run in (dev_run, prod_run):
+        for ingress in _ingresses(run).values():
+            for rule in ingress["spec"]["rules"]:
+                for path in rule["http"]["paths"]:
+                    assert path["path"].endswith("/v1"), path
+                    assert path["pathType"] == "Prefix"
+
+
+def test_dev_routes_by_path_and_rewrites_to_v1(dev_run: harness.RunResult) -> None:
+    ingress = _ingresses(dev_run)["model-llama-3-1-8b-ingress"]
+    assert ingress["spec"]["rules"][0]["http"]["paths"][0]["path"] == "/llama-3-1-8b/v1"
+    transform = json.loads(ingress["metadata"]["annotations"][f"{A}/transforms.llama-3-1-8b"])
+    assert transform == [
+        {"type": "url-rewrite", "urlRewriteConfig": {"rewrites": [{"regex": "^/llama-3-1-8b/v1(/.*)?$", "replace": "/v1$1"}]}}
+    ]
+    assert ingress["metadata"]["annotations"][f"{A}/listen-ports"] == '[{"HTTP": 80}]'
+    assert ingress["metadata"]["annotations"][f"{A}/inbound-cidrs"] == "10.40.0.0/16"  # internal default: the VPC
+
+
+def test_deregistration_delay_fits_the_drain() -> None:
+    for model in parse(stack_data("prod")).models:
+        delay = builders.deregistration_delay(model)
+        assert model.drain.pre_stop_sleep_seconds <= delay <= model.drain.termination_grace_period_seconds
+
+
+def test_ingresses_wait_for_the_controller(prod_run: harness.RunResult) -> None:
+    for r in prod_run.of_type(INGRESS):
+        assert "kubernetes:helm.sh/v3:Release::alb-controller-release" in r.dependencies
+
+
+def test_no_service_is_exposed_directly(dev_run: harness.RunResult, prod_run: harness.RunResult) -> None:
+    for run in (dev_run, prod_run):
+        for r in run.of_type("kubernetes:core/v1:Service"):
+            assert values(r)["spec"]["type"] == "ClusterIP", r.name
+
+
+def test_base_urls(dev_run: harness.RunResult, prod_run: harness.RunResult) -> None:
+    assert prod_run.outputs["models"]["llama-3-3-70b"]["baseUrl"] == "https://llama-3-3-70b.llm.internal.example.com/v1"
+    dev = dev_run.outputs["models"]["llama-3-1-8b"]["baseUrl"]
+    assert dev.startswith("http://internal-k8s-llmplatform-")
+    assert dev.endswith(".us-east-1.elb.amazonaws.com/llama-3-1-8b/v1")
+
+
+def test_internet_facing_models_require_their_api_key() -> None:
+    ingress = {
+        "scheme": "internet-facing",
+        "allowedCidrs": ["198.51.100.0/24"],
+        "certificateArn": "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d",
+    }
+    run = harness.run(harness.stack_input("dev", overrides={"llm-platform:ingress": ingress}))
+    container = values(run.one("kubernetes:apps/v1:Deployment"))["spec"]["template"]["spec"]["containers"][0]
+    assert {"name": "VLLM_API_KEY", "valueFrom": {"secretKeyRef": {"name": "vllm-api-key", "key": "api-key"}}} in container["env"]
+    assert not any(a.startswith("--api-key") for a in container["args"])
+    secret = run.one("kubernetes:core/v1:Secret", "model-llama-3-1-8b-api-key")
+    assert values(secret)["stringData"] == {"api-key": harness.PLACEHOLDER}
+    assert secret.redacted()["inputs"]["stringData"] == {"api-key": "[secret]"}
+    annotations = values(run.one(INGRESS))["metadata"]["annotations"]
+    assert annotations[f"{A}/scheme"] == "internet-facing"
+    assert annotations[f"{A}/inbound-cidrs"] == "198.51.100.0/24"
+    for r in run.registrations:
+        assert harness.PLACEHOLDER not in json.dumps(r.redacted())
+
+
+def test_unexposed_models_get_no_ingress_and_no_controller() -> None:
+    models = stack_data("dev")["models"]
+    models[0]["expose"] = False
+    run = harness.run(harness.stack_input("dev", overrides={"llm-platform:models": models}))
+    assert run.of_type(INGRESS) == []
+    assert [r.name for r in run.of_type("kubernetes:helm.sh/v3:Release") if r.name.startswith("alb")] == []
+    assert run.outputs["models"]["llama-3-1-8b"]["baseUrl"] is None
