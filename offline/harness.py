@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import runpy
@@ -122,21 +123,29 @@ def apply_config(inp: StackInput) -> None:
 
 def run(inp: StackInput) -> RunResult:
     """Run __main__.py under recording mocks and return what it registered and exported."""
+    return run_program(ROOT / "__main__.py", config_load.PROJECT, inp)
+
+
+def run_program(main: Path, project: str, inp: StackInput, stack_outputs: dict[str, dict[str, Any]] | None = None) -> RunResult:
+    """Run a Pulumi program file under recording mocks (the platform, or a consumer of its outputs)."""
     region = inp.config.get("aws:region", "us-east-1")
-    mocks = RecordingMocks(region=region)
+    mocks = RecordingMocks(region=region, stack_outputs=stack_outputs)
     monitor = RecordingMonitor(mocks)
     logs = _Collector()
     logger = logging.getLogger("offline.engine")
     logger.handlers = [logs]
     logger.propagate = False
-    settings.ROOT.set(None)
+    reset_runtime()
     apply_config(inp)
-    pulumi.runtime.set_mocks(mocks, project=config_load.PROJECT, stack=inp.stack, preview=False, monitor=monitor, logger=logger)
+    pulumi.runtime.set_mocks(mocks, project=project, stack=inp.stack, preview=False, monitor=monitor, logger=logger)
 
     def program() -> None:
-        runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
+        runpy.run_path(str(main), run_name="__main__")
 
-    _sync_await(run_pulumi_func(program))
+    try:
+        _sync_await(run_pulumi_func(program))
+    finally:
+        _drain_event_loop()
     root = settings.get_root_resource()
     exported: dict[str, Any] = dict(getattr(root, "outputs", {}) or {})
     outputs: dict[str, Any] = {}
@@ -147,6 +156,23 @@ def run(inp: StackInput) -> RunResult:
         if _sync_await(out.is_secret()):
             secret.add(key)
     return RunResult(list(monitor.registrations), outputs, secret, logs.messages)
+
+
+def reset_runtime() -> None:
+    """Forget what an earlier run left behind (a failed run leaves failed outputs queued)."""
+    settings.ROOT.set(None)
+    settings.SETTINGS.outputs.clear()
+    settings.SETTINGS.rpc_manager.clear()
+
+
+def _drain_event_loop() -> None:
+    """Cancel what a failed run left on the event loop, so the next run starts clean."""
+    loop = asyncio.get_event_loop()
+    pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+    for task in pending:
+        task.cancel()
+    if pending:
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
 
 
 class _Collector(logging.Handler):

@@ -116,13 +116,19 @@ class Registration:
 class RecordingMocks(Mocks):
     """Plausible computed outputs for AWS, EKS and Kubernetes resources."""
 
-    def __init__(self, region: str = "us-east-1"):
+    def __init__(self, region: str = "us-east-1", stack_outputs: dict[str, dict[str, Any]] | None = None):
         self.region = region
+        self.stack_outputs = stack_outputs or {}
+        """Outputs of other stacks, by fully qualified name, for StackReference reads."""
 
     # -- resources ---------------------------------------------------------------------------
     def new_resource(self, args: MockResourceArgs) -> tuple[str, dict[str, Any]]:
         typ, name, inputs = args.typ, args.name, dict(args.inputs)
         state: dict[str, Any] = dict(inputs)
+        if typ == "pulumi:pulumi:StackReference":
+            ref = str(inputs.get("name") or args.resource_id or name)
+            outputs = self.stack_outputs.get(ref, {})
+            return ref, {"name": ref, "outputs": outputs, "secretOutputNames": sorted(outputs.get("__secret__", []))}
         if typ.startswith("aws:"):
             return self._aws(typ, name, state)
         if typ == "eks:index:Cluster":

@@ -29,13 +29,12 @@ class _Parent(pulumi.ComponentResource):
 
 @pytest.fixture(scope="module")
 def recorded() -> tuple[RecordingMonitor, dict[str, str]]:
-    from pulumi.runtime import settings
     from pulumi.runtime.stack import run_pulumi_func
     from pulumi.runtime.sync_await import _sync_await
 
     mocks = RecordingMocks(region="eu-west-1")
     monitor = RecordingMonitor(mocks)
-    settings.ROOT.set(None)
+    harness.reset_runtime()
     pulumi.runtime.set_mocks(mocks, project="llm-platform", stack="test", preview=False, monitor=monitor)
     values: dict[str, str] = {}
 

@@ -1,0 +1,1 @@
+"""Policy pack (see checks.py); the package marker lets tests import policy.checks."""

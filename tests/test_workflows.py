@@ -1,0 +1,65 @@
+"""The GitHub workflows: actionlint passes on them and fails on a broken one."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.conftest import ROOT
+
+ACTIONLINT = ROOT / ".tools" / "node_modules" / "@tktco" / "node-actionlint" / "bin" / "node-actionlint.js"
+WORKFLOWS = ROOT / ".github" / "workflows"
+
+
+def _actionlint(pattern: str) -> subprocess.CompletedProcess[str]:
+    if not ACTIONLINT.exists() or shutil.which("node") is None:
+        pytest.skip("actionlint not installed: `make lint` installs it under .tools/")
+    return subprocess.run(["node", str(ACTIONLINT), pattern], capture_output=True, text=True, check=False, timeout=120, cwd=ROOT)
+
+
+def test_actionlint_passes_on_the_workflows() -> None:
+    result = _actionlint(".github/workflows/*.yml")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"Checking {len(list(WORKFLOWS.glob('*.yml')))} workflow file(s)" in result.stdout
+
+
+def test_actionlint_catches_a_broken_workflow(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.yml"
+    broken.write_text("on: push\njobs:\n  x:\n    runs-on: ubuntu-24.04\n    steps:\n      - run: echo ${{ github.evnt.name }}\n")
+    result = _actionlint(str(broken))
+    assert result.returncode == 1
+    assert 'property "evnt" is not defined' in result.stdout
+
+
+def _load(name: str) -> dict[str, object]:
+    doc = yaml.safe_load((WORKFLOWS / name).read_text())
+    assert isinstance(doc, dict)
+    return doc
+
+
+def test_pull_requests_run_the_tests_render_diff_and_preview() -> None:
+    jobs = _load("pull-request.yml")["jobs"]
+    assert isinstance(jobs, dict)
+    assert set(jobs) == {"test", "render-diff", "preview"}
+    steps = "\n".join(str(s) for s in jobs["test"]["steps"])
+    assert "make test" in steps
+    render = "\n".join(str(s) for s in jobs["render-diff"]["steps"])
+    assert "make -C" in render
+    assert "render STACK=" in render
+    assert "diff -ruN" in render
+    assert "secrets." not in render  # the render needs no credentials, so forks get it too
+    preview = jobs["preview"]
+    assert preview["permissions"]["id-token"] == "write"
+    assert "vars.AWS_ROLE_ARN != ''" in preview["if"]
+
+
+def test_main_deploys_behind_environments() -> None:
+    deploy = _load("deploy.yml")
+    assert deploy[True]["push"]["branches"] == ["main"]  # PyYAML reads the key `on` as True
+    up = _load("up.yml")["jobs"]["up"]
+    assert up["environment"] == "${{ inputs.stack }}"
+    assert any("command" in (s.get("with") or {}) and s["with"]["command"] == "up" for s in up["steps"])
