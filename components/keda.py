@@ -8,8 +8,9 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components import k8s_objects
 from components.cluster.builders import SYSTEM_NODE_LABEL
-from components.helm import deep_merge
+from components.helm import deep_merge, release
 from components.options import inherited_depends_on
 from config import versions
 from config.observability import KedaConfig
@@ -49,28 +50,19 @@ class Keda(pulumi.ComponentResource):
     def __init__(self, name: str, args: KedaArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("llmplatform:index:Keda", name, None, opts)
         after = inherited_depends_on(opts)
-        namespace = k8s.core.v1.Namespace(
+        namespace = k8s_objects.create(
             f"{name}-namespace",
-            metadata={
-                "name": NAMESPACE,
-                "labels": {
-                    "pod-security.kubernetes.io/enforce": "baseline",
-                    "pod-security.kubernetes.io/audit": "restricted",
-                    "pod-security.kubernetes.io/warn": "restricted",
-                },
-            },
-            opts=pulumi.ResourceOptions(parent=self, provider=args.provider),
+            k8s_objects.namespace_manifest(NAMESPACE, "baseline", audit="restricted"),
+            pulumi.ResourceOptions(parent=self, provider=args.provider),
         )
-        self.release = k8s.helm.v3.Release(
+        self.release = release(
             f"{name}-release",
-            name=RELEASE,
+            release_name=RELEASE,
             chart="keda",
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=versions.KEDA_REPOSITORY),
+            repository=versions.KEDA_REPOSITORY,
             version=args.config.version,
             namespace=NAMESPACE,
             values=keda_values(args.config),
-            max_history=10,
-            timeout=600,
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*after, namespace]),
         )
         self.register_outputs({})

@@ -7,7 +7,9 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components import k8s_objects
 from components.gpu_operator import builders
+from components.helm import release
 from components.options import inherited_depends_on
 from config import versions
 from config.gpu import GpuOperatorConfig, GpuPool
@@ -39,34 +41,22 @@ class GpuOperator(pulumi.ComponentResource):
         after = inherited_depends_on(opts)
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=after)
         self.namespace = cfg.namespace
-        namespace = k8s.core.v1.Namespace(
-            f"{name}-namespace",
-            metadata={
-                "name": cfg.namespace,
-                # Operands need host access (device nodes, /run/nvidia, hostPath), so privileged.
-                "labels": {
-                    "pod-security.kubernetes.io/enforce": "privileged",
-                    "pod-security.kubernetes.io/audit": "privileged",
-                    "pod-security.kubernetes.io/warn": "privileged",
-                },
-            },
-            opts=k8s_opts,
-        )
+        # Operands need host access (device nodes, /run/nvidia, hostPath), so privileged.
+        namespace = k8s_objects.create(f"{name}-namespace", k8s_objects.namespace_manifest(cfg.namespace, "privileged"), k8s_opts)
         config_map = k8s.core.v1.ConfigMap(
             f"{name}-device-plugin-config",
             metadata={"name": builders.DEVICE_PLUGIN_CONFIGMAP, "namespace": cfg.namespace},
             data=builders.device_plugin_configs(args.pools),
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*after, namespace]),
         )
-        self.release = k8s.helm.v3.Release(
+        self.release = release(
             f"{name}-release",
-            name=RELEASE,
+            release_name=RELEASE,
             chart="gpu-operator",
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=versions.GPU_OPERATOR_REPOSITORY),
+            repository=versions.GPU_OPERATOR_REPOSITORY,
             version=cfg.version,
             namespace=cfg.namespace,
             values=builders.gpu_operator_values(cfg, args.pools),
-            max_history=10,
             timeout=900,
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*after, namespace, config_map]),
         )

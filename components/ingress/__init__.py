@@ -9,6 +9,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from components.helm import release
 from components.iam import pod_identity_trust_policy
 from components.ingress import builders
 from components.ingress.iam import controller_policy
@@ -65,16 +66,14 @@ class LoadBalancerController(pulumi.ComponentResource):
             tags=args.tags,
             opts=child,
         )
-        self.release = k8s.helm.v3.Release(
+        self.release = release(
             f"{name}-release",
-            name=RELEASE,
+            release_name=RELEASE,
             chart="aws-load-balancer-controller",
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=versions.AWS_LOAD_BALANCER_CONTROLLER_REPOSITORY),
+            repository=versions.AWS_LOAD_BALANCER_CONTROLLER_REPOSITORY,
             version=args.config.controller_version,
             namespace=builders.NAMESPACE,
             values=builders.controller_values(args.config, args.cluster_name, args.region, args.vpc_id),
-            max_history=10,
-            timeout=600,
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*after, attachment, association]),
         )
         self.register_outputs({})

@@ -11,6 +11,8 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from components import k8s_objects
+from components.helm import release
 from components.iam import ec2_trust_policy, irsa_trust_policy, managed_policy_arn, pod_identity_trust_policy
 from components.karpenter import iam, nodepools, overlays
 from components.karpenter.values import karpenter_values
@@ -59,7 +61,7 @@ class Karpenter(pulumi.ComponentResource):
     controller_role_arn: pulumi.Output[str]
     interruption_queue_name: pulumi.Output[str]
     release: k8s.helm.v3.Release
-    node_pools: dict[str, k8s.apiextensions.CustomResource]
+    node_pools: dict[str, pulumi.CustomResource]
 
     def __init__(self, name: str, args: KarpenterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("llmplatform:index:Karpenter", name, None, opts)
@@ -149,9 +151,9 @@ class Karpenter(pulumi.ComponentResource):
             f"{name}-discovery", resource_id=args.cluster_security_group_id, key=nodepools.DISCOVERY_TAG, value=cluster_name, opts=child
         )
 
-        self.release = k8s.helm.v3.Release(
+        self.release = release(
             f"{name}-release",
-            name=RELEASE,
+            release_name=RELEASE,
             chart=versions.KARPENTER_CHART,
             version=cfg.version,
             namespace=iam.NAMESPACE,
@@ -162,8 +164,6 @@ class Karpenter(pulumi.ComponentResource):
                 controller.arn if cfg.identity == "irsa" else None,
                 node_overlay=any(p.sharing.mode != "none" for p in args.pools),
             ),
-            max_history=10,
-            timeout=600,
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*after, *attachments, *identity, access_entry]),
         )
         crd_opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[self.release, sg_tag])
@@ -172,35 +172,14 @@ class Karpenter(pulumi.ComponentResource):
             manifest = nodepools.ec2_node_class(
                 family, cfg, node_role.name, args.subnet_selector_terms, [{"tags": {nodepools.DISCOVERY_TAG: cluster_name}}], tags
             )
-            k8s.apiextensions.CustomResource(
-                f"{name}-{manifest['metadata']['name']}",
-                api_version=manifest["apiVersion"],
-                kind=manifest["kind"],
-                metadata=manifest["metadata"],
-                spec=manifest["spec"],
-                opts=crd_opts,
-            )
+            k8s_objects.create(f"{name}-{manifest['metadata']['name']}", manifest, crd_opts)
         self.node_pools = {}
         for pool in args.pools:
             manifest = nodepools.node_pool(pool, cfg)
-            self.node_pools[pool.name] = k8s.apiextensions.CustomResource(
-                f"{name}-{pool.name}",
-                api_version=manifest["apiVersion"],
-                kind=manifest["kind"],
-                metadata=manifest["metadata"],
-                spec=manifest["spec"],
-                opts=crd_opts,
-            )
+            self.node_pools[pool.name] = k8s_objects.create(f"{name}-{pool.name}", manifest, crd_opts)
         for pool in args.pools:
             for manifest in overlays.node_overlays(pool):
-                k8s.apiextensions.CustomResource(
-                    f"{name}-overlay-{manifest['metadata']['name']}",
-                    api_version=manifest["apiVersion"],
-                    kind=manifest["kind"],
-                    metadata=manifest["metadata"],
-                    spec=manifest["spec"],
-                    opts=crd_opts,
-                )
+                k8s_objects.create(f"{name}-overlay-{manifest['metadata']['name']}", manifest, crd_opts)
         self.node_role_name = node_role.name
         self.node_role_arn = node_role.arn
         self.controller_role_arn = controller.arn

@@ -71,26 +71,20 @@ class VllmModel(pulumi.ComponentResource):
         inside = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*after, namespace])
         self._object(f"{name}-service-account", builders.service_account(model), inside)
         needs: list[pulumi.Resource] = []
-        if args.hf_token is not None:
-            needs.append(
-                k8s.core.v1.Secret(
-                    f"{name}-hf-token",
-                    metadata={"name": builders.HF_TOKEN_SECRET, "namespace": model.name, "labels": builders.labels(model)},
-                    type="Opaque",
-                    string_data={"token": args.hf_token},
-                    opts=inside,
+        for suffix, secret_name, key, value in (
+            ("hf-token", builders.HF_TOKEN_SECRET, "token", args.hf_token),
+            ("api-key", builders.API_KEY_SECRET, "api-key", args.api_key),
+        ):
+            if value is not None:
+                needs.append(
+                    k8s.core.v1.Secret(
+                        f"{name}-{suffix}",
+                        metadata={"name": secret_name, "namespace": model.name, "labels": builders.labels(model)},
+                        type="Opaque",
+                        string_data={key: value},
+                        opts=inside,
+                    )
                 )
-            )
-        if args.api_key is not None:
-            needs.append(
-                k8s.core.v1.Secret(
-                    f"{name}-api-key",
-                    metadata={"name": builders.API_KEY_SECRET, "namespace": model.name, "labels": builders.labels(model)},
-                    type="Opaque",
-                    string_data={"api-key": args.api_key},
-                    opts=inside,
-                )
-            )
         for policy in builders.network_policies(model, args.vpc_cidr, args.monitoring_namespace):
             self._object(f"{name}-netpol-{policy['metadata']['name']}", policy, inside)
         deployment = self._object(

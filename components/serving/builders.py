@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from components.k8s_objects import namespace_manifest
 from components.karpenter.nodepools import POOL_LABEL, pool_taints
 from components.observability.builders import VLLM_APP_LABEL, VLLM_METRICS_PORT
 from config.gpu import GpuPool
@@ -40,21 +41,9 @@ def cache_size(model: ModelConfig) -> str:
 
 
 def namespace(model: ModelConfig) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Namespace",
-        "metadata": {
-            "name": model.name,
-            "labels": {
-                "pod-security.kubernetes.io/enforce": "restricted",
-                "pod-security.kubernetes.io/audit": "restricted",
-                "pod-security.kubernetes.io/warn": "restricted",
-                # The load balancer controller holds a rollout until the ALB target is healthy.
-                READINESS_GATE_LABEL: "enabled",
-                "llm-platform.io/model": model.name,
-            },
-        },
-    }
+    # The load balancer controller holds a rollout until the ALB target is healthy (readiness gate).
+    labels = {READINESS_GATE_LABEL: "enabled", "llm-platform.io/model": model.name}
+    return namespace_manifest(model.name, "restricted", labels=labels)
 
 
 def service_account(model: ModelConfig) -> dict[str, Any]:
