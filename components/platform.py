@@ -102,7 +102,7 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
                 model=model,
                 pool=pool,
                 prometheus_url=observability.prometheus_url,
-                hf_token=secrets.hf_token,
+                hf_token=secrets.hf_token if model.gated else None,
                 vpc_cidr=vpc_cidr,
                 monitoring_namespace=cfg.observability.namespace,
                 provider=cluster.provider,

@@ -145,14 +145,18 @@ def _secret_problems(cfg: StackConfig, secrets: dict[str, Any]) -> tuple[list[Pr
                         )
                     )
             api_keys = {k: v for k, v in parsed.items() if k in names}
-    if cfg.ingress.scheme == "internet-facing":
+    if cfg.ingress.scheme == "internet-facing" or cfg.is_prod:
+        reason = (
+            "the ALB is internet-facing and vLLM would otherwise serve anyone in the allow-list without a key"
+            if cfg.ingress.scheme == "internet-facing"
+            else "prod endpoints are reachable from the whole allow-list and the VPC, and vLLM would serve them without a key"
+        )
         for m in cfg.models:
             if m.expose and m.name not in api_keys:
                 problems.append(
                     Problem(
                         f"{API_KEYS}.{m.name}",
-                        "is required: the ALB is internet-facing and vLLM would otherwise serve anyone in "
-                        f"the allow-list without a key. Fix: run `pulumi config set --secret --path '{API_KEYS}.{m.name}' <key>`",
+                        f"is required: {reason}. Fix: run `pulumi config set --secret --path '{API_KEYS}.{m.name}' <key>`",
                     )
                 )
     return problems, api_keys

@@ -34,7 +34,7 @@ MANAGED_FLAGS = {
     "-q": "set quantization",
     "--kv-cache-dtype": "set kvCacheDtype",
     "--shutdown-timeout": "set drain.shutdownTimeoutSeconds",
-    "--api-key": "API keys come from the apiKeys Pulumi secret and are mounted, never passed in args",
+    "--api-key": "API keys come from the apiKeys Pulumi secret through a Kubernetes Secret (VLLM_API_KEY), never from args",
     "--hf-token": "the Hugging Face token comes from the hfToken Pulumi secret, mounted as a file",
     "--disable-log-stats": "it also disables the Prometheus metrics that KEDA scales on",
 }
@@ -190,6 +190,11 @@ class Startup(ConfigModel):
     period_seconds: int = Field(default=10, ge=1, le=60, description="startupProbe period.")
 
 
+def expected_load_seconds(model: ModelConfig) -> int:
+    """A conservative load-time estimate: 120 s to start plus 10 s per GiB of checkpoint."""
+    return 120 + 10 * round(model.checkpoint_gib)
+
+
 class ModelConfig(ConfigModel):
     """A model served by vLLM with an OpenAI-compatible API."""
 
@@ -201,7 +206,9 @@ class ModelConfig(ConfigModel):
     architecture: Architecture = Field(description="Layers and KV heads, for the KV-cache part of the fit check.")
     dtype: Literal["bfloat16", "float16"] = Field(default="bfloat16", description="Activation and (unquantized) weight dtype.")
     quantization: Literal["none", "fp8", "awq", "gptq"] = Field(
-        default="none", description="Weight quantization: fp8 (1 byte/param), awq or gptq (4-bit)."
+        default="none",
+        description="Weight quantization. fp8: vLLM quantizes a bf16/fp16 checkpoint online (1 byte/param on the GPU, "
+        "the full checkpoint is downloaded); awq, gptq: the repository is a pre-quantized 4-bit checkpoint.",
     )
     kv_cache_dtype: Literal["auto", "fp8"] = Field(default="auto", description="KV-cache dtype; fp8 halves KV memory.")
     image: Image = Field(default_factory=Image, description="vLLM image.")
@@ -271,6 +278,12 @@ class ModelConfig(ConfigModel):
         return self.parameters_billions * 1e9 * self.weights_bytes_per_parameter / 2**30
 
     @property
+    def checkpoint_gib(self) -> float:
+        """What is downloaded and cached: online fp8 reads the full-precision checkpoint."""
+        per_parameter = 0.5 if self.quantization in ("awq", "gptq") else BYTES_PER_DTYPE[self.dtype]
+        return self.parameters_billions * 1e9 * per_parameter / 2**30
+
+    @property
     def kv_bytes_per_token(self) -> float:
         kv_bytes = 1.0 if self.kv_cache_dtype == "fp8" else BYTES_PER_DTYPE[self.dtype]
         a = self.architecture
@@ -284,4 +297,4 @@ class ModelConfig(ConfigModel):
     def startup_budget_seconds(self) -> int:
         if self.startup.budget_seconds is not None:
             return self.startup.budget_seconds
-        return 120 + 10 * round(self.weights_gib)
+        return expected_load_seconds(self)

@@ -33,10 +33,14 @@ OUTPUTS: tuple[OutputSpec, ...] = (
     OutputSpec("prometheusUrl", "string", "In-cluster Prometheus address (what KEDA queries); ClusterIP only."),
     OutputSpec(
         "models",
-        "map of model name to {namespace, service, url, servedModelName}",
-        "Per model: its namespace and Service, the in-cluster OpenAI-compatible base URL, and the `model` name clients send.",
+        "map of model name to {namespace, service, url, servedModelName, baseUrl}",
+        "Per model: its namespace and Service, the in-cluster OpenAI-compatible base URL (`url`), the `model` name "
+        "clients send, and the base URL through the ALB (`baseUrl`, null when the model is not exposed).",
     ),
 )
+
+# The fields of each entry of the `models` output.
+MODEL_FIELDS: tuple[str, ...] = ("namespace", "service", "url", "servedModelName", "baseUrl")
 
 
 def keys() -> list[str]:

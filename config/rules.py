@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from config import catalog
 from config.errors import Problem
 from config.gpu import GpuPool
-from config.models import ModelConfig
+from config.models import ModelConfig, expected_load_seconds
 from config.network import NewVpc
 from config.scheduling import uncovered
 from config.stack import StackConfig
@@ -315,12 +315,12 @@ def rule_spot_drain(cfg: StackConfig) -> Iterator[Problem]:
 
 def rule_startup_budget(cfg: StackConfig) -> Iterator[Problem]:
     for path, m, _ in _models(cfg):
-        expected = 120 + 10 * round(m.weights_gib)
+        expected = expected_load_seconds(m)
         if m.startup.budget_seconds is not None and m.startup.budget_seconds < expected:
             yield Problem(
                 f"{path}.startup.budgetSeconds",
                 f"startup budget ({m.startup.budget_seconds} s) is below the expected load time of "
-                f"{m.weights_gib:.0f} GiB of weights (~{expected} s); the kubelet would kill the pod "
+                f"{m.checkpoint_gib:.0f} GiB of checkpoint (~{expected} s); the kubelet would kill the pod "
                 f"before the model loads, in a crash loop. Fix: raise it to at least {expected}, or unset it",
             )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from config.base import ConfigModel
 from config.cluster import ClusterConfig
@@ -12,8 +12,10 @@ from config.gpu import GpuOperatorConfig, GpuPool, KarpenterConfig
 from config.models import ModelConfig
 from config.network import NetworkConfig
 from config.observability import IngressConfig, KedaConfig, ObservabilityConfig
+from config.types import _err
 
 Environment = Literal["dev", "staging", "prod"]
+RESERVED_TAG_PREFIXES = ("kubernetes.io/cluster", "karpenter.sh/", "karpenter.k8s.aws/", "aws:")
 
 
 class StackConfig(ConfigModel):
@@ -31,6 +33,17 @@ class StackConfig(ConfigModel):
     keda: KedaConfig = Field(default_factory=KedaConfig, description="KEDA.")
     ingress: IngressConfig = Field(default_factory=IngressConfig, description="Model endpoints.")
     models: list[ModelConfig] = Field(default_factory=list, description="Models to serve.")
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, value: dict[str, str]) -> dict[str, str]:
+        for key in value:
+            if key.startswith(RESERVED_TAG_PREFIXES) or key == "eks:eks-cluster-name":
+                raise _err(
+                    f"tag '{key}' is reserved: EKS and Karpenter set it themselves, and the EC2NodeClass CRD rejects it",
+                    "remove it from tags",
+                )
+        return value
 
     @property
     def is_prod(self) -> bool:

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Final
 
-# Kubernetes minor versions this program is tested with. Karpenter 1.14 supports 1.35/1.36;
-# KEDA 2.20 is tested on 1.33-1.35, so 1.35 is the newest version every component supports.
-KUBERNETES_VERSIONS: Final = ("1.33", "1.34", "1.35")
+# Kubernetes minor versions this program supports: the EKS add-ons below are pinned builds for
+# 1.35 (kube-proxy must match the minor version). Karpenter 1.14 supports 1.35/1.36; KEDA 2.20 is
+# tested on 1.33-1.35, so 1.35 is the newest version every component supports.
+KUBERNETES_VERSIONS: Final = ("1.35",)
 KUBERNETES_DEFAULT: Final = "1.35"
 
 KARPENTER_VERSION: Final = "1.14.1"  # oci chart, no "v" (aws/karpenter-provider-aws charts/karpenter)

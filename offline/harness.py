@@ -111,7 +111,8 @@ def _fill_secrets(raw: dict[str, Any], config: dict[str, str], secret_keys: list
         add(config_load.GRAFANA_ADMIN_PASSWORD, PLACEHOLDER)
     if f"{p}:{config_load.HF_TOKEN}" not in raw and any(isinstance(m, dict) and m.get("gated") for m in models):
         add(config_load.HF_TOKEN, PLACEHOLDER)
-    if f"{p}:{config_load.API_KEYS}" not in raw and isinstance(ingress, dict) and ingress.get("scheme") == "internet-facing":
+    needs_keys = (isinstance(ingress, dict) and ingress.get("scheme") == "internet-facing") or raw.get(f"{p}:environment") == "prod"
+    if f"{p}:{config_load.API_KEYS}" not in raw and needs_keys:
         names = [m["name"] for m in models if isinstance(m, dict) and m.get("expose", True) and "name" in m]
         add(config_load.API_KEYS, json.dumps(dict.fromkeys(names, PLACEHOLDER)))
     return filled

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,6 +42,10 @@ class VllmModelArgs:
     """Endpoint settings; None when the model is not exposed."""
     ingress_after: list[pulumi.Resource] = field(default_factory=list)
     """What the Ingress waits for (the load balancer controller's release and webhook)."""
+
+
+# Launching a GPU node, initializing its GPUs and pulling the vLLM image (about 10 GB).
+NODE_AND_IMAGE_SECONDS = 900
 
 
 def _hostname(status: Any) -> str:
@@ -87,10 +92,19 @@ class VllmModel(pulumi.ComponentResource):
                 )
         for policy in builders.network_policies(model, args.vpc_cidr, args.monitoring_namespace):
             self._object(f"{name}-netpol-{policy['metadata']['name']}", policy, inside)
+        # Readiness can take long: a GPU node launch, the image pull and the model download and load.
+        # Pulumi's default 10-minute wait would give up first. The load balancer controller's
+        # webhook must be up before exposed pods are admitted, or they miss their readiness gate.
+        ready_minutes = f"{math.ceil((model.startup_budget_seconds + NODE_AND_IMAGE_SECONDS) / 60)}m"
         deployment = self._object(
             f"{name}-deployment",
             builders.deployment(model, args.pool, hf_token=args.hf_token is not None, api_key=args.api_key is not None),
-            pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*after, namespace, *needs]),
+            pulumi.ResourceOptions(
+                parent=self,
+                provider=args.provider,
+                depends_on=[*after, namespace, *needs, *args.ingress_after],
+                custom_timeouts=pulumi.CustomTimeouts(create=ready_minutes, update=ready_minutes),
+            ),
         )
         self._object(f"{name}-service", builders.service(model), inside)
         self._object(f"{name}-pdb", builders.pod_disruption_budget(model), inside)

@@ -36,8 +36,8 @@ def shm_size(model: ModelConfig) -> str:
 
 
 def cache_size(model: ModelConfig) -> str:
-    """The weights cache on the node's ephemeral storage: the weights plus 20 % and 10Gi of headroom."""
-    return f"{math.ceil(model.weights_gib * 1.2) + 10}Gi"
+    """The checkpoint cache on the node's ephemeral storage: the download plus 20 % and 10Gi of headroom."""
+    return f"{math.ceil(model.checkpoint_gib * 1.2) + 10}Gi"
 
 
 def namespace(model: ModelConfig) -> dict[str, Any]:

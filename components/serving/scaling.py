@@ -33,7 +33,10 @@ def kv_cache_query(model: ModelConfig) -> str:
 
 
 def ttft_query(model: ModelConfig) -> str:
-    return f"histogram_quantile(0.95, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket{{{_selector(model)}}}[2m])))"
+    # No requests in the window gives NaN; with ignoreNullValues false KEDA would read that as a
+    # failure and hold the fallback. Idle is 0 seconds to first token, not an error.
+    quantile = f"histogram_quantile(0.95, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket{{{_selector(model)}}}[2m])))"
+    return f"({quantile} >= 0) or vector(0)"
 
 
 def _number(value: float) -> str:

@@ -142,6 +142,10 @@ def test_system_node_group(prod_run: harness.RunResult) -> None:
 def test_addons_are_pinned_and_configured(prod_run: harness.RunResult) -> None:
     addons = {values(a)["addonName"]: values(a) for a in prod_run.of_type(ADDON)}
     assert {n: a["addonVersion"] for n, a in addons.items()} == versions.EKS_ADDON_VERSIONS
+    # kube-proxy must match the cluster's minor version, and every supported version is covered
+    cluster_version = values(prod_run.one(EKS))["version"]
+    assert addons["kube-proxy"]["addonVersion"].startswith(f"v{cluster_version}.")
+    assert all(addons["kube-proxy"]["addonVersion"].startswith(f"v{v}.") for v in versions.KUBERNETES_VERSIONS)
     assert json.loads(addons["vpc-cni"]["configurationValues"]) == {"enableNetworkPolicy": "true"}
     assert all(a["clusterName"] == "llm-prod" for a in addons.values())
     assert all(a["resolveConflictsOnCreate"] == "OVERWRITE" for a in addons.values())

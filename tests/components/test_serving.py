@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
@@ -14,6 +13,7 @@ import yaml
 from components.keda import keda_values
 from components.serving import builders, scaling
 from components.serving.scaling import MetricSample, desired_replicas
+from config import versions
 from config.sharing import gpu_request
 from offline import harness, render
 from offline.mocks import unwrap_secrets
@@ -64,7 +64,9 @@ def test_every_core_object_passes_kubernetes_validate_strict(stack: str, dev_run
             continue
         doc = render.manifest(r)
         try:
-            kubernetes_validate.validate(unwrap_secrets(values(r)) if doc["kind"] == "Secret" else doc, "1.35", strict=True)
+            kubernetes_validate.validate(
+                unwrap_secrets(values(r)) if doc["kind"] == "Secret" else doc, versions.KUBERNETES_DEFAULT, strict=True
+            )
             checked += 1
         except kubernetes_validate.SchemaNotFoundError:
             assert "." in doc["apiVersion"].split("/")[0], f"{doc['kind']} should have a built-in schema"
@@ -77,7 +79,7 @@ def test_strict_validation_catches_a_typo() -> None:
     doc = builders.deployment(model, pool, hf_token=True)
     doc["spec"]["template"]["spec"]["terminationGracePeriod"] = 75
     with pytest.raises(kubernetes_validate.ValidationError):
-        kubernetes_validate.validate(doc, "1.35", strict=True)
+        kubernetes_validate.validate(doc, versions.KUBERNETES_DEFAULT, strict=True)
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
@@ -184,6 +186,24 @@ def test_replica_arithmetic_value_trigger_tolerance_and_clamp() -> None:
     assert desired_replicas(4, samples, 1, 12) == 12
     # and to min
     assert desired_replicas(4, [MetricSample("AverageValue", 0, 5)], 2, 12) == 2
+
+
+def test_ttft_guardrail_reads_zero_when_idle() -> None:
+    model = parse(stack_data("dev")).models[0]
+    labels = f'namespace="{model.name}", model_name="{model.name}", pod="a", engine="0"'
+    idle = [
+        {"series": f'vllm:time_to_first_token_seconds_bucket{{{labels}, le="1"}}', "values": "5x40"},
+        {"series": f'vllm:time_to_first_token_seconds_bucket{{{labels}, le="+Inf"}}', "values": "5x40"},
+    ]
+    tests = [
+        {
+            "interval": "15s",
+            "input_series": idle,
+            "promql_expr_test": [{"expr": scaling.ttft_query(model), "eval_time": "5m", "exp_samples": [{"labels": "{}", "value": 0}]}],
+        }
+    ]
+    result = promtool.test_rules([{"name": "none", "rules": []}], tests)
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_each_trigger_query_returns_exactly_one_sample() -> None:
@@ -400,7 +420,3 @@ def test_models_output(prod_run: harness.RunResult) -> None:
         "baseUrl": "https://qwen-2-5-7b.llm.internal.example.com/v1",
     }
     assert sorted(prod_run.outputs["models"]) == ["llama-3-1-8b", "llama-3-2-3b", "llama-3-3-70b", "qwen-2-5-7b"]
-
-
-def test_golden_folder_exists() -> None:
-    assert Path(GOLDEN).is_dir()

@@ -196,7 +196,7 @@ EXPECTED: dict[str, list[str]] = {
         "models[llama-3-1-8b].drain.terminationGracePeriodSeconds: 120 s is above ~110 s, but pool gpu-l4-a10g uses spot capacity, which gives a 2-minute notice; the drain cannot be honoured. Fix: lower it to 110 or less, or use an on-demand pool"
     ],
     "startup-budget-too-short": [
-        "models[llama-3-1-8b].startup.budgetSeconds: startup budget (120 s) is below the expected load time of 15 GiB of weights (~270 s); the kubelet would kill the pod before the model loads, in a crash loop. Fix: raise it to at least 270, or unset it"
+        "models[llama-3-1-8b].startup.budgetSeconds: startup budget (120 s) is below the expected load time of 15 GiB of checkpoint (~270 s); the kubelet would kill the pod before the model loads, in a crash loop. Fix: raise it to at least 270, or unset it"
     ],
     "tp-not-dividing": [
         "models[llama-3-1-8b].tensorParallelSize: tensorParallelSize (3) must divide the GPUs per node of pool gpu-l4-a10g (1); vLLM would fail at startup after a long image pull. Fix: use a tensorParallelSize that divides 1, or a pool with more GPUs per node",
@@ -240,13 +240,13 @@ EXPECTED: dict[str, list[str]] = {
         "ingress.certificateArn: is not set: monitoring is served over plain HTTP inside the VPC. Fix: set an ACM certificate ARN to serve HTTPS (HTTP then redirects)",
     ],
     "kubernetes-version": [
-        "cluster.kubernetesVersion: Kubernetes 1.28 is not one this program is tested with; the pinned Karpenter, KEDA and add-ons support 1.33, 1.34, 1.35. Fix: set cluster.kubernetesVersion to one of 1.33, 1.34, 1.35"
+        "cluster.kubernetesVersion: Kubernetes 1.28 is not one this program is tested with; the pinned Karpenter, KEDA and add-ons support 1.35. Fix: set cluster.kubernetesVersion to one of 1.35"
     ],
     "log-types-without-audit": [
         "cluster.logTypes: missing audit; without them there is no audit trail of who did what to the cluster. Fix: include api, audit and authenticator in cluster.logTypes"
     ],
     "managed-flag-in-extra-args": [
-        "models[llama-3-1-8b].extraArgs: --api-key may not be in extraArgs: API keys come from the apiKeys Pulumi secret and are mounted, never passed in args. Fix: remove --api-key"
+        "models[llama-3-1-8b].extraArgs: --api-key may not be in extraArgs: API keys come from the apiKeys Pulumi secret through a Kubernetes Secret (VLLM_API_KEY), never from args. Fix: remove --api-key"
     ],
     "revision-branch": [
         "models[llama-3-1-8b].revision: 'main' is not a pinned commit; a branch such as main can change the weights under a running fleet. Fix: use the 40-hex commit id shown on the model's Hugging Face 'Files' history"

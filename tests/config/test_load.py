@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from config import load as config_load
 from config.errors import ConfigError
 from offline import harness
@@ -109,6 +107,16 @@ def test_secrets_never_enter_the_model() -> None:
     assert api_keys == {"llama-3-1-8b": harness.PLACEHOLDER}
 
 
-@pytest.mark.parametrize("stack", ["dev", "prod"])
-def test_render_fills_exactly_the_required_secrets(stack: str) -> None:
-    assert harness.stack_input(stack).placeholders == ["grafanaAdminPassword", "hfToken"]
+def test_render_fills_exactly_the_required_secrets() -> None:
+    assert harness.stack_input("dev").placeholders == ["grafanaAdminPassword", "hfToken"]
+    # prod: every exposed model needs an API key
+    assert harness.stack_input("prod").placeholders == ["grafanaAdminPassword", "hfToken", "apiKeys"]
+
+
+def test_prod_requires_an_api_key_per_exposed_model() -> None:
+    found = problems("prod", drop=(f"{P}:apiKeys",))
+    assert found[0] == (
+        "apiKeys.llama-3-1-8b: is required: prod endpoints are reachable from the whole allow-list and the VPC, and vLLM "
+        "would serve them without a key. Fix: run `pulumi config set --secret --path 'apiKeys.llama-3-1-8b' <key>`"
+    )
+    assert len(found) == 4

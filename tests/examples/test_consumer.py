@@ -40,12 +40,17 @@ def test_consumer_wires_an_app_to_a_model(prod_run: harness.RunResult) -> None:
 
 
 def test_consumer_reads_only_keys_of_the_contract() -> None:
-    from config.outputs import keys
+    import re
+
+    from config.outputs import MODEL_FIELDS, keys
 
     text = (CONSUMER / "__main__.py").read_text()
-    used = {k for k in ("models", "kubeconfig", "clusterName") if f'require_output("{k}")' in text}
-    assert used == {"models", "kubeconfig", "clusterName"}
-    assert used <= set(keys())
+    outputs = set(re.findall(r'(?:require_output|get_output)\("([^"]+)"\)', text))
+    fields = set(re.findall(r'e\["([^"]+)"\]', text)) | set(re.findall(r'e\.get\("([^"]+)"\)', text))
+    assert outputs == {"models", "kubeconfig", "clusterName"}
+    assert outputs <= set(keys())
+    assert fields == {"url", "servedModelName", "baseUrl"}
+    assert fields <= set(MODEL_FIELDS)
 
 
 def test_unknown_model_fails_the_consumer(prod_run: harness.RunResult) -> None:
