@@ -25,7 +25,7 @@ def _ami_version(family: str, value: str) -> str:
     pattern, example = _AMI_PATTERNS[family]
     if value == "latest" or not pattern.match(value):
         raise _err(
-            f"{family}@{value} must be pinned to a release; @latest (or a malformed version) "
+            f"{family}@{value} must be pinned to a release; the latest alias (or a malformed version) "
             "drifts every GPU node on each AMI release and replaces them all at once",
             f"pin {family}@{example}",
         )

@@ -187,7 +187,7 @@ EXPECTED: dict[str, list[str]] = {
         "gpuPools[gpu-l4-a10g].disruption.budgets[0].nodes: '10 percent' is not a node count or percentage. Fix: write e.g. 1 or 10%"
     ],
     "ami-latest": [
-        "karpenter.amiVersions.al2023: al2023@latest must be pinned to a release; @latest (or a malformed version) drifts every GPU node on each AMI release and replaces them all at once. Fix: pin al2023@vYYYYMMDD, e.g. v20260930"
+        "karpenter.amiVersions.al2023: al2023@latest must be pinned to a release; the latest alias (or a malformed version) drifts every GPU node on each AMI release and replaces them all at once. Fix: pin al2023@vYYYYMMDD, e.g. v20260930"
     ],
     "grace-below-drain": [
         "models[llama-3-1-8b].drain: terminationGracePeriodSeconds (70) must exceed preStopSleepSeconds + shutdownTimeoutSeconds (15 + 60 = 75), or streams are SIGKILLed mid-response. Fix: raise terminationGracePeriodSeconds to at least 80"
