@@ -13,6 +13,7 @@ from config.types import Duration, DurationOrNever, K8sName, _err
 
 AmiFamily = Literal["al2023", "bottlerocket"]
 CapacityType = Literal["spot", "on-demand", "reserved"]
+GPU_TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
 
 _AMI_PATTERNS = {
     "al2023": (re.compile(r"^v[0-9]{8}$"), "vYYYYMMDD, e.g. " + versions.AL2023_AMI_VERSION),
@@ -248,6 +249,13 @@ class GpuPool(ConfigModel):
             if problems:
                 raise _err(problems[0], f"remove label {key} from the pool")
         return value
+
+    def node_taints(self) -> list[dict[str, str]]:
+        """Every taint the pool's nodes carry: nvidia.com/gpu=true:NoSchedule, then the pool's own."""
+        return [
+            dict(GPU_TAINT),
+            *({k: v for k, v in t.model_dump(by_alias=True).items() if v is not None} for t in self.taints),
+        ]
 
     def resolved_instance_types(self) -> list[catalog.InstanceType]:
         """Catalog instance types this pool can launch."""

@@ -40,7 +40,7 @@ RESERVED_NAMESPACES = {
 HPA_PREFIX = "keda-hpa-"
 
 
-def model_path(index: int, model: ModelConfig) -> str:
+def model_path(model: ModelConfig) -> str:
     return f"models[{model.name}]"
 
 
@@ -245,9 +245,9 @@ def rule_pool_catalog(cfg: StackConfig) -> Iterator[Problem]:
 
 def _models(cfg: StackConfig) -> Iterator[tuple[str, ModelConfig, GpuPool | None]]:
     """Models with their pool; the pool is None when missing or not usable (reported elsewhere)."""
-    for i, m in enumerate(cfg.models):
+    for m in cfg.models:
         pool = cfg.pool(m.pool)
-        yield model_path(i, m), m, pool if pool is not None and not catalog_problems(pool) else None
+        yield model_path(m), m, pool if pool is not None and not catalog_problems(pool) else None
 
 
 def rule_unique_names(cfg: StackConfig) -> Iterator[Problem]:
@@ -284,8 +284,8 @@ def rule_model_names(cfg: StackConfig) -> Iterator[Problem]:
 
 def rule_pools_exist(cfg: StackConfig) -> Iterator[Problem]:
     names = [p.name for p in cfg.gpu_pools]
-    for i, m in enumerate(cfg.models):
-        path = model_path(i, m)
+    for m in cfg.models:
+        path = model_path(m)
         if cfg.pool(m.pool) is None:
             yield Problem(
                 f"{path}.pool",
@@ -404,14 +404,6 @@ def rule_exposure(cfg: StackConfig) -> Iterator[Problem]:
                 yield Problem(f"ingress.allowedCidrs[{i}]", str(exc))
 
 
-def pool_taints(pool: GpuPool) -> list[dict[str, str]]:
-    """Every taint a pool's nodes carry: the GPU taint plus the pool's own."""
-    return [
-        {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"},
-        *({"key": t.key, "value": t.value or "", "effect": t.effect} for t in pool.taints),
-    ]
-
-
 def rule_gpu_operator(cfg: StackConfig) -> Iterator[Problem]:
     """The GPU operator must leave the AMI's driver alone and run on every GPU node."""
     extra = cfg.gpu_operator.extra_values
@@ -427,8 +419,8 @@ def rule_gpu_operator(cfg: StackConfig) -> Iterator[Problem]:
     if isinstance(daemonsets, dict) and "tolerations" in daemonsets:
         tolerations = daemonsets["tolerations"] if isinstance(daemonsets["tolerations"], list) else []
         for pool in cfg.gpu_pools:
-            for taint in uncovered(pool_taints(pool), tolerations):
-                shown = f"{taint['key']}={taint['value']}:{taint['effect']}" if taint["value"] else f"{taint['key']}:{taint['effect']}"
+            for taint in uncovered(pool.node_taints(), tolerations):
+                shown = f"{taint['key']}={taint['value']}:{taint['effect']}" if taint.get("value") else f"{taint['key']}:{taint['effect']}"
                 yield Problem(
                     "gpuOperator.extraValues.daemonsets.tolerations",
                     f"gpu NodePool '{pool.name}' taint {shown} is not tolerated by the GPU operator's daemonsets; "

@@ -59,16 +59,6 @@ def new_problems_after(mutate: Callable[[dict[str, Any]], object], stack: str = 
     return [p for p in problems_after(mutate, stack) if p not in baseline]
 
 
-def errors_after(mutate: Callable[[dict[str, Any]], object], stack: str = "dev") -> list[str]:
-    data = copy.deepcopy(stack_data(stack))
-    mutate(data)
-    try:
-        parse_stack_config(data)
-    except ConfigError as err:
-        return [str(p) for p in err.errors]
-    return []
-
-
 def shared_path(*parts: str) -> Path:
     """A file under ../shared/schemas (CI data); skip the test when it is absent."""
     path = SHARED.joinpath("schemas", *parts)

@@ -8,7 +8,6 @@ import yaml
 
 from components.cluster.builders import SYSTEM_NODE_LABEL
 from components.helm import deep_merge
-from components.karpenter.nodepools import pool_taints
 from config.gpu import GpuOperatorConfig, GpuPool
 
 DEVICE_PLUGIN_CONFIGMAP = "device-plugin-config"
@@ -20,7 +19,7 @@ def tolerations(pools: list[GpuPool]) -> list[dict[str, str]]:
     """One Exists toleration per distinct (taint key, effect) of every GPU pool."""
     seen: dict[tuple[str, str], dict[str, str]] = {}
     for pool in pools:
-        for taint in pool_taints(pool):
+        for taint in pool.node_taints():
             seen.setdefault((taint["key"], taint["effect"]), {"key": taint["key"], "operator": "Exists", "effect": taint["effect"]})
     return [seen[k] for k in sorted(seen)]
 

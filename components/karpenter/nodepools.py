@@ -6,7 +6,6 @@ from typing import Any
 
 from config.gpu import GpuPool, KarpenterConfig
 
-GPU_TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
 POOL_LABEL = "llm-platform.io/gpu-pool"
 SHARING_LABEL = "llm-platform.io/gpu-sharing"
 DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
@@ -40,10 +39,6 @@ def pool_labels(pool: GpuPool, family: str = "al2023") -> dict[str, str]:
     if pool.sharing.mig:
         labels[MIG_CONFIG_LABEL] = mig_config_name(pool.sharing.mig.profile)
     return {**labels, **pool.labels}
-
-
-def pool_taints(pool: GpuPool) -> list[dict[str, str]]:
-    return [GPU_TAINT, *({k: v for k, v in t.model_dump(by_alias=True).items() if v is not None} for t in pool.taints)]
 
 
 def ec2_node_class(
@@ -134,7 +129,7 @@ def node_pool(pool: GpuPool, karpenter: KarpenterConfig) -> dict[str, Any]:
                     "name": node_class_name(ami_family(pool, karpenter)),
                 },
                 "requirements": requirements(pool),
-                "taints": pool_taints(pool),
+                "taints": pool.node_taints(),
                 "expireAfter": d.expire_after,
                 "terminationGracePeriod": d.termination_grace_period,
             },

@@ -6,12 +6,11 @@ import math
 from typing import Any
 
 from components.k8s_objects import namespace_manifest
-from components.karpenter.nodepools import POOL_LABEL, pool_taints
+from components.karpenter.nodepools import POOL_LABEL
 from components.observability.builders import VLLM_APP_LABEL, VLLM_METRICS_PORT
 from config.gpu import GpuPool
 from config.models import ModelConfig
 from config.sharing import gpu_request
-from config.types import parse_quantity
 
 PORT = 8000
 RUN_AS = 10001
@@ -130,7 +129,7 @@ def deployment(model: ModelConfig, pool: GpuPool, hf_token: bool, api_key: bool 
                 "secret": {"secretName": HF_TOKEN_SECRET, "defaultMode": 0o440, "items": [{"key": "token", "path": "token"}]},
             }
         )
-    tolerations = [{"key": t["key"], "operator": "Exists", "effect": t["effect"]} for t in pool_taints(pool)]
+    tolerations = [{"key": t["key"], "operator": "Exists", "effect": t["effect"]} for t in pool.node_taints()]
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -256,7 +255,3 @@ def network_policies(model: ModelConfig, vpc_cidr: str, monitoring_namespace: st
         },
     }
     return [deny, vllm]
-
-
-def memory_bytes(quantity: str) -> float:
-    return parse_quantity(quantity)
