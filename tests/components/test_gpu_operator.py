@@ -63,7 +63,7 @@ def test_coverage_fails_for_an_uncovered_taint_and_generation_follows_new_taints
     data = stack_data("dev")
     data["gpuPools"][0]["taints"] = [{"key": "dedicated", "value": "llm", "effect": "NoSchedule"}]
     pool = parse(data).gpu_pools[0]
-    taints = nodepools.pool.node_taints()
+    taints = pool.node_taints()
     upstream_default = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
     assert uncovered(taints, upstream_default) == [{"key": "dedicated", "value": "llm", "effect": "NoSchedule"}]
     assert uncovered(taints, builders.tolerations([pool])) == []
