@@ -1,59 +1,33 @@
-"""IAM policy documents shared by components (pure: dicts in, dicts out)."""
+"""IAM resources more than one component creates the same way."""
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+import json
 
-PolicyDocument = dict[str, Any]
+import pulumi
+import pulumi_aws as aws
 
-
-def ec2_trust_policy(partition_dns_suffix: str = "amazonaws.com") -> PolicyDocument:
-    """Trust policy of a node role: EC2 instances assume it."""
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Effect": "Allow",
-                "Principal": {"Service": f"ec2.{partition_dns_suffix}"},
-                "Action": "sts:AssumeRole",
-            }
-        ],
-    }
+from builders.iam import ec2_trust_policy
+from config.conventions import NODE_ROLE_POLICIES, managed_policy_arn
 
 
-def pod_identity_trust_policy() -> PolicyDocument:
-    """Trust policy of a role assumed through EKS Pod Identity (AssumeRole and TagSession)."""
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Effect": "Allow",
-                "Principal": {"Service": "pods.eks.amazonaws.com"},
-                "Action": ["sts:AssumeRole", "sts:TagSession"],
-            }
-        ],
-    }
+def node_role(
+    name: str, partition: pulumi.Output[str], tags: dict[str, str], parent: pulumi.Resource
+) -> tuple[aws.iam.Role, list[aws.iam.RolePolicyAttachment]]:
+    """A role EC2 nodes assume, with the managed policies every node role gets.
 
-
-def irsa_trust_policy(oidc_provider_arn: str, oidc_issuer: str, namespace: str, service_account: str) -> PolicyDocument:
-    """Trust policy of a role assumed through IRSA, scoped to one service account."""
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Effect": "Allow",
-                "Principal": {"Federated": oidc_provider_arn},
-                "Action": "sts:AssumeRoleWithWebIdentity",
-                "Condition": {
-                    "StringEquals": {
-                        f"{oidc_issuer}:sub": f"system:serviceaccount:{namespace}:{service_account}",
-                        f"{oidc_issuer}:aud": "sts.amazonaws.com",
-                    }
-                },
-            }
-        ],
-    }
-
-
-def managed_policy_arn(partition: str, name: str) -> str:
-    return f"arn:{partition}:iam::aws:policy/{name}"
+    The role is named `name`, each attachment `<name>-<policy>` (lowercase, '_' as '-').
+    """
+    opts = pulumi.ResourceOptions(parent=parent)
+    role = aws.iam.Role(name, assume_role_policy=json.dumps(ec2_trust_policy()), tags=tags, opts=opts)
+    attachments = [
+        aws.iam.RolePolicyAttachment(
+            f"{name}-{policy.lower().replace('_', '-')}",
+            role=role.name,
+            policy_arn=partition.apply(functools.partial(managed_policy_arn, name=policy)),
+            opts=opts,
+        )
+        for policy in NODE_ROLE_POLICIES
+    ]
+    return role, attachments

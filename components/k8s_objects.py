@@ -34,21 +34,3 @@ def create(name: str, manifest: dict[str, Any], opts: pulumi.ResourceOptions) ->
         return resource
     metadata = body.pop("metadata")
     return k8s.apiextensions.CustomResource(name, api_version=api_version, kind=kind, metadata=metadata, opts=opts, **body)
-
-
-def namespace_manifest(name: str, enforce: str, audit: str | None = None, labels: dict[str, str] | None = None) -> dict[str, Any]:
-    """A Namespace with Pod Security admission labels (warn and audit default to the enforce level)."""
-    level = audit or enforce
-    return {
-        "apiVersion": "v1",
-        "kind": "Namespace",
-        "metadata": {
-            "name": name,
-            "labels": {
-                "pod-security.kubernetes.io/enforce": enforce,
-                "pod-security.kubernetes.io/audit": level,
-                "pod-security.kubernetes.io/warn": level,
-                **(labels or {}),
-            },
-        },
-    }

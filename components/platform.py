@@ -6,6 +6,8 @@ from typing import Any
 
 import pulumi
 
+from builders.network import node_subnet_selector_terms
+from builders.observability.rules import ModelWatch
 from components.cluster import Cluster, ClusterArgs
 from components.gpu_operator import GpuOperator, GpuOperatorArgs
 from components.ingress import LoadBalancerController, LoadBalancerControllerArgs
@@ -13,16 +15,16 @@ from components.karpenter import Karpenter, KarpenterArgs
 from components.keda import Keda, KedaArgs
 from components.network import Network, NetworkArgs
 from components.observability import Observability, ObservabilityArgs
-from components.observability.rules import ModelWatch
 from components.serving import VllmModel, VllmModelArgs
+from config.conventions import platform_tags
+from config.exposure import exposed_models, exposure
 from config.load import Secrets
-from config.network import ExistingVpc
 from config.stack import StackConfig
 
 
 def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
     """Create every component of the platform; return the stack outputs (the contract)."""
-    tags = {"llm-platform/cluster": cfg.cluster.name, "llm-platform/environment": cfg.environment, **cfg.tags}
+    tags = platform_tags(cfg.cluster.name, cfg.environment, cfg.tags)
     network = Network(
         "network",
         NetworkArgs(config=cfg.network, cluster_name=cfg.cluster.name, region=cfg.region, tags=tags),
@@ -38,11 +40,6 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
             tags=tags,
         ),
     )
-    subnet_terms: list[dict[str, Any]]
-    if isinstance(cfg.network, ExistingVpc):
-        subnet_terms = [{"id": subnet} for subnet in cfg.network.private_subnet_ids]
-    else:
-        subnet_terms = [{"tags": {"karpenter.sh/discovery": cfg.cluster.name}}]
     karpenter = Karpenter(
         "karpenter",
         KarpenterArgs(
@@ -50,7 +47,7 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
             pools=list(cfg.gpu_pools),
             cluster_name=cluster.cluster_name,
             cluster_security_group_id=cluster.cluster_security_group_id,
-            subnet_selector_terms=subnet_terms,
+            subnet_selector_terms=node_subnet_selector_terms(cfg.network, cfg.cluster.name),
             oidc_provider_arn=cluster.oidc_provider_arn,
             oidc_issuer=cluster.oidc_issuer,
             region=cfg.region,
@@ -76,10 +73,8 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
         opts=pulumi.ResourceOptions(depends_on=[cluster]),
     )
     keda = Keda("keda", KedaArgs(config=cfg.keda, provider=cluster.provider), opts=pulumi.ResourceOptions(depends_on=[observability]))
-    vpc_cidr = cfg.network.vpc_cidr if isinstance(cfg.network, ExistingVpc) else cfg.network.cidr
-    exposed = [m for m in cfg.models if m.expose]
     controller = None
-    if exposed:
+    if exposed_models(cfg):
         controller = LoadBalancerController(
             "alb-controller",
             LoadBalancerControllerArgs(
@@ -96,6 +91,7 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
     for model in cfg.models:
         pool = cfg.pool(model.pool)
         assert pool is not None  # validated
+        exposed = exposure(cfg, model).exposed
         served = VllmModel(
             f"model-{model.name}",
             VllmModelArgs(
@@ -103,12 +99,12 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
                 pool=pool,
                 prometheus_url=observability.prometheus_url,
                 hf_token=secrets.hf_token if model.gated else None,
-                vpc_cidr=vpc_cidr,
+                vpc_cidr=cfg.vpc_cidr,
                 monitoring_namespace=cfg.observability.namespace,
                 provider=cluster.provider,
                 api_key=secrets.api_keys.get(model.name),
-                ingress=cfg.ingress if model.expose else None,
-                ingress_after=[controller.release] if controller is not None and model.expose else [],
+                ingress=cfg.ingress if exposed else None,
+                ingress_after=[controller.release] if controller is not None and exposed else [],
             ),
             opts=pulumi.ResourceOptions(depends_on=[gpu_operator, keda, observability, karpenter.node_pools[pool.name]]),
         )

@@ -9,7 +9,7 @@ from pydantic import Field, field_validator, model_validator
 
 from config import catalog, versions
 from config.base import ConfigModel
-from config.types import PrincipalArn, PublicCidr, RoleArn, _err
+from config.types import PrincipalArn, PublicCidr, RoleArn, config_error
 
 LogType = Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]
 REQUIRED_LOG_TYPES = ("api", "audit", "authenticator")
@@ -37,22 +37,22 @@ class Endpoint(ConfigModel):
     @model_validator(mode="after")
     def _coherent(self) -> Endpoint:
         if self.public and not self.public_cidrs:
-            raise _err(
+            raise config_error(
                 "publicCidrs is empty while public=true; EKS would accept API calls from 0.0.0.0/0",
                 "list your egress CIDRs in cluster.endpoint.publicCidrs, or set cluster.endpoint.public=false",
             )
         if self.public_cidrs and not self.public:
-            raise _err(
+            raise config_error(
                 "publicCidrs is set but public=false, so the list would be ignored silently",
                 "remove cluster.endpoint.publicCidrs, or set cluster.endpoint.public=true",
             )
         if not self.private and not self.public:
-            raise _err(
+            raise config_error(
                 "both the private and the public endpoint are off; nothing could reach the API server",
                 "set cluster.endpoint.private=true",
             )
         if self.public and not self.private:
-            raise _err(
+            raise config_error(
                 "private=false while the public endpoint is restricted by CIDRs; nodes inside "
                 "the VPC could not reach the API server and would never join",
                 "set cluster.endpoint.private=true",
@@ -74,7 +74,7 @@ class AccessGrant(ConfigModel):
     @model_validator(mode="after")
     def _scope(self) -> AccessGrant:
         if self.policy == "ClusterAdmin" and self.namespaces:
-            raise _err(
+            raise config_error(
                 "ClusterAdmin cannot be scoped to namespaces",
                 "use policy Admin for namespace-scoped administration, or drop namespaces",
             )
@@ -100,7 +100,7 @@ class SystemNodeGroup(ConfigModel):
         cpu = sorted(t.name for t in catalog.cpu_instance_types())
         unknown = [t for t in value if t not in cpu]
         if unknown:
-            raise _err(
+            raise config_error(
                 f"{', '.join(unknown)} not among the catalog's CPU types, so the cost floor cannot be computed",
                 f"use one of {', '.join(cpu)} (or add it to config/catalog.py with its price source)",
             )
@@ -109,7 +109,7 @@ class SystemNodeGroup(ConfigModel):
     @model_validator(mode="after")
     def _sizes(self) -> SystemNodeGroup:
         if not self.min_size <= self.desired_size <= self.max_size:
-            raise _err(
+            raise config_error(
                 f"sizes must satisfy minSize <= desiredSize <= maxSize (got {self.min_size}, {self.desired_size}, {self.max_size})",
                 "adjust the three sizes",
             )
@@ -147,13 +147,13 @@ class ClusterConfig(ConfigModel):
     @classmethod
     def _name(cls, value: str) -> str:
         if len(value) > CLUSTER_NAME_MAX:
-            raise _err(
+            raise config_error(
                 f"'{value}' is {len(value)} characters; derived IAM role names such as "
                 f"KarpenterNodeRole-<cluster> would exceed 64 characters",
                 f"use at most {CLUSTER_NAME_MAX} characters",
             )
         if not _CLUSTER_NAME.match(value):
-            raise _err(
+            raise config_error(
                 f"'{value}' is not a valid cluster name here",
                 "use lowercase letters, digits and '-', starting with a letter",
             )
@@ -163,7 +163,7 @@ class ClusterConfig(ConfigModel):
     @classmethod
     def _version(cls, value: str) -> str:
         if value not in versions.KUBERNETES_VERSIONS:
-            raise _err(
+            raise config_error(
                 f"Kubernetes {value} is not one this program is tested with; the pinned "
                 "Karpenter, KEDA and add-ons support " + ", ".join(versions.KUBERNETES_VERSIONS),
                 f"set cluster.kubernetesVersion to one of {', '.join(versions.KUBERNETES_VERSIONS)}",
@@ -175,7 +175,7 @@ class ClusterConfig(ConfigModel):
     def _logs(cls, value: list[str]) -> list[str]:
         missing = [t for t in REQUIRED_LOG_TYPES if t not in value]
         if missing:
-            raise _err(
+            raise config_error(
                 f"missing {', '.join(missing)}; without them there is no audit trail of who did what to the cluster",
                 "include api, audit and authenticator in cluster.logTypes",
             )

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from config import catalog
-from config.gpu import GpuPool
+from config import capacity, catalog
+from config.gpu_pools import GpuPool
 from config.models import ModelConfig
-from config.rules import _gpu_types_for, gpus_per_replica
 from config.stack import StackConfig
 
 
@@ -58,9 +57,8 @@ class CostSummary:
 
 def replica_hour(model: ModelConfig, pool: GpuPool) -> tuple[float, float, str]:
     """Lowest and highest hourly cost of one replica across the pool's types, and the GPU it gets."""
-    hosts = _gpu_types_for(model, pool) or pool.resolved_instance_types()
-    share = gpus_per_replica(model, pool)
-    costs = [t.price_per_hour * share / t.gpu_count for t in hosts]
+    hosts = capacity.replica_hosts(model, pool) or pool.resolved_instance_types()
+    costs = capacity.replica_hour_prices(model, pool)
     gpus = sorted({t.gpu.model for t in hosts if t.gpu})
     label = ", ".join(gpus)
     if pool.sharing.mig:

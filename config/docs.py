@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from config.load import PROJECT, SECRET_KEYS
+from config.conventions import PROJECT, SECRET_KEYS
 from config.outputs import OUTPUTS
 from config.stack import StackConfig
 

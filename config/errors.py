@@ -20,6 +20,11 @@ Severity = Literal["error", "warning"]
 
 # Lists whose entries are named: their paths use the entry's name instead of its index.
 NAMED_LISTS = ("models", "gpuPools")
+# Keys earlier releases accepted that now have one home elsewhere: the reason replaces "unknown key".
+RETIRED_KEYS = {
+    "version": "chart versions are pinned by the program (config/versions.py), not by the stack file",
+    "controllerVersion": "chart versions are pinned by the program (config/versions.py), not by the stack file",
+}
 # Discriminated unions: their tag appears in pydantic's loc and is dropped from the path.
 _UNION_TAGS = {"network": ("new", "existing")}
 
@@ -157,6 +162,8 @@ def _message(root: type[BaseModel], error: Any) -> str:
     ctx = error.get("ctx") or {}
     if kind == "llm_config":
         return str(error["msg"])
+    if kind == "extra_forbidden" and loc and loc[-1] in RETIRED_KEYS:
+        return f"{RETIRED_KEYS[loc[-1]]}. Fix: remove the key (a version bump is a change to config/versions.py and its tests)"
     if kind == "extra_forbidden":
         return (
             f"unknown key{_did_you_mean(root, loc)}; it would otherwise be ignored silently. "

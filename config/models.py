@@ -10,7 +10,7 @@ from pydantic import Field, field_validator, model_validator
 from config import versions
 from config.base import ConfigModel
 from config.observability import Slo
-from config.types import Fraction, K8sName, Quantity, _err
+from config.types import Fraction, K8sName, Quantity, config_error
 
 _HF_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 _REVISION = re.compile(r"^[0-9a-f]{40}$")
@@ -39,9 +39,6 @@ MANAGED_FLAGS = {
     "--disable-log-stats": "it also disables the Prometheus metrics that KEDA scales on",
 }
 
-BYTES_PER_PARAMETER = {"none": None, "fp8": 1.0, "awq": 0.5, "gptq": 0.5}
-BYTES_PER_DTYPE = {"bfloat16": 2.0, "float16": 2.0}
-
 
 class Architecture(ConfigModel):
     """The model's shape, from its config.json; sizes the KV cache for the fit check."""
@@ -62,7 +59,7 @@ class Image(ConfigModel):
     @classmethod
     def _tag(cls, value: str) -> str:
         if value == "latest" or not _TAG.match(value):
-            raise _err(
+            raise config_error(
                 f"tag '{value}' is not pinned; `latest` changes under you, and a node pulling a new "
                 "vLLM release can change metric names and flags mid-rollout",
                 f"pin a release tag such as {versions.VLLM_IMAGE_TAG}, optionally with digest sha256:<64 hex>",
@@ -73,7 +70,7 @@ class Image(ConfigModel):
     @classmethod
     def _digest(cls, value: str | None) -> str | None:
         if value is not None and not _DIGEST.match(value):
-            raise _err(f"'{value}' is not an image digest", "write sha256:<64 lowercase hex>")
+            raise config_error(f"'{value}' is not an image digest", "write sha256:<64 lowercase hex>")
         return value
 
     @property
@@ -98,7 +95,7 @@ class Replicas(ConfigModel):
     @model_validator(mode="after")
     def _order(self) -> Replicas:
         if self.min > self.max:
-            raise _err(
+            raise config_error(
                 f"min ({self.min}) > max ({self.max}); KEDA's webhook would reject the ScaledObject",
                 "raise max or lower min",
             )
@@ -170,7 +167,7 @@ class Drain(ConfigModel):
     def _arithmetic(self) -> Drain:
         budget = self.pre_stop_sleep_seconds + self.shutdown_timeout_seconds
         if self.termination_grace_period_seconds <= budget:
-            raise _err(
+            raise config_error(
                 f"terminationGracePeriodSeconds ({self.termination_grace_period_seconds}) must exceed "
                 f"preStopSleepSeconds + shutdownTimeoutSeconds ({self.pre_stop_sleep_seconds} + "
                 f"{self.shutdown_timeout_seconds} = {budget}), or streams are SIGKILLed mid-response",
@@ -188,11 +185,6 @@ class Startup(ConfigModel):
         description="Seconds the startupProbe allows; unset: derived from the weights size (120 s + 10 s per GiB).",
     )
     period_seconds: int = Field(default=10, ge=1, le=60, description="startupProbe period.")
-
-
-def expected_load_seconds(model: ModelConfig) -> int:
-    """A conservative load-time estimate: 120 s to start plus 10 s per GiB of checkpoint."""
-    return 120 + 10 * round(model.checkpoint_gib)
 
 
 class ModelConfig(ConfigModel):
@@ -235,14 +227,14 @@ class ModelConfig(ConfigModel):
     @classmethod
     def _hf_id(cls, value: str) -> str:
         if not _HF_ID.match(value):
-            raise _err(f"'{value}' is not a Hugging Face repository id", "write <org>/<name>")
+            raise config_error(f"'{value}' is not a Hugging Face repository id", "write <org>/<name>")
         return value
 
     @field_validator("revision")
     @classmethod
     def _revision(cls, value: str) -> str:
         if not _REVISION.match(value):
-            raise _err(
+            raise config_error(
                 f"'{value}' is not a pinned commit; a branch such as main can change the weights under a running fleet",
                 "use the 40-hex commit id shown on the model's Hugging Face 'Files' history",
             )
@@ -254,47 +246,16 @@ class ModelConfig(ConfigModel):
         for arg in value:
             flag = arg.split("=", 1)[0]
             if flag in MANAGED_FLAGS:
-                raise _err(f"{flag} may not be in extraArgs: {MANAGED_FLAGS[flag]}", f"remove {flag}")
+                raise config_error(f"{flag} may not be in extraArgs: {MANAGED_FLAGS[flag]}", f"remove {flag}")
         return value
 
     @model_validator(mode="after")
     def _scale_to_zero(self) -> ModelConfig:
         if self.replicas.min == 0:
-            raise _err(
+            raise config_error(
                 "replicas.min is 0 but every trigger reads vLLM metrics, which vanish with the last "
                 "pod, so KEDA could never activate the model again (no signal that exists at zero "
                 "pods, such as a gateway's request count, is wired here)",
                 "keep replicas.min >= 1",
             )
         return self
-
-    @property
-    def weights_bytes_per_parameter(self) -> float:
-        q = BYTES_PER_PARAMETER[self.quantization]
-        return q if q is not None else BYTES_PER_DTYPE[self.dtype]
-
-    @property
-    def weights_gib(self) -> float:
-        return self.parameters_billions * 1e9 * self.weights_bytes_per_parameter / 2**30
-
-    @property
-    def checkpoint_gib(self) -> float:
-        """What is downloaded and cached: online fp8 reads the full-precision checkpoint."""
-        per_parameter = 0.5 if self.quantization in ("awq", "gptq") else BYTES_PER_DTYPE[self.dtype]
-        return self.parameters_billions * 1e9 * per_parameter / 2**30
-
-    @property
-    def kv_bytes_per_token(self) -> float:
-        kv_bytes = 1.0 if self.kv_cache_dtype == "fp8" else BYTES_PER_DTYPE[self.dtype]
-        a = self.architecture
-        return 2 * a.num_layers * a.num_kv_heads * a.head_dim * kv_bytes
-
-    @property
-    def kv_gib_per_sequence(self) -> float:
-        return self.kv_bytes_per_token * self.max_model_len / 2**30
-
-    @property
-    def startup_budget_seconds(self) -> int:
-        if self.startup.budget_seconds is not None:
-            return self.startup.budget_seconds
-        return expected_load_seconds(self)

@@ -7,37 +7,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 
-from config import catalog
+from config import capacity, catalog
+from config.capacity import ALLOCATABLE_CPU, ALLOCATABLE_MEMORY, OVERHEAD_GIB_PER_GPU
+from config.conventions import HPA_PREFIX, K8S_NAME_MAX, hpa_name, reserved_namespaces
 from config.errors import Problem
-from config.gpu import GpuPool
-from config.models import ModelConfig, expected_load_seconds
+from config.exposure import exposed_models
+from config.gpu_pools import GpuPool
+from config.models import ModelConfig
 from config.network import NewVpc
 from config.scheduling import uncovered
 from config.stack import StackConfig
-from config.types import _public_cidr, parse_quantity
+from config.types import public_cidr
 
-# Per-GPU memory vLLM needs beside weights and KV cache: CUDA context, activation peak,
-# CUDA graphs. An estimate; it errs on the side of rejecting configs that barely fit.
-OVERHEAD_GIB_PER_GPU = 1.5
 # A Spot interruption gives two minutes' notice; the drain must finish inside it.
 SPOT_MAX_GRACE_SECONDS = 110
-# Share of a node's CPU and memory a pod can actually get (kubelet, system reserve, daemonsets).
-ALLOCATABLE_CPU = 0.9
-ALLOCATABLE_MEMORY = 0.85
-# Namespaces the platform owns: a model cannot be named like them.
-RESERVED_NAMESPACES = {
-    "default",
-    "kube-system",
-    "kube-public",
-    "kube-node-lease",
-    "monitoring",
-    "keda",
-    "gpu-operator",
-    "karpenter",
-}
-HPA_PREFIX = "keda-hpa-"
 
 
 def model_path(model: ModelConfig) -> str:
@@ -46,50 +30,6 @@ def model_path(model: ModelConfig) -> str:
 
 def pool_path(pool: GpuPool) -> str:
     return f"gpuPools[{pool.name}]"
-
-
-@dataclass(frozen=True)
-class Device:
-    """What one replica gets per tensor-parallel rank: a GPU, a time-slice of one, or a MIG slice."""
-
-    description: str
-    gib: float
-
-
-def device_for(pool: GpuPool, instance: catalog.InstanceType) -> Device:
-    gpu = instance.gpu
-    assert gpu is not None
-    if pool.sharing.mig:
-        profile = pool.sharing.mig.profile
-        return Device(f"MIG {profile} slice of {gpu.model}", gpu.mig_profile_gib(profile))
-    return Device(gpu.model, gpu.memory_gib)
-
-
-def required_gib_per_device(model: ModelConfig) -> float:
-    tp = model.tensor_parallel_size
-    return (model.weights_gib + model.kv_gib_per_sequence) / tp + OVERHEAD_GIB_PER_GPU
-
-
-def _fits_instance(model: ModelConfig, instance: catalog.InstanceType, tp: int) -> bool:
-    if instance.gpu is None or instance.gpu_count < tp or instance.gpu_count % tp:
-        return False
-    need = (model.weights_gib + model.kv_gib_per_sequence) / tp + OVERHEAD_GIB_PER_GPU
-    return need <= instance.gpu.memory_gib * model.gpu_memory_utilization
-
-
-def smallest_fitting_instance(model: ModelConfig) -> tuple[catalog.InstanceType, int] | None:
-    """The cheapest catalog instance (and tensor-parallel size) on which the model fits whole GPUs."""
-    for instance in sorted(catalog.gpu_instance_types(), key=lambda t: t.price_per_hour):
-        for tp in (1, 2, 4, 8):
-            if _fits_instance(model, instance, tp):
-                return instance, tp
-    return None
-
-
-def _gpu_types_for(model: ModelConfig, pool: GpuPool) -> list[catalog.InstanceType]:
-    """Pool instance types that can host one replica's GPUs."""
-    tp = model.tensor_parallel_size
-    return [t for t in pool.resolved_instance_types() if t.gpu_count >= tp and t.gpu_count % tp == 0]
 
 
 def check_fit(path: str, model: ModelConfig, pool: GpuPool) -> Iterator[Problem]:
@@ -103,8 +43,8 @@ def check_fit(path: str, model: ModelConfig, pool: GpuPool) -> Iterator[Problem]
             "tensorParallelSize 1, or move the model to a pool of whole GPUs",
         )
         return
-    hosts = _gpu_types_for(model, pool)
-    if not hosts:
+    device = capacity.smallest_device(model, pool)
+    if device is None:
         counts = sorted({t.gpu_count for t in types})
         yield Problem(
             f"{path}.tensorParallelSize",
@@ -113,12 +53,11 @@ def check_fit(path: str, model: ModelConfig, pool: GpuPool) -> Iterator[Problem]
             f"Fix: use a tensorParallelSize that divides {counts[-1]}, or a pool with more GPUs per node",
         )
         return
-    device = min((device_for(pool, t) for t in hosts), key=lambda d: d.gib)
     util = model.gpu_memory_utilization
-    need = required_gib_per_device(model)
-    have = device.gib * util
+    need = capacity.required_gib_per_device(model)
+    have = capacity.usable_gib(model, device)
     if need > have:
-        suggestion = smallest_fitting_instance(model)
+        suggestion = capacity.smallest_fitting_instance(model)
         if suggestion:
             inst, stp = suggestion
             assert inst.gpu is not None
@@ -130,8 +69,8 @@ def check_fit(path: str, model: ModelConfig, pool: GpuPool) -> Iterator[Problem]
         yield Problem(
             path,
             f"does not fit pool {pool.name}: needs {need:.1f} GiB per {device.description} "
-            f"(weights {model.weights_gib:.1f} GiB + KV cache for one {model.max_model_len}-token "
-            f"sequence {model.kv_gib_per_sequence:.1f} GiB, over tensorParallelSize {tp}, + "
+            f"(weights {capacity.weights_gib(model):.1f} GiB + KV cache for one {model.max_model_len}-token "
+            f"sequence {capacity.kv_gib_per_sequence(model):.1f} GiB, over tensorParallelSize {tp}, + "
             f"{OVERHEAD_GIB_PER_GPU} GiB overhead), but has {have:.1f} GiB ({device.gib:.1f} GiB x "
             f"gpuMemoryUtilization {util}); vLLM would fail at startup. Fix: raise "
             f"tensorParallelSize, quantize, shorten maxModelLen, or use another pool: {smallest}",
@@ -149,11 +88,8 @@ def check_fit(path: str, model: ModelConfig, pool: GpuPool) -> Iterator[Problem]
 
 
 def check_node_room(path: str, model: ModelConfig, pool: GpuPool) -> Iterator[Problem]:
-    hosts = _gpu_types_for(model, pool) or pool.resolved_instance_types()
-    cpu = parse_quantity(model.resources.cpu)
-    mem_gib = parse_quantity(model.resources.memory) / 2**30
-    room = [t for t in hosts if t.vcpus * ALLOCATABLE_CPU >= cpu and t.memory_gib * ALLOCATABLE_MEMORY >= mem_gib]
-    if not room:
+    if not capacity.node_room(model, pool):
+        hosts = capacity.replica_hosts(model, pool) or pool.resolved_instance_types()
         biggest = max(hosts, key=lambda t: (t.memory_gib, t.vcpus))
         yield Problem(
             f"{path}.resources",
@@ -162,20 +98,6 @@ def check_node_room(path: str, model: ModelConfig, pool: GpuPool) -> Iterator[Pr
             f"of which about {ALLOCATABLE_CPU:.0%} / {ALLOCATABLE_MEMORY:.0%} is allocatable); the pods "
             "would stay Pending. Fix: lower resources or add larger instance types to the pool",
         )
-
-
-def gpus_per_replica(model: ModelConfig, pool: GpuPool) -> float:
-    """Physical GPUs one replica occupies (fractions for shared GPUs)."""
-    if pool.sharing.time_slicing:
-        return 1 / pool.sharing.time_slicing.replicas
-    if pool.sharing.mig:
-        hosts = pool.resolved_instance_types()
-        gpu = hosts[0].gpu
-        assert gpu is not None
-        profile = gpu.mig_profile(pool.sharing.mig.profile)
-        assert profile is not None
-        return 1 / profile.max_per_gpu
-    return float(model.tensor_parallel_size)
 
 
 def catalog_problems(pool: GpuPool) -> list[Problem]:
@@ -266,19 +188,20 @@ def rule_unique_names(cfg: StackConfig) -> Iterator[Problem]:
 
 
 def rule_model_names(cfg: StackConfig) -> Iterator[Problem]:
+    reserved = reserved_namespaces(cfg)
     for path, m, _ in _models(cfg):
-        if m.name in RESERVED_NAMESPACES:
+        if m.name in reserved:
             yield Problem(
                 f"{path}.name",
                 f"'{m.name}' is a namespace the platform or Kubernetes owns, and each model gets a "
                 "namespace of its own name. Fix: choose another name",
             )
-        hpa = HPA_PREFIX + m.name
-        if len(hpa) > 63:
+        hpa = hpa_name(m.name)
+        if len(hpa) > K8S_NAME_MAX:
             yield Problem(
                 f"{path}.name",
                 f"name too long: KEDA names the HPA {hpa[:20]}... ({len(hpa)} characters), which must "
-                f"be at most 63. Fix: use at most {63 - len(HPA_PREFIX)} characters",
+                f"be at most {K8S_NAME_MAX}. Fix: use at most {K8S_NAME_MAX - len(HPA_PREFIX)} characters",
             )
 
 
@@ -315,12 +238,12 @@ def rule_spot_drain(cfg: StackConfig) -> Iterator[Problem]:
 
 def rule_startup_budget(cfg: StackConfig) -> Iterator[Problem]:
     for path, m, _ in _models(cfg):
-        expected = expected_load_seconds(m)
+        expected = capacity.expected_load_seconds(m)
         if m.startup.budget_seconds is not None and m.startup.budget_seconds < expected:
             yield Problem(
                 f"{path}.startup.budgetSeconds",
                 f"startup budget ({m.startup.budget_seconds} s) is below the expected load time of "
-                f"{m.checkpoint_gib:.0f} GiB of checkpoint (~{expected} s); the kubelet would kill the pod "
+                f"{capacity.checkpoint_gib(m):.0f} GiB of checkpoint (~{expected} s); the kubelet would kill the pod "
                 f"before the model loads, in a crash loop. Fix: raise it to at least {expected}, or unset it",
             )
 
@@ -330,8 +253,8 @@ def rule_gpu_limits(cfg: StackConfig) -> Iterator[Problem]:
         on_pool = [m for m in cfg.models if m.pool == pool.name]
         if not on_pool or catalog_problems(pool):
             continue
-        at_min = sum(m.replicas.min * gpus_per_replica(m, pool) for m in on_pool)
-        at_max = sum(m.replicas.max * gpus_per_replica(m, pool) for m in on_pool)
+        at_min = sum(m.replicas.min * capacity.gpus_per_replica(m, pool) for m in on_pool)
+        at_max = sum(m.replicas.max * capacity.gpus_per_replica(m, pool) for m in on_pool)
         if at_min > pool.gpu_limit:
             yield Problem(
                 f"{pool_path(pool)}.gpuLimit",
@@ -380,7 +303,7 @@ def rule_pool_capacity(cfg: StackConfig) -> Iterator[Problem]:
 
 
 def rule_exposure(cfg: StackConfig) -> Iterator[Problem]:
-    exposed = [m.name for m in cfg.models if m.expose]
+    exposed = [m.name for m in exposed_models(cfg)]
     if exposed and cfg.ingress.certificate_arn is None:
         if cfg.is_prod:
             yield Problem(
@@ -399,7 +322,7 @@ def rule_exposure(cfg: StackConfig) -> Iterator[Problem]:
     if cfg.ingress.scheme == "internet-facing":
         for i, cidr in enumerate(cfg.ingress.allowed_cidrs):
             try:
-                _public_cidr(cidr)
+                public_cidr(cidr)
             except Exception as exc:  # pydantic's custom error carries the message
                 yield Problem(f"ingress.allowedCidrs[{i}]", str(exc))
 

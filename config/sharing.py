@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from config.gpu import GpuPool
+from config.capacity import pool_mig_profile
+from config.conventions import GPU_RESOURCE, mig_resource
+from config.gpu_pools import GpuPool
 from config.models import ModelConfig
-
-GPU = "nvidia.com/gpu"
 
 
 @dataclass(frozen=True)
@@ -23,28 +23,20 @@ class GpuRequest:
     count: int
 
 
-def mig_resource(profile: str) -> str:
-    """Resource name a MIG slice is advertised as under the `mixed` strategy."""
-    return f"nvidia.com/mig-{profile}"
-
-
 def gpu_request(model: ModelConfig, pool: GpuPool) -> GpuRequest:
     """What one replica of the model requests on the pool (requests equal limits)."""
     if pool.sharing.mig:
         return GpuRequest(mig_resource(pool.sharing.mig.profile), 1)
     if pool.sharing.time_slicing:
-        return GpuRequest(GPU, 1)  # one time-slice; tensor parallelism over slices is rejected earlier
-    return GpuRequest(GPU, model.tensor_parallel_size)
+        return GpuRequest(GPU_RESOURCE, 1)  # one time-slice; tensor parallelism over slices is rejected earlier
+    return GpuRequest(GPU_RESOURCE, model.tensor_parallel_size)
 
 
 def node_capacity(pool: GpuPool, gpu_count: int) -> dict[str, int]:
     """Extended resources a node of the pool with gpu_count physical GPUs offers once shared."""
     if pool.sharing.mig:
-        gpu = pool.resolved_instance_types()[0].gpu
-        assert gpu is not None
-        profile = gpu.mig_profile(pool.sharing.mig.profile)
-        assert profile is not None
+        profile = pool_mig_profile(pool)
         return {mig_resource(profile.name): gpu_count * profile.max_per_gpu}
     if pool.sharing.time_slicing:
-        return {GPU: gpu_count * pool.sharing.time_slicing.replicas}
-    return {GPU: gpu_count}
+        return {GPU_RESOURCE: gpu_count * pool.sharing.time_slicing.replicas}
+    return {GPU_RESOURCE: gpu_count}

@@ -8,14 +8,18 @@ from pydantic import Field, field_validator
 
 from config.base import ConfigModel
 from config.cluster import ClusterConfig
-from config.gpu import GpuOperatorConfig, GpuPool, KarpenterConfig
+from config.conventions import RESERVED_TAG_KEYS, RESERVED_TAG_PREFIXES
+from config.gpu_operator import GpuOperatorConfig
+from config.gpu_pools import GpuPool
+from config.ingress import IngressConfig
+from config.karpenter import KarpenterConfig
+from config.keda import KedaConfig
 from config.models import ModelConfig
-from config.network import NetworkConfig
-from config.observability import IngressConfig, KedaConfig, ObservabilityConfig
-from config.types import _err
+from config.network import ExistingVpc, NetworkConfig
+from config.observability import ObservabilityConfig
+from config.types import config_error
 
 Environment = Literal["dev", "staging", "prod"]
-RESERVED_TAG_PREFIXES = ("kubernetes.io/cluster", "karpenter.sh/", "karpenter.k8s.aws/", "aws:")
 
 
 class StackConfig(ConfigModel):
@@ -38,8 +42,8 @@ class StackConfig(ConfigModel):
     @classmethod
     def _tags(cls, value: dict[str, str]) -> dict[str, str]:
         for key in value:
-            if key.startswith(RESERVED_TAG_PREFIXES) or key == "eks:eks-cluster-name":
-                raise _err(
+            if key.startswith(RESERVED_TAG_PREFIXES) or key in RESERVED_TAG_KEYS:
+                raise config_error(
                     f"tag '{key}' is reserved: EKS and Karpenter set it themselves, and the EC2NodeClass CRD rejects it",
                     "remove it from tags",
                 )
@@ -57,3 +61,8 @@ class StackConfig(ConfigModel):
         if self.cluster.deletion_protection is not None:
             return self.cluster.deletion_protection
         return self.is_prod
+
+    @property
+    def vpc_cidr(self) -> str:
+        """The VPC's CIDR, new or existing."""
+        return self.network.vpc_cidr if isinstance(self.network, ExistingVpc) else self.network.cidr

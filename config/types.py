@@ -26,10 +26,14 @@ _DURATION = re.compile(r"^([0-9]+(s|m|h))+$")
 _PROM_DURATION = re.compile(r"^([0-9]+(ms|s|m|h|d|w|y))+$")
 _ROLE_ARN = re.compile(r"^arn:aws[a-zA-Z-]*:iam::[0-9]{12}:role/[\w+=,.@/-]{1,512}$")
 _ACM_ARN = re.compile(r"^arn:aws[a-zA-Z-]*:acm:[a-z0-9-]+:[0-9]{12}:certificate/[0-9a-f-]{36}$")
+_VPC_ID = re.compile(r"^vpc-[0-9a-f]{8,17}$")
+_SUBNET_ID = re.compile(r"^subnet-[0-9a-f]{8,17}$")
+_DNS_DOMAIN = re.compile(r"^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$")
 _PRINCIPAL_ARN = re.compile(r"^arn:aws[a-zA-Z-]*:(iam|sts)::[0-9]{12}:(role|user|assumed-role)/[\w+=,.@/-]+$")
 
 
-def _err(problem: str, fix: str) -> PydanticCustomError:
+def config_error(problem: str, fix: str) -> PydanticCustomError:
+    """A validation error in the house format: `<problem>. Fix: <fix>` (the path is added later)."""
     # Braces in user text would be read as format fields by pydantic-core; escape them.
     text = f"{problem}. Fix: {fix}".replace("{", "{{").replace("}", "}}")
     return PydanticCustomError("llm_config", text)
@@ -37,7 +41,7 @@ def _err(problem: str, fix: str) -> PydanticCustomError:
 
 def _dns_label(value: str) -> str:
     if len(value) > 63 or not _DNS_LABEL.match(value):
-        raise _err(
+        raise config_error(
             f"'{value}' is not a valid Kubernetes name; it becomes a namespace, Service and NodePool name, which must be a DNS-1123 label",
             "use lowercase letters, digits and '-', start with a letter, end with a letter or digit, at most 63 characters",
         )
@@ -53,7 +57,7 @@ def _quantity(value: str) -> str:
         m = re.match(r"^([0-9.]+)\s*([A-Za-z]+)$", value)
         if m and m.group(2) in _UNIT_TYPOS:
             hint = f" (did you mean '{m.group(1)}{_UNIT_TYPOS[m.group(2)]}'?)"
-        raise _err(
+        raise config_error(
             f"'{value}' is not a Kubernetes quantity{hint}; the API server would reject the "
             "object at apply time, after the preview looked fine",
             "write a quantity such as 24Gi, 512Mi, 4 or 500m",
@@ -63,7 +67,7 @@ def _quantity(value: str) -> str:
 
 def _duration(value: str) -> str:
     if not _DURATION.match(value):
-        raise _err(
+        raise config_error(
             f"'{value}' is not a duration Karpenter accepts (pattern <n>s|m|h, e.g. 90s, 10m, 24h)",
             "write e.g. 24h instead of 1d",
         )
@@ -76,7 +80,7 @@ def _duration_or_never(value: str) -> str:
 
 def _prom_duration(value: str) -> str:
     if not _PROM_DURATION.match(value):
-        raise _err(
+        raise config_error(
             f"'{value}' is not a Prometheus duration",
             "write e.g. 15d, 12h or 90m",
         )
@@ -85,11 +89,11 @@ def _prom_duration(value: str) -> str:
 
 def _prom_size(value: str) -> str:
     if not re.match(r"^[0-9]+(B|KB|MB|GB|TB|PB|EB)$", value):
-        raise _err(f"'{value}' is not a Prometheus size", "write e.g. 90GB or 500MB (Prometheus units, not Kubernetes Gi)")
+        raise config_error(f"'{value}' is not a Prometheus size", "write e.g. 90GB or 500MB (Prometheus units, not Kubernetes Gi)")
     return value
 
 
-def _public_cidr(value: str) -> str:
+def public_cidr(value: str) -> str:
     """A public IPv4 CIDR for an allow-list: no host bits, not RFC 1918, not 0.0.0.0/0.
 
     ipaddress.is_private is deliberately not used: it also rejects the TEST-NET ranges that
@@ -98,22 +102,22 @@ def _public_cidr(value: str) -> str:
     try:
         net = ipaddress.IPv4Network(value, strict=False)
     except ValueError:
-        raise _err(f"'{value}' is not an IPv4 CIDR", "write it as a.b.c.d/n, e.g. 203.0.113.0/24") from None
+        raise config_error(f"'{value}' is not an IPv4 CIDR", "write it as a.b.c.d/n, e.g. 203.0.113.0/24") from None
     if "/" not in value:
-        raise _err(f"'{value}' has no prefix length", f"write {value}/32 for a single address")
+        raise config_error(f"'{value}' has no prefix length", f"write {value}/32 for a single address")
     if str(net) != value:
-        raise _err(
+        raise config_error(
             f"'{value}' has host bits set (did you mean {net}?); AWS rejects such ranges",
             f"use {net}",
         )
     if net.prefixlen == 0:
-        raise _err(
+        raise config_error(
             f"'{value}' allows every address on the internet, which defeats the allow-list",
             "list the egress CIDRs of your offices, VPN or CI runners",
         )
     for reserved in _NON_PUBLIC:
         if net.subnet_of(reserved):
-            raise _err(
+            raise config_error(
                 f"'{value}' is inside the non-public range {reserved}; public "
                 "allow-lists take public CIDRs (traffic from inside the VPC uses private paths)",
                 "remove it, or list the public egress CIDR that this network leaves through",
@@ -137,16 +141,18 @@ _NON_PUBLIC = [
 ]
 
 
-def _vpc_cidr(value: str) -> str:
+def _network(value: str, example: str) -> ipaddress.IPv4Network:
     try:
-        net = ipaddress.IPv4Network(value, strict=True)
+        return ipaddress.IPv4Network(value, strict=True)
     except ValueError:
-        raise _err(
-            f"'{value}' is not a network CIDR (or has host bits set)",
-            "write e.g. 10.0.0.0/16",
-        ) from None
+        raise config_error(f"'{value}' is not a network CIDR (or has host bits set)", f"write e.g. {example}") from None
+
+
+def _vpc_cidr(value: str) -> str:
+    """A new VPC's CIDR: /16 to /20."""
+    net = _network(value, "10.0.0.0/16")
     if not 16 <= net.prefixlen <= 20:
-        raise _err(
+        raise config_error(
             f"'{value}' has prefix /{net.prefixlen}; a VPC CIDR must be /16 to /20 here so that "
             "every AZ gets public and private subnets with room for pod IPs",
             "use a /16 (recommended: GPU pods take VPC IPs through the VPC CNI) up to /20",
@@ -154,9 +160,26 @@ def _vpc_cidr(value: str) -> str:
     return value
 
 
+def _network_cidr(value: str) -> str:
+    """Any network CIDR (an existing VPC's)."""
+    _network(value, "10.0.0.0/16")
+    return value
+
+
+def _allowed_cidr(value: str) -> str:
+    """A client range of an allow-list: a network CIDR that is not every address."""
+    net = _network(value, "10.20.0.0/16")
+    if net.prefixlen == 0:
+        raise config_error(
+            f"'{value}' allows every address, which defeats the allow-list",
+            "list the client CIDRs that may call the models",
+        )
+    return value
+
+
 def _role_arn(value: str) -> str:
     if not _ROLE_ARN.match(value):
-        raise _err(
+        raise config_error(
             f"'{value}' is not an IAM role ARN",
             "write arn:aws:iam::<12-digit account>:role/<name>",
         )
@@ -165,7 +188,7 @@ def _role_arn(value: str) -> str:
 
 def _principal_arn(value: str) -> str:
     if not _PRINCIPAL_ARN.match(value):
-        raise _err(
+        raise config_error(
             f"'{value}' is not an IAM role or user ARN",
             "write arn:aws:iam::<12-digit account>:role/<name> (or :user/<name>)",
         )
@@ -174,10 +197,28 @@ def _principal_arn(value: str) -> str:
 
 def _acm_arn(value: str) -> str:
     if not _ACM_ARN.match(value):
-        raise _err(
+        raise config_error(
             f"'{value}' is not an ACM certificate ARN",
             "write arn:aws:acm:<region>:<account>:certificate/<uuid>",
         )
+    return value
+
+
+def _vpc_id(value: str) -> str:
+    if not _VPC_ID.match(value):
+        raise config_error(f"'{value}' is not a VPC id", "write vpc-<8 or 17 hex digits>")
+    return value
+
+
+def _subnet_id(value: str) -> str:
+    if not _SUBNET_ID.match(value):
+        raise config_error(f"'{value}' is not a subnet id", "write subnet-<8 or 17 hex digits>")
+    return value
+
+
+def _dns_domain(value: str) -> str:
+    if not _DNS_DOMAIN.match(value):
+        raise config_error(f"'{value}' is not a DNS domain", "write e.g. llm.example.com (lowercase, no scheme, no trailing dot)")
     return value
 
 
@@ -187,8 +228,13 @@ Duration = Annotated[str, AfterValidator(_duration)]
 DurationOrNever = Annotated[str, AfterValidator(_duration_or_never)]
 PromDuration = Annotated[str, AfterValidator(_prom_duration)]
 PromSize = Annotated[str, AfterValidator(_prom_size)]
-PublicCidr = Annotated[str, AfterValidator(_public_cidr)]
+PublicCidr = Annotated[str, AfterValidator(public_cidr)]
 VpcCidr = Annotated[str, AfterValidator(_vpc_cidr)]
+NetworkCidr = Annotated[str, AfterValidator(_network_cidr)]
+AllowedCidr = Annotated[str, AfterValidator(_allowed_cidr)]
+VpcId = Annotated[str, AfterValidator(_vpc_id)]
+SubnetId = Annotated[str, AfterValidator(_subnet_id)]
+DnsDomain = Annotated[str, AfterValidator(_dns_domain)]
 RoleArn = Annotated[str, AfterValidator(_role_arn)]
 PrincipalArn = Annotated[str, AfterValidator(_principal_arn)]
 AcmCertificateArn = Annotated[str, AfterValidator(_acm_arn)]

@@ -16,7 +16,11 @@ from pulumi.runtime import settings
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
-from config import load as config_load
+from config import secrets as stack_secrets
+from config import stack_file
+from config.conventions import API_KEYS, GRAFANA_ADMIN_PASSWORD, HF_TOKEN, PROJECT
+from config.errors import ConfigError
+from config.validate import parse_stack_config
 from offline.mocks import RecordingMocks, RecordingMonitor, Registration, redact
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -96,25 +100,31 @@ def stack_input(stack: str, path: Path | None = None, overrides: dict[str, Any] 
 
 
 def _fill_secrets(raw: dict[str, Any], config: dict[str, str], secret_keys: list[str]) -> list[str]:
-    """Add placeholders for the secrets a real `pulumi up` would require but the file lacks."""
-    p = config_load.PROJECT
+    """Add placeholders for the secrets a real `pulumi up` would require but the file lacks.
+
+    Which secrets are required is the program's own answer (config/secrets.py, from the parsed
+    config and the exposure policy). A config that does not parse needs none: the run stops at
+    its config errors first.
+    """
     filled: list[str] = []
-    models = raw.get(f"{p}:models") or []
-    ingress = raw.get(f"{p}:ingress") or {}
+    data, _, _ = stack_file.split(config, lambda key: key in secret_keys)
+    try:
+        cfg, _ = parse_stack_config(data)
+    except ConfigError:
+        return filled
+    need = stack_secrets.needed(cfg)
 
     def add(key: str, value: str) -> None:
-        config[f"{p}:{key}"] = value
-        secret_keys.append(f"{p}:{key}")
+        config[f"{PROJECT}:{key}"] = value
+        secret_keys.append(f"{PROJECT}:{key}")
         filled.append(key)
 
-    if f"{p}:{config_load.GRAFANA_ADMIN_PASSWORD}" not in raw:
-        add(config_load.GRAFANA_ADMIN_PASSWORD, PLACEHOLDER)
-    if f"{p}:{config_load.HF_TOKEN}" not in raw and any(isinstance(m, dict) and m.get("gated") for m in models):
-        add(config_load.HF_TOKEN, PLACEHOLDER)
-    needs_keys = (isinstance(ingress, dict) and ingress.get("scheme") == "internet-facing") or raw.get(f"{p}:environment") == "prod"
-    if f"{p}:{config_load.API_KEYS}" not in raw and needs_keys:
-        names = [m["name"] for m in models if isinstance(m, dict) and m.get("expose", True) and "name" in m]
-        add(config_load.API_KEYS, json.dumps(dict.fromkeys(names, PLACEHOLDER)))
+    if f"{PROJECT}:{GRAFANA_ADMIN_PASSWORD}" not in raw and need.grafana_admin_password:
+        add(GRAFANA_ADMIN_PASSWORD, PLACEHOLDER)
+    if f"{PROJECT}:{HF_TOKEN}" not in raw and need.hf_token:
+        add(HF_TOKEN, PLACEHOLDER)
+    if f"{PROJECT}:{API_KEYS}" not in raw and need.api_keys:
+        add(API_KEYS, json.dumps(dict.fromkeys(need.api_keys, PLACEHOLDER)))
     return filled
 
 
@@ -124,7 +134,7 @@ def apply_config(inp: StackInput) -> None:
 
 def run(inp: StackInput) -> RunResult:
     """Run __main__.py under recording mocks and return what it registered and exported."""
-    return run_program(ROOT / "__main__.py", config_load.PROJECT, inp)
+    return run_program(ROOT / "__main__.py", PROJECT, inp)
 
 
 def run_program(main: Path, project: str, inp: StackInput, stack_outputs: dict[str, dict[str, Any]] | None = None) -> RunResult:

@@ -7,7 +7,7 @@ import json
 import kubernetes_validate
 import pytest
 
-from components.cluster import builders
+from builders import cluster as builders
 from config import versions
 from offline import harness
 from tests.conftest import parse, stack_data, values

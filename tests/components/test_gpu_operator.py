@@ -8,8 +8,8 @@ import jsonschema
 import pytest
 import yaml
 
-from components.gpu_operator import builders
-from components.karpenter import nodepools, overlays
+from builders import gpu_operator as builders
+from builders.karpenter import nodepools, overlays
 from config import catalog, karpenter_cel
 from config.scheduling import tolerates, uncovered
 from config.sharing import GpuRequest, gpu_request, node_capacity

@@ -7,8 +7,8 @@ from typing import Any
 
 from parliament import analyze_policy_string
 
-from components.ingress import builders
-from components.ingress.iam import controller_policy
+from builders.ingress import endpoints as builders
+from builders.ingress.iam import controller_policy
 from offline import harness
 from tests.conftest import parse, shared_path, stack_data, values
 from tests.validators import cloudformation, helm_values

@@ -8,8 +8,9 @@ from typing import Any
 import pytest
 from parliament import analyze_policy_string
 
-from components.karpenter import iam, nodepools
+from builders.karpenter import iam, nodepools
 from config import karpenter_cel
+from config.conventions import NODE_ROLE_POLICIES
 from offline import harness
 from tests.conftest import parse, shared_path, stack_data, values
 from tests.validators import cloudformation, crds, helm_values
@@ -51,7 +52,7 @@ def test_controller_policies_equal_the_upstream_template() -> None:
 def test_node_role_matches_the_upstream_template() -> None:
     role = _upstream()["Resources"]["KarpenterNodeRole"]["Properties"]
     upstream_policies = sorted(cloudformation.substitute(p["Sub"], _names()) for p in role["ManagedPolicyArns"])
-    assert upstream_policies == sorted(f"arn:aws:iam::aws:policy/{p}" for p in iam.NODE_ROLE_POLICIES)
+    assert upstream_policies == sorted(f"arn:aws:iam::aws:policy/{p}" for p in NODE_ROLE_POLICIES)
     principal = role["AssumeRolePolicyDocument"]["Statement"][0]["Principal"]["Service"]
     assert cloudformation.substitute(principal["Sub"], _names()) == "ec2.amazonaws.com"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from components.network.builders import nat_gateway_count, subnet_plan
+from builders.network import nat_gateway_count, subnet_plan
 from offline import harness
 from tests.conftest import values
 

@@ -9,8 +9,9 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from components.helm import deep_merge
-from components.observability import builders, dashboards
+from builders.helm import deep_merge
+from builders.observability import dashboards
+from builders.observability import values as builders
 from offline import harness
 from tests.conftest import shared_path, values
 from tests.validators import crds, helm_values

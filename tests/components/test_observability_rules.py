@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from components.observability import dashboards, metrics, rules
+from builders.observability import dashboards, metrics, rules
 from config.observability import AlertTuning, Slo
 from offline import harness
 from tests.conftest import values

@@ -10,10 +10,11 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from components.keda import keda_values
-from components.serving import builders, scaling
-from components.serving.scaling import MetricSample, desired_replicas
-from config import versions
+from builders.keda import keda_values
+from builders.serving import scaling
+from builders.serving import workload as builders
+from builders.serving.hpa import MetricSample, desired_replicas
+from config import capacity, versions
 from config.sharing import gpu_request
 from offline import harness, render
 from offline.mocks import unwrap_secrets
@@ -282,7 +283,7 @@ def test_probes_and_drain(prod_run: harness.RunResult) -> None:
         c = pod["containers"][0]
         startup = c["startupProbe"]
         assert startup["httpGet"] == {"path": "/health", "port": "http"}
-        assert startup["periodSeconds"] * startup["failureThreshold"] >= model.startup_budget_seconds
+        assert startup["periodSeconds"] * startup["failureThreshold"] >= capacity.startup_budget_seconds(model)
         assert c["readinessProbe"]["httpGet"]["path"] == "/health"
         assert c["livenessProbe"]["failureThreshold"] >= 3
         assert "initialDelaySeconds" not in c["livenessProbe"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from config import catalog
-from config.rules import smallest_fitting_instance
+from config.capacity import smallest_fitting_instance
 from tests.conftest import parse, stack_data
 
 GPU_TYPES = catalog.gpu_instance_types()

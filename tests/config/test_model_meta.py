@@ -9,9 +9,12 @@ from pydantic import BaseModel, ValidationError
 
 from config import versions
 from config.base import ConfigModel
-from config.errors import _unwrap
-from config.gpu import GpuOperatorConfig, KarpenterConfig
-from config.observability import IngressConfig, KedaConfig, ObservabilityConfig
+from config.errors import ConfigError, _unwrap
+from config.gpu_operator import GpuOperatorConfig
+from config.ingress import IngressConfig
+from config.karpenter import KarpenterConfig
+from config.keda import KedaConfig
+from config.observability import ObservabilityConfig
 from config.stack import StackConfig
 from tests.conftest import parse, stack_data
 
@@ -74,12 +77,20 @@ def test_stack_files_use_camel_case_keys() -> None:
     assert "gpu_pools" not in data
 
 
-def test_pinned_versions_match_versions_module() -> None:
-    assert KarpenterConfig().version == versions.KARPENTER_VERSION
-    assert KedaConfig().version == versions.KEDA_VERSION
-    assert ObservabilityConfig().version == versions.KUBE_PROMETHEUS_STACK_VERSION
-    assert GpuOperatorConfig().version == versions.GPU_OPERATOR_VERSION
-    assert IngressConfig().controller_version == versions.AWS_LOAD_BALANCER_CONTROLLER_VERSION
+def test_chart_versions_are_not_stack_keys() -> None:
+    # Versions live in config/versions.py only: a stack file that still pins one is told where they went.
+    for model in (KarpenterConfig, KedaConfig, ObservabilityConfig, GpuOperatorConfig, IngressConfig):
+        assert not {"version", "controller_version"} & set(model.model_fields)
+    data = stack_data("dev")
+    data["karpenter"] = {"version": versions.KARPENTER_VERSION}
+    data["ingress"] = {"controllerVersion": versions.AWS_LOAD_BALANCER_CONTROLLER_VERSION}
+    with pytest.raises(ConfigError) as err:
+        parse(data)
+    reason = (
+        "chart versions are pinned by the program (config/versions.py), not by the stack file. "
+        "Fix: remove the key (a version bump is a change to config/versions.py and its tests)"
+    )
+    assert [str(p) for p in err.value.problems] == [f"karpenter.version: {reason}", f"ingress.controllerVersion: {reason}"]
 
 
 def test_prod_deletion_protection_default_and_override() -> None:
@@ -90,11 +101,3 @@ def test_prod_deletion_protection_default_and_override() -> None:
     assert parse(data).deletion_protection is True
 
 
-def test_weights_and_kv_cache_arithmetic() -> None:
-    model = parse(stack_data("dev")).models[0]
-    # 8.03e9 parameters x 2 bytes (bf16) = 14.96 GiB
-    assert model.weights_gib == pytest.approx(8.03e9 * 2 / 2**30)
-    # 2 (K and V) x 32 layers x 8 KV heads x 128 head dim x 2 bytes = 128 KiB per token
-    assert model.kv_bytes_per_token == 131072
-    assert model.kv_gib_per_sequence == pytest.approx(1.0)  # 8192 tokens
-    assert model.startup_budget_seconds == 120 + 10 * 15

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from config.gpu import GpuPool
+from config.gpu_pools import GpuPool
 from config.network import NewVpc
 from config.stack import StackConfig
 from tests.conftest import parse, problems_after, stack_data

@@ -1,0 +1,129 @@
+"""Pure builders for the EKS cluster: access entries, KMS policy, add-ons, node template."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from config import versions
+from config.cluster import ClusterConfig
+from config.conventions import eks_access_policy_arn
+
+# AMI type of the system node group (x86_64 AL2023, no GPU).
+SYSTEM_NODE_AMI_TYPE = "AL2023_x86_64_STANDARD"
+
+
+@dataclass(frozen=True)
+class AccessEntrySpec:
+    """One access entry with one policy association."""
+
+    key: str
+    principal_arn: str
+    policy_arn: str
+    scope: Literal["cluster", "namespace"]
+    namespaces: tuple[str, ...] = ()
+
+
+def _key(prefix: str, arn: str) -> str:
+    name = arn.rsplit("/", 1)[-1].lower()
+    return f"{prefix}-" + "".join(c if c.isalnum() else "-" for c in name)
+
+
+def access_entries(cfg: ClusterConfig, partition: str = "aws") -> list[AccessEntrySpec]:
+    """Access entries for the admin roles (cluster admin) and the extra grants."""
+    entries = [
+        AccessEntrySpec(_key("admin", arn), arn, eks_access_policy_arn(partition, "ClusterAdmin"), "cluster") for arn in cfg.admin_role_arns
+    ]
+    for grant in cfg.access:
+        entries.append(
+            AccessEntrySpec(
+                _key("access", grant.principal_arn),
+                grant.principal_arn,
+                eks_access_policy_arn(partition, grant.policy),
+                "namespace" if grant.namespaces else "cluster",
+                tuple(grant.namespaces),
+            )
+        )
+    return entries
+
+
+def kms_key_policy(account_id: str, partition: str = "aws") -> dict[str, Any]:
+    """Key policy of the secrets-encryption key: the account administers it through IAM; no wildcard principal."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "AccountAdministersTheKeyThroughIam",
+                "Effect": "Allow",
+                "Principal": {"AWS": f"arn:{partition}:iam::{account_id}:root"},
+                "Action": "kms:*",
+                "Resource": "*",
+            }
+        ],
+    }
+
+
+@dataclass(frozen=True)
+class AddonSpec:
+    """An EKS managed add-on, pinned."""
+
+    name: str
+    version: str
+    phase: Literal["before-nodes", "after-nodes"]
+    configuration: dict[str, Any] | None = None
+
+    @property
+    def configuration_values(self) -> str | None:
+        return json.dumps(self.configuration, sort_keys=True) if self.configuration is not None else None
+
+
+def addons() -> list[AddonSpec]:
+    """The managed add-ons: networking first (nodes need a CNI to become Ready), the rest after."""
+    v = versions.EKS_ADDON_VERSIONS
+    return [
+        # Network policy enforcement on: the NetworkPolicies the platform renders are inert without it.
+        AddonSpec("vpc-cni", v["vpc-cni"], "before-nodes", {"enableNetworkPolicy": "true"}),
+        AddonSpec("kube-proxy", v["kube-proxy"], "before-nodes"),
+        AddonSpec("eks-pod-identity-agent", v["eks-pod-identity-agent"], "before-nodes"),
+        # CoreDNS is a Deployment: created after the system nodes exist, or it sits DEGRADED.
+        AddonSpec("coredns", v["coredns"], "after-nodes"),
+        AddonSpec("aws-ebs-csi-driver", v["aws-ebs-csi-driver"], "after-nodes"),
+    ]
+
+
+def system_launch_template(disk_size_gib: int) -> dict[str, Any]:
+    """Launch template inputs of the system node group: IMDSv2 only, hop limit 1, encrypted gp3."""
+    return {
+        "metadata_options": {
+            "http_endpoint": "enabled",
+            "http_tokens": "required",
+            "http_put_response_hop_limit": 1,
+            "instance_metadata_tags": "disabled",
+        },
+        "block_device_mappings": [
+            {
+                "device_name": "/dev/xvda",
+                "ebs": {
+                    "volume_size": disk_size_gib,
+                    "volume_type": "gp3",
+                    "encrypted": "true",
+                    "delete_on_termination": "true",
+                },
+            }
+        ],
+    }
+
+
+def gp3_storage_class() -> dict[str, Any]:
+    """The default StorageClass: encrypted gp3 through the EBS CSI driver, bound in the pod's AZ."""
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": "gp3", "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}},
+        "provisioner": "ebs.csi.aws.com",
+        "parameters": {"type": "gp3", "encrypted": "true", "fsType": "ext4"},
+        "reclaimPolicy": "Delete",
+        "volumeBindingMode": "WaitForFirstConsumer",
+        "allowVolumeExpansion": True,
+    }

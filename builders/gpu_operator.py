@@ -1,0 +1,87 @@
+"""Pure builders for the NVIDIA GPU operator: Helm values, device-plugin config, tolerations."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from builders.helm import deep_merge
+from config.conventions import GPU_RESOURCE, SYSTEM_NODE_SELECTOR
+from config.gpu_operator import GpuOperatorConfig
+from config.gpu_pools import GpuPool
+
+DEVICE_PLUGIN_CONFIGMAP = "device-plugin-config"
+DEFAULT_PLUGIN_CONFIG = "default"
+CONTROL_PLANE_TOLERATION = {"key": "node-role.kubernetes.io/control-plane", "operator": "Equal", "value": "", "effect": "NoSchedule"}
+
+
+def tolerations(pools: list[GpuPool]) -> list[dict[str, str]]:
+    """One Exists toleration per distinct (taint key, effect) of every GPU pool."""
+    seen: dict[tuple[str, str], dict[str, str]] = {}
+    for pool in pools:
+        for taint in pool.node_taints():
+            seen.setdefault((taint["key"], taint["effect"]), {"key": taint["key"], "operator": "Exists", "effect": taint["effect"]})
+    return [seen[k] for k in sorted(seen)]
+
+
+def device_plugin_config(pool: GpuPool | None) -> str:
+    """A device-plugin config file: time-slicing for a shared pool, plain (MIG mixed) otherwise."""
+    if pool is None or pool.sharing.time_slicing is None:
+        doc: dict[str, Any] = {"version": "v1", "flags": {"migStrategy": "mixed"}}
+    else:
+        doc = {
+            "version": "v1",
+            "flags": {"migStrategy": "none"},
+            "sharing": {
+                "timeSlicing": {
+                    # Keep the resource name nvidia.com/gpu so pods and Karpenter's overlay agree.
+                    "renameByDefault": False,
+                    # A model on a time-sliced pool asks for exactly one slice; more is a mistake.
+                    "failRequestsGreaterThanOne": True,
+                    "resources": [{"name": GPU_RESOURCE, "replicas": pool.sharing.time_slicing.replicas}],
+                }
+            },
+        }
+    return yaml.safe_dump(doc, sort_keys=False)
+
+
+def device_plugin_configs(pools: list[GpuPool]) -> dict[str, str]:
+    """ConfigMap data: the default config plus one named config per time-sliced pool.
+
+    Nodes select a config with the label nvidia.com/device-plugin.config=<pool>, which the
+    pool's NodePool sets.
+    """
+    data = {DEFAULT_PLUGIN_CONFIG: device_plugin_config(None)}
+    for pool in pools:
+        if pool.sharing.time_slicing:
+            data[pool.name] = device_plugin_config(pool)
+    return data
+
+
+def gpu_operator_values(cfg: GpuOperatorConfig, pools: list[GpuPool]) -> dict[str, Any]:
+    """Values for the EKS AL2023 NVIDIA AMI: driver and toolkit come with the AMI."""
+    daemonset_tolerations = tolerations(pools)
+    values: dict[str, Any] = {
+        "driver": {"enabled": False},
+        "toolkit": {"enabled": False},
+        "devicePlugin": {
+            "enabled": True,
+            "config": {"create": False, "name": DEVICE_PLUGIN_CONFIGMAP, "default": DEFAULT_PLUGIN_CONFIG},
+        },
+        "gfd": {"enabled": True},
+        "mig": {"strategy": "mixed"},
+        "migManager": {"enabled": True, "config": {"default": "all-disabled"}},
+        "dcgmExporter": {
+            "enabled": True,
+            # Scraped by the platform's own ServiceMonitor (observability), so this release does
+            # not need the Prometheus CRDs to exist first.
+            "serviceMonitor": {"enabled": False},
+        },
+        "daemonsets": {"tolerations": daemonset_tolerations},
+        "operator": {"nodeSelector": dict(SYSTEM_NODE_SELECTOR)},
+        "node-feature-discovery": {
+            "worker": {"tolerations": [CONTROL_PLANE_TOLERATION, *daemonset_tolerations]},
+        },
+    }
+    return deep_merge(values, cfg.extra_values)

@@ -1,0 +1,98 @@
+"""Pure builders for model endpoints: the controller's Helm values and one Ingress per model.
+
+All model Ingresses join one IngressGroup, so one ALB serves every model. Routing:
+- with `ingress.domain`: by host, https://<model>.<domain>/v1;
+- without: by path prefix, <scheme>://<alb>/<model>/v1, rewritten to /v1 by an ALB URL-rewrite
+  transform before it reaches vLLM.
+Only /v1 is routed: /metrics, /health and vLLM's control endpoints never leave the cluster.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from builders.helm import deep_merge
+from builders.serving.workload import PORT
+from config.conventions import LOAD_BALANCER_CONTROLLER_SERVICE_ACCOUNT, PROJECT, SYSTEM_NODE_SELECTOR
+from config.ingress import IngressConfig
+from config.models import ModelConfig
+
+GROUP = PROJECT
+SSL_POLICY = "ELBSecurityPolicy-TLS13-1-2-2021-06"
+A = "alb.ingress.kubernetes.io"
+
+
+def controller_values(cfg: IngressConfig, cluster_name: Any, region: str, vpc_id: Any) -> dict[str, Any]:
+    """Nodes allow IMDS only at hop limit 1, so the controller cannot discover its region and VPC:
+    both are set here, from the stack."""
+    values: dict[str, Any] = {
+        "clusterName": cluster_name,
+        "region": region,
+        "vpcId": vpc_id,
+        "replicaCount": 2,
+        "serviceAccount": {"create": True, "name": LOAD_BALANCER_CONTROLLER_SERVICE_ACCOUNT},
+        # Keep the webhook certificate across upgrades instead of regenerating it on every render.
+        "keepTLSSecret": True,
+        # The platform creates no Services of type LoadBalancer; do not take them over cluster-wide.
+        "enableServiceMutatorWebhook": False,
+        "nodeSelector": dict(SYSTEM_NODE_SELECTOR),
+    }
+    return deep_merge(values, cfg.extra_values)
+
+
+def deregistration_delay(model: ModelConfig) -> int:
+    """Seconds the ALB keeps a draining target: at least the preStop sleep, within the grace period."""
+    return model.drain.pre_stop_sleep_seconds + model.drain.shutdown_timeout_seconds
+
+
+def base_url(model: ModelConfig, cfg: IngressConfig, alb_hostname: str) -> str:
+    scheme = "https" if cfg.certificate_arn else "http"
+    if cfg.domain:
+        return f"{scheme}://{model.name}.{cfg.domain}/v1"
+    return f"{scheme}://{alb_hostname}/{model.name}/v1"
+
+
+def ingress(model: ModelConfig, cfg: IngressConfig, vpc_cidr: str) -> dict[str, Any]:
+    cidrs = list(cfg.allowed_cidrs) or [vpc_cidr]
+    annotations = {
+        f"{A}/group.name": GROUP,
+        f"{A}/scheme": cfg.scheme,
+        f"{A}/target-type": "ip",
+        f"{A}/backend-protocol": "HTTP",
+        f"{A}/inbound-cidrs": ",".join(cidrs),
+        f"{A}/healthcheck-path": "/health",
+        f"{A}/healthcheck-port": "traffic-port",
+        f"{A}/success-codes": "200",
+        f"{A}/load-balancer-attributes": f"idle_timeout.timeout_seconds={cfg.idle_timeout_seconds},routing.http2.enabled=true",
+        f"{A}/target-group-attributes": f"deregistration_delay.timeout_seconds={deregistration_delay(model)}",
+    }
+    if cfg.certificate_arn:
+        annotations |= {
+            f"{A}/listen-ports": json.dumps([{"HTTP": 80}, {"HTTPS": 443}]),
+            f"{A}/ssl-redirect": "443",
+            f"{A}/certificate-arn": cfg.certificate_arn,
+            f"{A}/ssl-policy": SSL_POLICY,
+        }
+    else:
+        annotations[f"{A}/listen-ports"] = json.dumps([{"HTTP": 80}])
+    backend = {"service": {"name": model.name, "port": {"number": PORT}}}
+    rule: dict[str, Any]
+    if cfg.domain:
+        rule = {"host": f"{model.name}.{cfg.domain}", "http": {"paths": [{"path": "/v1", "pathType": "Prefix", "backend": backend}]}}
+    else:
+        annotations[f"{A}/transforms.{model.name}"] = json.dumps(
+            [
+                {
+                    "type": "url-rewrite",
+                    "urlRewriteConfig": {"rewrites": [{"regex": f"^/{model.name}/v1(/.*)?$", "replace": "/v1$1"}]},
+                }
+            ]
+        )
+        rule = {"http": {"paths": [{"path": f"/{model.name}/v1", "pathType": "Prefix", "backend": backend}]}}
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "Ingress",
+        "metadata": {"name": model.name, "namespace": model.name, "annotations": annotations},
+        "spec": {"ingressClassName": "alb", "rules": [rule]},
+    }

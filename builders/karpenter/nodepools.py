@@ -1,0 +1,151 @@
+"""EC2NodeClass and NodePool manifests for the GPU pools (pure builders)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from config.conventions import (
+    CAPACITY_TYPE_LABEL,
+    DEVICE_PLUGIN_CONFIG_LABEL,
+    GPU_RESOURCE,
+    INSTANCE_TYPE_LABEL,
+    MIG_CONFIG_LABEL,
+    OPERANDS_LABEL,
+    POOL_LABEL,
+    SHARING_LABEL,
+    discovery_tags,
+    node_class_name,
+)
+from config.gpu_pools import GpuPool
+from config.karpenter import KarpenterConfig
+
+SHARING_VALUES = {"none": "none", "timeSlicing": "time-slicing", "mig": "mig"}
+
+
+def ami_family(pool: GpuPool, karpenter: KarpenterConfig) -> str:
+    return pool.ami_family or karpenter.default_ami_family
+
+
+def mig_config_name(profile: str) -> str:
+    """Name of the MIG layout in NVIDIA's default mig-parted config: every GPU split into one profile."""
+    return f"all-{profile}"
+
+
+def pool_labels(pool: GpuPool, family: str = "al2023") -> dict[str, str]:
+    """Node labels of a pool: its name, its sharing mode, and what the GPU operator reads."""
+    labels = {POOL_LABEL: pool.name, SHARING_LABEL: SHARING_VALUES[pool.sharing.mode]}
+    if family == "bottlerocket":
+        # Bottlerocket ships its own device plugin; the GPU operator must not add a second one.
+        labels[OPERANDS_LABEL] = "false"
+    if pool.sharing.time_slicing:
+        labels[DEVICE_PLUGIN_CONFIG_LABEL] = pool.name
+    if pool.sharing.mig:
+        labels[MIG_CONFIG_LABEL] = mig_config_name(pool.sharing.mig.profile)
+    return {**labels, **pool.labels}
+
+
+def ec2_node_class(
+    family: str,
+    karpenter: KarpenterConfig,
+    node_role_name: Any,
+    subnet_terms: list[dict[str, Any]],
+    cluster_name: Any,
+    tags: dict[str, str],
+) -> dict[str, Any]:
+    """One EC2NodeClass per AMI family: pinned alias, IMDSv2 hop 1, big encrypted volume.
+
+    GPU nodes join the cluster's primary security group, found by the discovery tag."""
+    version = getattr(karpenter.ami_versions, family)
+    size = f"{karpenter.root_volume_gib}Gi"
+    ebs: dict[str, Any] = {"volumeType": "gp3", "encrypted": True, "deleteOnTermination": True}
+    if family == "bottlerocket":
+        # Bottlerocket: a small OS volume and a data volume that holds images and caches.
+        devices: list[dict[str, Any]] = [
+            {"deviceName": "/dev/xvda", "ebs": {**ebs, "volumeSize": "4Gi"}},
+            {"deviceName": "/dev/xvdb", "ebs": {**ebs, "volumeSize": size}},
+        ]
+    else:
+        devices = [{"deviceName": "/dev/xvda", "rootVolume": True, "ebs": {**ebs, "volumeSize": size}}]
+    spec: dict[str, Any] = {
+        "amiSelectorTerms": [{"alias": f"{family}@{version}"}],
+        "role": node_role_name,
+        "subnetSelectorTerms": subnet_terms,
+        "securityGroupSelectorTerms": [{"tags": discovery_tags(cluster_name)}],
+        "metadataOptions": {
+            "httpEndpoint": "enabled",
+            "httpProtocolIPv6": "disabled",
+            "httpPutResponseHopLimit": 1,
+            "httpTokens": "required",
+        },
+        "blockDeviceMappings": devices,
+        "tags": dict(tags),
+    }
+    if karpenter.instance_store_policy == "RAID0":
+        spec["instanceStorePolicy"] = "RAID0"
+    return {
+        "apiVersion": "karpenter.k8s.aws/v1",
+        "kind": "EC2NodeClass",
+        "metadata": {"name": node_class_name(family)},
+        "spec": spec,
+    }
+
+
+def requirements(pool: GpuPool) -> list[dict[str, Any]]:
+    """NodePool requirements: the pool's GPU instances, spot and/or on-demand, linux/amd64."""
+    types = pool.resolved_instance_types()
+    reqs: list[dict[str, Any]] = []
+    if pool.instance_types is not None:
+        reqs.append({"key": INSTANCE_TYPE_LABEL, "operator": "In", "values": list(pool.instance_types)})
+    else:
+        reqs.append({"key": "karpenter.k8s.aws/instance-family", "operator": "In", "values": list(pool.instance_families or [])})
+        if pool.gpu_counts is not None:
+            reqs.append({"key": "karpenter.k8s.aws/instance-gpu-count", "operator": "In", "values": [str(c) for c in pool.gpu_counts]})
+    reqs.append({"key": "karpenter.k8s.aws/instance-gpu-name", "operator": "In", "values": sorted({t.gpu.label for t in types if t.gpu})})
+    reqs.append({"key": CAPACITY_TYPE_LABEL, "operator": "In", "values": list(pool.capacity_types)})
+    reqs.append({"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]})
+    reqs.append({"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]})
+    if pool.zones:
+        reqs.append({"key": "topology.kubernetes.io/zone", "operator": "In", "values": list(pool.zones)})
+    for extra in pool.requirements:
+        reqs.append(extra.model_dump(by_alias=True, exclude_none=True, exclude_defaults=False))
+    return reqs
+
+
+def gpu_limit(pool: GpuPool) -> int:
+    """The NodePool's nvidia.com/gpu limit.
+
+    Karpenter counts the capacity its NodeOverlay advertises: a time-sliced node with one GPU
+    and 4 replicas counts as 4, so the limit on physical GPUs is scaled by the replicas.
+    """
+    if pool.sharing.time_slicing:
+        return pool.gpu_limit * pool.sharing.time_slicing.replicas
+    return pool.gpu_limit
+
+
+def node_pool(pool: GpuPool, karpenter: KarpenterConfig) -> dict[str, Any]:
+    d = pool.disruption
+    spec: dict[str, Any] = {
+        "template": {
+            "metadata": {"labels": pool_labels(pool, ami_family(pool, karpenter))},
+            "spec": {
+                "nodeClassRef": {
+                    "group": "karpenter.k8s.aws",
+                    "kind": "EC2NodeClass",
+                    "name": node_class_name(ami_family(pool, karpenter)),
+                },
+                "requirements": requirements(pool),
+                "taints": pool.node_taints(),
+                "expireAfter": d.expire_after,
+                "terminationGracePeriod": d.termination_grace_period,
+            },
+        },
+        "disruption": {
+            "consolidationPolicy": d.consolidation_policy,
+            "consolidateAfter": d.consolidate_after,
+            "budgets": [b.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True) | {"nodes": b.nodes} for b in d.budgets],
+        },
+        "limits": {GPU_RESOURCE: str(gpu_limit(pool))},
+    }
+    if pool.weight is not None:
+        spec["weight"] = pool.weight
+    return {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": pool.name}, "spec": spec}

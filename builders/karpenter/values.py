@@ -1,0 +1,43 @@
+"""Helm values of the Karpenter chart (pure)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from builders.helm import deep_merge
+from config.conventions import KARPENTER_SERVICE_ACCOUNT, SYSTEM_NODE_SELECTOR
+from config.karpenter import KarpenterConfig
+
+
+def karpenter_values(
+    cfg: KarpenterConfig,
+    cluster_name: Any,
+    interruption_queue: Any,
+    irsa_role_arn: Any = None,
+    node_overlay: bool = False,
+) -> dict[str, Any]:
+    """Values for the controller: on the system nodes, wired to the cluster and the interruption queue."""
+    values: dict[str, Any] = {
+        "settings": {
+            "clusterName": cluster_name,
+            "interruptionQueue": interruption_queue,
+            "featureGates": {"nodeOverlay": node_overlay},
+        },
+        "replicas": cfg.replicas,
+        "serviceAccount": {
+            "create": True,
+            "name": KARPENTER_SERVICE_ACCOUNT,
+            "annotations": {"eks.amazonaws.com/role-arn": irsa_role_arn} if irsa_role_arn is not None else {},
+        },
+        "controller": {
+            "resources": {
+                "requests": {"cpu": "1", "memory": "1Gi"},
+                "limits": {"cpu": "1", "memory": "1Gi"},
+            }
+        },
+        # Never on the nodes Karpenter manages: the chart's own affinity already avoids them; the
+        # selector pins it to the system node group.
+        "nodeSelector": dict(SYSTEM_NODE_SELECTOR),
+        "logLevel": "info",
+    }
+    return deep_merge(values, cfg.extra_values)

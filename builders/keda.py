@@ -1,0 +1,29 @@
+"""KEDA's desired state: its namespace and chart values."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from builders.helm import deep_merge
+from builders.k8s import namespace_manifest
+from config.conventions import KEDA_NAMESPACE, SYSTEM_NODE_SELECTOR
+from config.keda import KedaConfig
+
+RELEASE = "keda"
+
+
+def namespace() -> dict[str, Any]:
+    return namespace_manifest(KEDA_NAMESPACE, "baseline", audit="restricted")
+
+
+def keda_values(cfg: KedaConfig) -> dict[str, Any]:
+    values: dict[str, Any] = {
+        "operator": {"replicaCount": cfg.operator_replicas},
+        "nodeSelector": dict(SYSTEM_NODE_SELECTOR),
+        # KEDA needs no AWS role: the Prometheus scaler talks to the in-cluster Prometheus.
+        "prometheus": {
+            "operator": {"enabled": True, "serviceMonitor": {"enabled": True}},
+            "metricServer": {"enabled": True, "serviceMonitor": {"enabled": True}},
+        },
+    }
+    return deep_merge(values, cfg.extra_values)

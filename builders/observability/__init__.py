@@ -1,0 +1,1 @@
+"""The monitoring stack's desired state: chart values, monitors, recording and alert rules, dashboards."""

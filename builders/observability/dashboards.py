@@ -1,0 +1,249 @@
+"""Grafana dashboards built from one list of panel definitions per dashboard. Pure.
+
+Each dashboard is a ConfigMap that Grafana's sidecar loads (label grafana_dashboard=1). The
+queries use the pinned metric names (metrics.py) and the recording rules (rules.py).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from config.conventions import hpa_name
+
+MODEL = 'model_name=~"$model"'
+RATE = "$__rate_interval"
+
+
+@dataclass(frozen=True)
+class Panel:
+    """A time series (or stat) panel with one or more queries: (expr, legend)."""
+
+    title: str
+    queries: tuple[tuple[str, str], ...]
+    unit: str = "short"
+    kind: str = "timeseries"
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Dashboard:
+    uid: str
+    title: str
+    panels: tuple[Panel, ...]
+    variables: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+    """(name, label_values query) template variables."""
+
+
+def _quantile_panel(title: str, histogram: str) -> Panel:
+    return Panel(
+        title,
+        tuple(
+            (
+                f"histogram_quantile({q}, sum by (model_name, le) (rate({histogram}_bucket{{{MODEL}}}[{RATE}])))",
+                f"p{int(float(q) * 100)} {{{{model_name}}}}",
+            )
+            for q in ("0.5", "0.95", "0.99")
+        ),
+        unit="s",
+    )
+
+
+VLLM = Dashboard(
+    uid="llm-platform-vllm",
+    title="LLM platform / vLLM models",
+    variables=(("model", "label_values(vllm:num_requests_running, model_name)"),),
+    panels=(
+        Panel(
+            "Requests running and waiting",
+            (
+                (f"sum by (model_name) (vllm:num_requests_running{{{MODEL}}})", "running {{model_name}}"),
+                (f"sum by (model_name) (vllm:num_requests_waiting{{{MODEL}}})", "waiting {{model_name}}"),
+            ),
+        ),
+        Panel(
+            "KV-cache usage",
+            ((f"avg by (model_name) (vllm:kv_cache_usage_perc{{{MODEL}}})", "{{model_name}}"),),
+            unit="percentunit",
+        ),
+        _quantile_panel("Time to first token", "vllm:time_to_first_token_seconds"),
+        _quantile_panel("Inter-token latency", "vllm:inter_token_latency_seconds"),
+        _quantile_panel("End-to-end request latency", "vllm:e2e_request_latency_seconds"),
+        Panel(
+            "Tokens per second",
+            (
+                (f"sum by (model_name) (rate(vllm:generation_tokens_total{{{MODEL}}}[{RATE}]))", "generated {{model_name}}"),
+                (f"sum by (model_name) (rate(vllm:prompt_tokens_total{{{MODEL}}}[{RATE}]))", "prompt {{model_name}}"),
+            ),
+            unit="short",
+        ),
+        Panel(
+            "Preemptions per second",
+            ((f"sum by (model_name) (rate(vllm:num_preemptions_total{{{MODEL}}}[{RATE}]))", "{{model_name}}"),),
+        ),
+        Panel(
+            "Replicas: desired vs ready",
+            (
+                (
+                    "max by (horizontalpodautoscaler) "
+                    '(kube_horizontalpodautoscaler_status_desired_replicas{horizontalpodautoscaler=~"' + hpa_name("$model") + '"})',
+                    "desired {{horizontalpodautoscaler}}",
+                ),
+                ('max by (deployment) (kube_deployment_status_replicas_ready{deployment=~"$model"})', "ready {{deployment}}"),
+            ),
+        ),
+    ),
+)
+
+_POOL_JOIN = (
+    " * on (Hostname) group_left (label_llm_platform_io_gpu_pool) "
+    'label_replace(kube_node_labels{label_llm_platform_io_gpu_pool=~"$pool"}, "Hostname", "$1", "node", "(.*)")'
+)
+
+GPUS = Dashboard(
+    uid="llm-platform-gpus",
+    title="LLM platform / GPUs (DCGM)",
+    variables=(("pool", "label_values(kube_node_labels, label_llm_platform_io_gpu_pool)"),),
+    panels=(
+        Panel(
+            "GPU utilization", ((f"max by (Hostname, gpu) (DCGM_FI_DEV_GPU_UTIL){_POOL_JOIN}", "{{Hostname}} gpu{{gpu}}"),), unit="percent"
+        ),
+        Panel(
+            "Framebuffer memory used",
+            ((f"max by (Hostname, gpu) (DCGM_FI_DEV_FB_USED){_POOL_JOIN}", "{{Hostname}} gpu{{gpu}}"),),
+            unit="decmbytes",
+        ),
+        Panel("Power draw", ((f"max by (Hostname, gpu) (DCGM_FI_DEV_POWER_USAGE){_POOL_JOIN}", "{{Hostname}} gpu{{gpu}}"),), unit="watt"),
+        Panel("Temperature", ((f"max by (Hostname, gpu) (DCGM_FI_DEV_GPU_TEMP){_POOL_JOIN}", "{{Hostname}} gpu{{gpu}}"),), unit="celsius"),
+        Panel(
+            "Tensor core activity (MIG-aware)",
+            ((f"max by (Hostname, gpu) (DCGM_FI_PROF_GR_ENGINE_ACTIVE){_POOL_JOIN}", "{{Hostname}} gpu{{gpu}}"),),
+            unit="percentunit",
+        ),
+        Panel("XID errors (last code)", ((f"max by (Hostname, gpu) (DCGM_FI_DEV_XID_ERRORS){_POOL_JOIN}", "{{Hostname}} gpu{{gpu}}"),)),
+        Panel(
+            "GPU utilization by pool",
+            (
+                (
+                    f"avg by (label_llm_platform_io_gpu_pool) (max by (Hostname, gpu) (DCGM_FI_DEV_GPU_UTIL){_POOL_JOIN})",
+                    "{{label_llm_platform_io_gpu_pool}}",
+                ),
+            ),
+            unit="percent",
+        ),
+    ),
+)
+
+_INSTANCE_COUNT = (
+    'count by (instance_type) (label_replace(kube_node_labels{label_llm_platform_io_gpu_pool!=""}, '
+    '"instance_type", "$1", "label_node_kubernetes_io_instance_type", "(.*)"))'
+)
+
+CAPACITY = Dashboard(
+    uid="llm-platform-capacity",
+    title="LLM platform / capacity and cost",
+    panels=(
+        Panel(
+            "GPU nodes by pool and capacity type",
+            (
+                (
+                    "count by (label_llm_platform_io_gpu_pool, label_karpenter_sh_capacity_type) "
+                    '(kube_node_labels{label_llm_platform_io_gpu_pool!=""})',
+                    "{{label_llm_platform_io_gpu_pool}} {{label_karpenter_sh_capacity_type}}",
+                ),
+            ),
+        ),
+        Panel(
+            "Pending GPU pods",
+            (
+                (
+                    'count((max by (namespace, pod) (kube_pod_status_phase{phase="Pending"}) == 1) and on (namespace, pod) '
+                    '(max by (namespace, pod) (kube_pod_container_resource_requests{resource=~"nvidia_com_gpu|nvidia_com_mig_.+"}) > 0))',
+                    "pending",
+                ),
+            ),
+        ),
+        Panel(
+            "Interruption messages (1h)",
+            (("sum by (message_type) (increase(karpenter_interruption_received_messages_total[1h]))", "{{message_type}}"),),
+        ),
+        Panel(
+            "Estimated GPU node cost (on-demand list price)",
+            ((f"sum({_INSTANCE_COUNT} * on (instance_type) group_left () llm:ec2_on_demand_price_per_hour)", "USD/hour"),),
+            unit="currencyUSD",
+            description="GPU nodes by instance type times the catalog's on-demand price; spot nodes cost less.",
+        ),
+        Panel(
+            "Estimated cost by instance type",
+            ((f"{_INSTANCE_COUNT} * on (instance_type) group_left () llm:ec2_on_demand_price_per_hour", "{{instance_type}}"),),
+            unit="currencyUSD",
+        ),
+        Panel(
+            "Nodes launched by pool (1h)",
+            (("sum by (nodepool) (increase(karpenter_nodeclaims_created_total[1h]))", "{{nodepool}}"),),
+        ),
+    ),
+)
+
+DASHBOARDS = (VLLM, GPUS, CAPACITY)
+
+
+def expressions(dashboard: Dashboard) -> list[str]:
+    return [expr for panel in dashboard.panels for expr, _ in panel.queries]
+
+
+def grafana_json(dashboard: Dashboard) -> dict[str, Any]:
+    panels = []
+    for i, panel in enumerate(dashboard.panels):
+        panels.append(
+            {
+                "id": i + 1,
+                "type": panel.kind,
+                "title": panel.title,
+                "description": panel.description,
+                "datasource": {"type": "prometheus", "uid": "${datasource}"},
+                "gridPos": {"h": 8, "w": 12, "x": (i % 2) * 12, "y": (i // 2) * 8},
+                "fieldConfig": {"defaults": {"unit": panel.unit}, "overrides": []},
+                "targets": [
+                    {
+                        "refId": chr(ord("A") + j),
+                        "expr": expr,
+                        "legendFormat": legend,
+                        "datasource": {"type": "prometheus", "uid": "${datasource}"},
+                    }
+                    for j, (expr, legend) in enumerate(panel.queries)
+                ],
+            }
+        )
+    variables: list[dict[str, Any]] = [
+        {"name": "datasource", "type": "datasource", "query": "prometheus", "label": "Data source"},
+    ]
+    for name, query in dashboard.variables:
+        variables.append(
+            {
+                "name": name,
+                "type": "query",
+                "datasource": {"type": "prometheus", "uid": "${datasource}"},
+                "query": {"query": query, "refId": name},
+                "includeAll": True,
+                "multi": True,
+                "current": {"text": "All", "value": "$__all"},
+                "refresh": 2,
+            }
+        )
+    return {
+        "uid": dashboard.uid,
+        "title": dashboard.title,
+        "tags": ["llm-platform"],
+        "timezone": "utc",
+        "schemaVersion": 39,
+        "refresh": "30s",
+        "time": {"from": "now-3h", "to": "now"},
+        "templating": {"list": variables},
+        "panels": panels,
+    }
+
+
+def config_map_data(dashboard: Dashboard) -> dict[str, str]:
+    return {f"{dashboard.uid}.json": json.dumps(grafana_json(dashboard), indent=2, sort_keys=True)}

@@ -1,0 +1,141 @@
+"""Pure builders for the monitoring stack: Helm values, monitors, rule and dashboard objects."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from builders.helm import deep_merge
+from builders.observability import dashboards
+from config.conventions import (
+    CAPACITY_TYPE_LABEL,
+    INSTANCE_TYPE_LABEL,
+    KARPENTER_NAMESPACE,
+    POOL_LABEL,
+    SYSTEM_NODE_SELECTOR,
+    VLLM_APP_LABEL,
+    VLLM_PORT_NAME,
+)
+from config.observability import ObservabilityConfig
+
+RELEASE = "kube-prometheus-stack"
+FULLNAME = "kube-prometheus-stack"
+GRAFANA_ADMIN_SECRET = "grafana-admin"
+DASHBOARD_LABEL = {"grafana_dashboard": "1"}
+NODE_LABELS_FOR_METRICS = (POOL_LABEL, CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL)
+
+
+def prometheus_url(namespace: str) -> str:
+    """In-cluster address of Prometheus: the chart's `<fullname>-prometheus` Service on 9090."""
+    return f"http://{FULLNAME}-prometheus.{namespace}.svc.cluster.local:9090"
+
+
+def kube_prometheus_stack_values(cfg: ObservabilityConfig) -> dict[str, Any]:
+    system = dict(SYSTEM_NODE_SELECTOR)
+    prometheus_spec: dict[str, Any] = {
+        # Select monitors and rules in every namespace, not only those labelled with the release.
+        "serviceMonitorSelectorNilUsesHelmValues": False,
+        "podMonitorSelectorNilUsesHelmValues": False,
+        "ruleSelectorNilUsesHelmValues": False,
+        "probeSelectorNilUsesHelmValues": False,
+        "scrapeConfigSelectorNilUsesHelmValues": False,
+        "retention": cfg.retention,
+        "storageSpec": {
+            "volumeClaimTemplate": {
+                "spec": {
+                    "storageClassName": "gp3",
+                    "accessModes": ["ReadWriteOnce"],
+                    "resources": {"requests": {"storage": cfg.storage_size}},
+                }
+            }
+        },
+        "resources": {"requests": {"cpu": "500m", "memory": "2Gi"}, "limits": {"memory": "4Gi"}},
+        "nodeSelector": system,
+    }
+    if cfg.retention_size:
+        prometheus_spec["retentionSize"] = cfg.retention_size
+    values: dict[str, Any] = {
+        "fullnameOverride": FULLNAME,
+        "crds": {"enabled": True},
+        "prometheus": {"service": {"type": "ClusterIP"}, "prometheusSpec": prometheus_spec},
+        "alertmanager": {"service": {"type": "ClusterIP"}, "alertmanagerSpec": {"nodeSelector": system}},
+        "prometheusOperator": {"nodeSelector": system},
+        "grafana": {
+            "admin": {"existingSecret": GRAFANA_ADMIN_SECRET, "userKey": "admin-user", "passwordKey": "admin-password"},
+            "service": {"type": "ClusterIP"},
+            "ingress": {"enabled": False},
+            "persistence": {"enabled": True, "size": cfg.grafana_storage_size},
+            "nodeSelector": system,
+            "sidecar": {"dashboards": {"enabled": True, "label": "grafana_dashboard", "labelValue": "1", "searchNamespace": "ALL"}},
+        },
+        "kube-state-metrics": {
+            # Node labels as kube_node_labels{label_llm_platform_io_gpu_pool=...} for the GPU and cost dashboards.
+            "metricLabelsAllowlist": [f"nodes=[{','.join(NODE_LABELS_FOR_METRICS)}]"],
+        },
+    }
+    return deep_merge(values, cfg.extra_values)
+
+
+def vllm_pod_monitor(namespace: str, interval: str) -> dict[str, Any]:
+    """One PodMonitor for every model: pods labelled app.kubernetes.io/name=vllm in any namespace."""
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PodMonitor",
+        "metadata": {"name": "vllm", "namespace": namespace},
+        "spec": {
+            "jobLabel": "app.kubernetes.io/name",
+            "namespaceSelector": {"any": True},
+            "selector": {"matchLabels": dict(VLLM_APP_LABEL)},
+            "podMetricsEndpoints": [{"port": VLLM_PORT_NAME, "path": "/metrics", "interval": interval, "scrapeTimeout": "5s"}],
+        },
+    }
+
+
+def dcgm_service_monitor(namespace: str, gpu_operator_namespace: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "ServiceMonitor",
+        "metadata": {"name": "dcgm-exporter", "namespace": namespace},
+        "spec": {
+            "namespaceSelector": {"matchNames": [gpu_operator_namespace]},
+            "selector": {"matchLabels": {"app": "nvidia-dcgm-exporter"}},
+            "endpoints": [{"port": "gpu-metrics", "path": "/metrics", "interval": "15s"}],
+        },
+    }
+
+
+def karpenter_service_monitor(namespace: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "ServiceMonitor",
+        "metadata": {"name": "karpenter", "namespace": namespace},
+        "spec": {
+            "namespaceSelector": {"matchNames": [KARPENTER_NAMESPACE]},
+            "selector": {"matchLabels": {"app.kubernetes.io/name": "karpenter", "app.kubernetes.io/instance": "karpenter"}},
+            "endpoints": [{"port": "http-metrics", "path": "/metrics", "interval": "30s"}],
+        },
+    }
+
+
+def prometheus_rule(namespace: str, groups: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PrometheusRule",
+        "metadata": {"name": "llm-platform", "namespace": namespace},
+        "spec": {"groups": [g for g in groups if g["rules"]]},
+    }
+
+
+def dashboard_config_maps(namespace: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {
+                "name": f"dashboard-{d.uid}",
+                "namespace": namespace,
+                "labels": dict(DASHBOARD_LABEL),
+            },
+            "data": dashboards.config_map_data(d),
+        }
+        for d in dashboards.DASHBOARDS
+    ]

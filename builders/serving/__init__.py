@@ -1,0 +1,1 @@
+"""One model's desired state: its workload objects, its ScaledObject, and the HPA arithmetic KEDA relies on."""

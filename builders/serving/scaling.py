@@ -1,0 +1,106 @@
+"""KEDA ScaledObject for a model. Pure (the HPA arithmetic that reads it is in hpa.py).
+
+Triggers read vLLM's own metrics through Prometheus:
+- queue depth, `sum(vllm:num_requests_waiting{...})` as AverageValue: the HPA divides the total
+  by the threshold, so desired = ceil(total waiting / acceptable waiting per replica);
+- KV-cache usage, the average over replicas as Value: desired = ceil(current x average / target);
+- optionally p95 time to first token as Value, a guardrail when latency breaks before queues grow.
+Every query aggregates to one series (KEDA errors on several). A failing query is an error, not
+a zero (ignoreNullValues false), and the fallback holds the current replica count.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from config.conventions import hpa_name
+from config.models import ModelConfig, ScalePolicy
+
+
+def _selector(model: ModelConfig) -> str:
+    return f'namespace="{model.name}", model_name="{model.name}"'
+
+
+def queue_query(model: ModelConfig) -> str:
+    return f"sum(vllm:num_requests_waiting{{{_selector(model)}}})"
+
+
+def kv_cache_query(model: ModelConfig) -> str:
+    return f"avg(vllm:kv_cache_usage_perc{{{_selector(model)}}})"
+
+
+def ttft_query(model: ModelConfig) -> str:
+    # No requests in the window gives NaN; with ignoreNullValues false KEDA would read that as a
+    # failure and hold the fallback. Idle is 0 seconds to first token, not an error.
+    quantile = f"histogram_quantile(0.95, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket{{{_selector(model)}}}[2m])))"
+    return f"({quantile} >= 0) or vector(0)"
+
+
+def _number(value: float) -> str:
+    return f"{value:g}"
+
+
+def triggers(model: ModelConfig, server_address: str) -> list[dict[str, Any]]:
+    a = model.autoscaling
+
+    def prometheus(name: str, metric_type: str, query: str, threshold: float) -> dict[str, Any]:
+        return {
+            "type": "prometheus",
+            "name": name,
+            "metricType": metric_type,
+            "metadata": {
+                "serverAddress": server_address,
+                "query": query,
+                "threshold": _number(threshold),
+                "ignoreNullValues": "false",
+                "unsafeSsl": "false",
+            },
+        }
+
+    out = [
+        prometheus("queue-depth", "AverageValue", queue_query(model), a.queue_depth_per_replica),
+        prometheus("kv-cache", "Value", kv_cache_query(model), a.kv_cache_usage_target),
+    ]
+    if a.ttft_p95_seconds is not None:
+        out.append(prometheus("ttft-p95", "Value", ttft_query(model), a.ttft_p95_seconds))
+    return out
+
+
+def _policy(p: ScalePolicy) -> dict[str, Any]:
+    policies = []
+    if p.percent is not None:
+        policies.append({"type": "Percent", "value": p.percent, "periodSeconds": p.period_seconds})
+    if p.pods is not None:
+        policies.append({"type": "Pods", "value": p.pods, "periodSeconds": p.period_seconds})
+    return {"stabilizationWindowSeconds": p.stabilization_window_seconds, "selectPolicy": "Max", "policies": policies}
+
+
+def scaled_object(model: ModelConfig, server_address: str) -> dict[str, Any]:
+    a = model.autoscaling
+    fallback: dict[str, Any] = {
+        "failureThreshold": a.fallback.failure_threshold,
+        "replicas": a.fallback.replicas or model.replicas.min,
+        # Never scale in on missing metrics: keep the current count when it is higher.
+        "behavior": "currentReplicasIfHigher",
+    }
+    scale_down = _policy(a.scale_down)
+    scale_down["selectPolicy"] = "Min"
+    return {
+        "apiVersion": "keda.sh/v1alpha1",
+        "kind": "ScaledObject",
+        "metadata": {"name": model.name, "namespace": model.name},
+        "spec": {
+            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": model.name},
+            "minReplicaCount": model.replicas.min,
+            "maxReplicaCount": model.replicas.max,
+            "pollingInterval": a.polling_interval_seconds,
+            "fallback": fallback,
+            "advanced": {
+                "horizontalPodAutoscalerConfig": {
+                    "name": hpa_name(model.name),
+                    "behavior": {"scaleUp": _policy(a.scale_up), "scaleDown": scale_down},
+                }
+            },
+            "triggers": triggers(model, server_address),
+        },
+    }

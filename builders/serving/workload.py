@@ -1,0 +1,257 @@
+"""Pure builders for one model's serving stack: namespace, Deployment, Service, PDB, policies."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from builders.k8s import namespace_manifest
+from config import capacity
+from config.conventions import KUBE_SYSTEM, MODEL_LABEL, POOL_LABEL, VLLM_APP_LABEL, VLLM_PORT, VLLM_PORT_NAME
+from config.gpu_pools import GpuPool
+from config.models import ModelConfig
+from config.sharing import gpu_request
+
+PORT = VLLM_PORT
+RUN_AS = 10001
+HF_TOKEN_DIR = "/var/run/secrets/huggingface"
+HF_TOKEN_SECRET = "hf-token"
+API_KEY_SECRET = "vllm-api-key"
+CACHE_DIR = "/cache"
+READINESS_GATE_LABEL = "elbv2.k8s.aws/pod-readiness-gate-inject"
+
+
+def labels(model: ModelConfig) -> dict[str, str]:
+    return {**VLLM_APP_LABEL, "app.kubernetes.io/instance": model.name, MODEL_LABEL: model.name}
+
+
+def selector(model: ModelConfig) -> dict[str, str]:
+    return {**VLLM_APP_LABEL, "app.kubernetes.io/instance": model.name}
+
+
+def shm_size(model: ModelConfig) -> str:
+    """/dev/shm: NCCL between tensor-parallel ranks needs it; 1Gi plus 4Gi per extra rank."""
+    return model.shm_size or f"{1 + 4 * (model.tensor_parallel_size - 1)}Gi"
+
+
+def cache_size(model: ModelConfig) -> str:
+    """The checkpoint cache on the node's ephemeral storage: the download plus 20 % and 10Gi of headroom."""
+    return f"{math.ceil(capacity.checkpoint_gib(model) * 1.2) + 10}Gi"
+
+
+def namespace(model: ModelConfig) -> dict[str, Any]:
+    # The load balancer controller holds a rollout until the ALB target is healthy (readiness gate).
+    labels = {READINESS_GATE_LABEL: "enabled", MODEL_LABEL: model.name}
+    return namespace_manifest(model.name, "restricted", labels=labels)
+
+
+def service_account(model: ModelConfig) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": model.name, "namespace": model.name, "labels": labels(model)},
+        "automountServiceAccountToken": False,
+    }
+
+
+def vllm_args(model: ModelConfig) -> list[str]:
+    """Arguments after the image's `vllm serve` entrypoint: the model, then flags."""
+    args = [
+        model.hugging_face_id,
+        "--revision",
+        model.revision,
+        "--served-model-name",
+        model.name,
+        "--host",
+        "0.0.0.0",
+        "--port",
+        str(PORT),
+        "--tensor-parallel-size",
+        str(model.tensor_parallel_size),
+        "--max-model-len",
+        str(model.max_model_len),
+        "--gpu-memory-utilization",
+        str(model.gpu_memory_utilization),
+        "--dtype",
+        model.dtype,
+        "--shutdown-timeout",
+        str(model.drain.shutdown_timeout_seconds),
+    ]
+    if model.quantization != "none":
+        args += ["--quantization", model.quantization]
+    if model.kv_cache_dtype != "auto":
+        args += ["--kv-cache-dtype", model.kv_cache_dtype]
+    if model.max_num_seqs is not None:
+        args += ["--max-num-seqs", str(model.max_num_seqs)]
+    return [*args, *model.extra_args]
+
+
+def _env(model: ModelConfig, hf_token: bool, api_key: bool) -> list[dict[str, Any]]:
+    env: list[dict[str, Any]] = [
+        {"name": "HOME", "value": "/tmp"},
+        {"name": "HF_HOME", "value": f"{CACHE_DIR}/huggingface"},
+        {"name": "VLLM_CACHE_ROOT", "value": f"{CACHE_DIR}/vllm"},
+        {"name": "XDG_CACHE_HOME", "value": f"{CACHE_DIR}/xdg"},
+        {"name": "TRITON_CACHE_DIR", "value": f"{CACHE_DIR}/triton"},
+        {"name": "TORCHINDUCTOR_CACHE_DIR", "value": f"{CACHE_DIR}/inductor"},
+        {"name": "HF_HUB_DISABLE_TELEMETRY", "value": "1"},
+        {"name": "VLLM_NO_USAGE_STATS", "value": "1"},
+        {"name": "DO_NOT_TRACK", "value": "1"},
+    ]
+    if hf_token:
+        # huggingface_hub reads the token from this file: no token in env or args.
+        env.append({"name": "HF_TOKEN_PATH", "value": f"{HF_TOKEN_DIR}/token"})
+    if api_key:
+        env.append({"name": "VLLM_API_KEY", "valueFrom": {"secretKeyRef": {"name": API_KEY_SECRET, "key": "api-key"}}})
+    return env
+
+
+def deployment(model: ModelConfig, pool: GpuPool, hf_token: bool, api_key: bool = False) -> dict[str, Any]:
+    request = gpu_request(model, pool)
+    resources = {"cpu": model.resources.cpu, "memory": model.resources.memory, request.resource: str(request.count)}
+    probe = {"httpGet": {"path": "/health", "port": VLLM_PORT_NAME}}
+    startup_failures = math.ceil(capacity.startup_budget_seconds(model) / model.startup.period_seconds)
+    volume_mounts: list[dict[str, Any]] = [
+        {"name": "cache", "mountPath": CACHE_DIR},
+        {"name": "tmp", "mountPath": "/tmp"},
+        {"name": "shm", "mountPath": "/dev/shm"},
+    ]
+    volumes: list[dict[str, Any]] = [
+        {"name": "cache", "emptyDir": {"sizeLimit": cache_size(model)}},
+        {"name": "tmp", "emptyDir": {"sizeLimit": "2Gi"}},
+        {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": shm_size(model)}},
+    ]
+    if hf_token:
+        volume_mounts.append({"name": "hf-token", "mountPath": HF_TOKEN_DIR, "readOnly": True})
+        volumes.append(
+            {
+                "name": "hf-token",
+                "secret": {"secretName": HF_TOKEN_SECRET, "defaultMode": 0o440, "items": [{"key": "token", "path": "token"}]},
+            }
+        )
+    tolerations = [{"key": t["key"], "operator": "Exists", "effect": t["effect"]} for t in pool.node_taints()]
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": model.name, "namespace": model.name, "labels": labels(model)},
+        "spec": {
+            # No replicas here: KEDA's HPA owns the count (min..max); server-side apply leaves it alone.
+            "selector": {"matchLabels": selector(model)},
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
+            "template": {
+                "metadata": {"labels": labels(model)},
+                "spec": {
+                    "serviceAccountName": model.name,
+                    "automountServiceAccountToken": False,
+                    "enableServiceLinks": False,
+                    "terminationGracePeriodSeconds": model.drain.termination_grace_period_seconds,
+                    "securityContext": {
+                        "runAsNonRoot": True,
+                        "runAsUser": RUN_AS,
+                        "runAsGroup": RUN_AS,
+                        "fsGroup": RUN_AS,
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                    },
+                    "nodeSelector": {POOL_LABEL: pool.name},
+                    "tolerations": tolerations,
+                    "topologySpreadConstraints": [
+                        {
+                            "maxSkew": 1,
+                            "topologyKey": key,
+                            "whenUnsatisfiable": "ScheduleAnyway",
+                            "labelSelector": {"matchLabels": selector(model)},
+                        }
+                        for key in ("topology.kubernetes.io/zone", "kubernetes.io/hostname")
+                    ],
+                    "containers": [
+                        {
+                            "name": "vllm",
+                            "image": model.image.reference,
+                            "imagePullPolicy": "IfNotPresent",
+                            "args": vllm_args(model),
+                            "ports": [{"name": VLLM_PORT_NAME, "containerPort": PORT, "protocol": "TCP"}],
+                            "env": _env(model, hf_token, api_key),
+                            "resources": {"requests": dict(resources), "limits": dict(resources)},
+                            "securityContext": {
+                                "runAsNonRoot": True,
+                                "runAsUser": RUN_AS,
+                                "allowPrivilegeEscalation": False,
+                                "readOnlyRootFilesystem": True,
+                                "capabilities": {"drop": ["ALL"]},
+                                "seccompProfile": {"type": "RuntimeDefault"},
+                            },
+                            "startupProbe": {
+                                **probe,
+                                "periodSeconds": model.startup.period_seconds,
+                                "failureThreshold": startup_failures,
+                                "timeoutSeconds": 5,
+                            },
+                            "readinessProbe": {**probe, "periodSeconds": 10, "failureThreshold": 3, "timeoutSeconds": 5},
+                            "livenessProbe": {**probe, "periodSeconds": 15, "failureThreshold": 6, "timeoutSeconds": 10},
+                            "lifecycle": {"preStop": {"sleep": {"seconds": model.drain.pre_stop_sleep_seconds}}},
+                            "volumeMounts": volume_mounts,
+                        }
+                    ],
+                    "volumes": volumes,
+                },
+            },
+        },
+    }
+
+
+def service(model: ModelConfig) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": model.name, "namespace": model.name, "labels": labels(model)},
+        "spec": {
+            "type": "ClusterIP",
+            "selector": selector(model),
+            "ports": [{"name": VLLM_PORT_NAME, "port": PORT, "targetPort": VLLM_PORT_NAME, "protocol": "TCP"}],
+        },
+    }
+
+
+def pod_disruption_budget(model: ModelConfig) -> dict[str, Any]:
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": model.name, "namespace": model.name, "labels": labels(model)},
+        "spec": {"maxUnavailable": 1, "selector": {"matchLabels": selector(model)}},
+    }
+
+
+def network_policies(model: ModelConfig, vpc_cidr: str, monitoring_namespace: str) -> list[dict[str, Any]]:
+    """Default deny in the namespace; vLLM admits only the load balancer (from the VPC) and Prometheus."""
+    deny = {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "default-deny", "namespace": model.name},
+        "spec": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]},
+    }
+    vllm = {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": model.name, "namespace": model.name},
+        "spec": {
+            "podSelector": {"matchLabels": selector(model)},
+            "policyTypes": ["Ingress", "Egress"],
+            "ingress": [
+                # The ALB targets pod IPs directly (target type ip); its addresses are in the VPC.
+                {"from": [{"ipBlock": {"cidr": vpc_cidr}}], "ports": [{"protocol": "TCP", "port": PORT}]},
+                {
+                    "from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": monitoring_namespace}}}],
+                    "ports": [{"protocol": "TCP", "port": PORT}],
+                },
+            ],
+            "egress": [
+                {
+                    "to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": KUBE_SYSTEM}}}],
+                    "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
+                },
+                # Weights from Hugging Face or S3 over HTTPS only.
+                {"ports": [{"protocol": "TCP", "port": 443}]},
+            ],
+        },
+    }
+    return [deny, vllm]

@@ -1,0 +1,137 @@
+"""Network: a VPC with public and private subnets per AZ, or an existing VPC used as is."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+
+from builders.network import (
+    nat_gateway_count,
+    private_subnet_tags,
+    public_subnet_tags,
+    subnet_plan,
+)
+from config.network import ExistingVpc, NewVpc
+
+
+@dataclass(frozen=True, kw_only=True)
+class NetworkArgs:
+    """Inputs of the Network component."""
+
+    config: NewVpc | ExistingVpc
+    """The `network` section of the stack config."""
+    cluster_name: str
+    """Cluster name, for subnet discovery tags and resource names."""
+    region: str
+    """AWS region (for the S3 gateway endpoint service name)."""
+    tags: dict[str, str]
+    """Tags for every resource."""
+
+
+def _nth(i: int) -> Callable[[list[str]], str]:
+    return lambda names: names[i]
+
+
+class Network(pulumi.ComponentResource):
+    """A VPC across the configured AZs with NAT, or an existing VPC (then it creates nothing)."""
+
+    vpc_id: pulumi.Output[str]
+    private_subnet_ids: pulumi.Output[list[str]]
+    public_subnet_ids: pulumi.Output[list[str]]
+
+    def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("llmplatform:index:Network", name, None, opts)
+        if isinstance(args.config, ExistingVpc):
+            self.vpc_id = pulumi.Output.from_input(args.config.vpc_id)
+            self.private_subnet_ids = pulumi.Output.from_input(list(args.config.private_subnet_ids))
+            self.public_subnet_ids = pulumi.Output.from_input(list(args.config.public_subnet_ids))
+        else:
+            self._create(name, args, args.config)
+        self.register_outputs(
+            {"vpcId": self.vpc_id, "privateSubnetIds": self.private_subnet_ids, "publicSubnetIds": self.public_subnet_ids}
+        )
+
+    def _create(self, name: str, args: NetworkArgs, cfg: NewVpc) -> None:
+        child = pulumi.ResourceOptions(parent=self)
+        cluster, tags = args.cluster_name, args.tags
+        vpc = aws.ec2.Vpc(
+            f"{name}-vpc",
+            cidr_block=cfg.cidr,
+            enable_dns_hostnames=True,
+            enable_dns_support=True,
+            tags={**tags, "Name": cluster},
+            opts=child,
+        )
+        igw = aws.ec2.InternetGateway(f"{name}-igw", vpc_id=vpc.id, tags={**tags, "Name": cluster}, opts=child)
+        azs = aws.get_availability_zones_output(state="available", opts=pulumi.InvokeOutputOptions(parent=self))
+        public_rt = aws.ec2.RouteTable(
+            f"{name}-public",
+            vpc_id=vpc.id,
+            routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", gateway_id=igw.id)],
+            tags={**tags, "Name": f"{cluster}-public"},
+            opts=child,
+        )
+        nats = nat_gateway_count(cfg.nat_gateways, cfg.az_count)
+        public_ids: list[pulumi.Output[str]] = []
+        private_ids: list[pulumi.Output[str]] = []
+        private_rts: list[pulumi.Output[str]] = []
+        nat_ids: list[pulumi.Output[str]] = []
+        for plan in subnet_plan(cfg.cidr, cfg.az_count):
+            i = plan.index
+            az = azs.names.apply(_nth(i))
+            suffix = chr(ord("a") + i)
+            public = aws.ec2.Subnet(
+                f"{name}-public-{suffix}",
+                vpc_id=vpc.id,
+                cidr_block=plan.public_cidr,
+                availability_zone=az,
+                map_public_ip_on_launch=False,
+                tags=az.apply(lambda z: public_subnet_tags(cluster, z, tags)),
+                opts=child,
+            )
+            aws.ec2.RouteTableAssociation(f"{name}-public-{suffix}", subnet_id=public.id, route_table_id=public_rt.id, opts=child)
+            public_ids.append(public.id)
+            if i < nats:
+                eip = aws.ec2.Eip(f"{name}-nat-{suffix}", domain="vpc", tags={**tags, "Name": f"{cluster}-nat-{suffix}"}, opts=child)
+                nat = aws.ec2.NatGateway(
+                    f"{name}-nat-{suffix}",
+                    allocation_id=eip.id,
+                    subnet_id=public.id,
+                    tags={**tags, "Name": f"{cluster}-nat-{suffix}"},
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=[igw]),
+                )
+                nat_ids.append(nat.id)
+            private = aws.ec2.Subnet(
+                f"{name}-private-{suffix}",
+                vpc_id=vpc.id,
+                cidr_block=plan.private_cidr,
+                availability_zone=az,
+                tags=az.apply(lambda z: private_subnet_tags(cluster, z, tags)),
+                opts=child,
+            )
+            rt = aws.ec2.RouteTable(
+                f"{name}-private-{suffix}",
+                vpc_id=vpc.id,
+                routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat_ids[min(i, nats - 1)])],
+                tags={**tags, "Name": f"{cluster}-private-{suffix}"},
+                opts=child,
+            )
+            aws.ec2.RouteTableAssociation(f"{name}-private-{suffix}", subnet_id=private.id, route_table_id=rt.id, opts=child)
+            private_ids.append(private.id)
+            private_rts.append(rt.id)
+        if cfg.s3_gateway_endpoint:
+            aws.ec2.VpcEndpoint(
+                f"{name}-s3",
+                vpc_id=vpc.id,
+                service_name=f"com.amazonaws.{args.region}.s3",
+                vpc_endpoint_type="Gateway",
+                route_table_ids=private_rts,
+                tags={**tags, "Name": f"{cluster}-s3"},
+                opts=child,
+            )
+        self.vpc_id = vpc.id
+        self.private_subnet_ids = pulumi.Output.all(*private_ids).apply(list)
+        self.public_subnet_ids = pulumi.Output.all(*public_ids).apply(list)

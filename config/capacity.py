@@ -1,0 +1,161 @@
+"""Capacity math, written once: model memory, fit on a GPU or slice, GPUs and node share per replica.
+
+The config rules (does it fit?), the cost summary (what does a replica cost?), the builders
+(cache size, startup budget) and the planner all read these functions. Pure; estimates err on
+the side of rejecting a config that barely fits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from config import catalog
+from config.gpu_pools import GpuPool
+from config.models import ModelConfig
+from config.types import parse_quantity
+
+GIB = 2**30
+# Per-GPU memory vLLM needs beside weights and KV cache: CUDA context, activation peak,
+# CUDA graphs. An estimate; it errs on the side of rejecting configs that barely fit.
+OVERHEAD_GIB_PER_GPU = 1.5
+# Share of a node's CPU and memory a pod can actually get (kubelet, system reserve, daemonsets).
+ALLOCATABLE_CPU = 0.9
+ALLOCATABLE_MEMORY = 0.85
+# Bytes per parameter on the GPU: quantized weights, else the dtype's width.
+BYTES_PER_PARAMETER = {"none": None, "fp8": 1.0, "awq": 0.5, "gptq": 0.5}
+BYTES_PER_DTYPE = {"bfloat16": 2.0, "float16": 2.0}
+TENSOR_PARALLEL_SIZES = (1, 2, 4, 8)
+# Load time: a fixed start (image entrypoint, CUDA init, graph capture) plus a rate per GiB read.
+LOAD_BASE_SECONDS = 120
+LOAD_SECONDS_PER_GIB = 10
+
+
+# -- one model's memory ------------------------------------------------------------------------
+def weights_gib(model: ModelConfig) -> float:
+    """GPU memory the weights take once loaded (online fp8 halves a bf16 checkpoint)."""
+    per_parameter = BYTES_PER_PARAMETER[model.quantization] or BYTES_PER_DTYPE[model.dtype]
+    return model.parameters_billions * 1e9 * per_parameter / GIB
+
+
+def checkpoint_gib(model: ModelConfig) -> float:
+    """What is downloaded and cached: online fp8 reads the full-precision checkpoint."""
+    per_parameter = 0.5 if model.quantization in ("awq", "gptq") else BYTES_PER_DTYPE[model.dtype]
+    return model.parameters_billions * 1e9 * per_parameter / GIB
+
+
+def kv_bytes_per_token(model: ModelConfig) -> float:
+    """KV-cache bytes of one token: keys and values of every layer's KV heads."""
+    kv_bytes = 1.0 if model.kv_cache_dtype == "fp8" else BYTES_PER_DTYPE[model.dtype]
+    a = model.architecture
+    return 2 * a.num_layers * a.num_kv_heads * a.head_dim * kv_bytes
+
+
+def kv_gib_per_sequence(model: ModelConfig) -> float:
+    """KV cache of one sequence at maxModelLen: the least vLLM must fit beside the weights."""
+    return kv_bytes_per_token(model) * model.max_model_len / GIB
+
+
+def required_gib_per_device(model: ModelConfig, tp: int | None = None) -> float:
+    """Memory one tensor-parallel rank needs (at the model's size, or at tp): its share of the
+    weights and of one sequence's KV cache, plus overhead."""
+    return (weights_gib(model) + kv_gib_per_sequence(model)) / (tp or model.tensor_parallel_size) + OVERHEAD_GIB_PER_GPU
+
+
+def expected_load_seconds(model: ModelConfig) -> int:
+    """A conservative load-time estimate: a fixed start plus a rate per GiB of checkpoint."""
+    return LOAD_BASE_SECONDS + LOAD_SECONDS_PER_GIB * round(checkpoint_gib(model))
+
+
+def startup_budget_seconds(model: ModelConfig) -> int:
+    """Seconds the startup probe allows: the configured budget, else the expected load time."""
+    if model.startup.budget_seconds is not None:
+        return model.startup.budget_seconds
+    return expected_load_seconds(model)
+
+
+# -- what a replica gets -----------------------------------------------------------------------
+@dataclass(frozen=True)
+class Device:
+    """What one replica gets per tensor-parallel rank: a GPU, a time-slice of one, or a MIG slice."""
+
+    description: str
+    gib: float
+
+
+def pool_mig_profile(pool: GpuPool) -> catalog.MigProfile:
+    """The MIG profile of a (validated) MIG pool, from its GPU's catalog entry."""
+    assert pool.sharing.mig is not None
+    gpu = pool.resolved_instance_types()[0].gpu
+    assert gpu is not None
+    profile = gpu.mig_profile(pool.sharing.mig.profile)
+    assert profile is not None
+    return profile
+
+
+def device_for(pool: GpuPool, instance: catalog.InstanceType) -> Device:
+    gpu = instance.gpu
+    assert gpu is not None
+    if pool.sharing.mig:
+        profile = pool.sharing.mig.profile
+        return Device(f"MIG {profile} slice of {gpu.model}", gpu.mig_profile_gib(profile))
+    return Device(gpu.model, gpu.memory_gib)
+
+
+def replica_hosts(model: ModelConfig, pool: GpuPool) -> list[catalog.InstanceType]:
+    """Pool instance types that can host one replica's GPUs (tensor parallelism divides their GPUs)."""
+    tp = model.tensor_parallel_size
+    return [t for t in pool.resolved_instance_types() if t.gpu_count >= tp and t.gpu_count % tp == 0]
+
+
+def smallest_device(model: ModelConfig, pool: GpuPool) -> Device | None:
+    """The smallest device a replica of the model may land on in the pool."""
+    hosts = replica_hosts(model, pool)
+    return min((device_for(pool, t) for t in hosts), key=lambda d: d.gib) if hosts else None
+
+
+def usable_gib(model: ModelConfig, device: Device) -> float:
+    return device.gib * model.gpu_memory_utilization
+
+
+def fits_instance(model: ModelConfig, instance: catalog.InstanceType, tp: int) -> bool:
+    """Whether the model fits whole GPUs of the instance at tensor-parallel size tp."""
+    if instance.gpu is None or instance.gpu_count < tp or instance.gpu_count % tp:
+        return False
+    return required_gib_per_device(model, tp) <= instance.gpu.memory_gib * model.gpu_memory_utilization
+
+
+def smallest_fitting_instance(model: ModelConfig) -> tuple[catalog.InstanceType, int] | None:
+    """The cheapest catalog instance (and tensor-parallel size) on which the model fits whole GPUs."""
+    for instance in sorted(catalog.gpu_instance_types(), key=lambda t: t.price_per_hour):
+        for tp in TENSOR_PARALLEL_SIZES:
+            if fits_instance(model, instance, tp):
+                return instance, tp
+    return None
+
+
+def gpus_per_replica(model: ModelConfig, pool: GpuPool) -> float:
+    """Physical GPUs one replica occupies (fractions for shared GPUs)."""
+    if pool.sharing.time_slicing:
+        return 1 / pool.sharing.time_slicing.replicas
+    if pool.sharing.mig:
+        return 1 / pool_mig_profile(pool).max_per_gpu
+    return float(model.tensor_parallel_size)
+
+
+def node_share(model: ModelConfig, pool: GpuPool, instance: catalog.InstanceType) -> float:
+    """The share of one node of this type that a replica occupies (by GPUs)."""
+    return gpus_per_replica(model, pool) / instance.gpu_count
+
+
+def replica_hour_prices(model: ModelConfig, pool: GpuPool) -> list[float]:
+    """On-demand price per hour of one replica on each instance type that can host it."""
+    hosts = replica_hosts(model, pool) or pool.resolved_instance_types()
+    return [t.price_per_hour * node_share(model, pool, t) for t in hosts]
+
+
+def node_room(model: ModelConfig, pool: GpuPool) -> list[catalog.InstanceType]:
+    """Host types whose allocatable CPU and memory hold one replica's requests."""
+    hosts = replica_hosts(model, pool) or pool.resolved_instance_types()
+    cpu = parse_quantity(model.resources.cpu)
+    mem_gib = parse_quantity(model.resources.memory) / GIB
+    return [t for t in hosts if t.vcpus * ALLOCATABLE_CPU >= cpu and t.memory_gib * ALLOCATABLE_MEMORY >= mem_gib]

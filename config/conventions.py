@@ -1,0 +1,144 @@
+"""The platform's conventions, each written once: keys, labels, tags, namespaces and derived names.
+
+Every layer (config rules, builders, components, the offline tools) imports these instead of
+spelling a literal again, so a label, a tag or a derived name changes in one place. Pure.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final, TypeVar
+
+if TYPE_CHECKING:
+    from config.stack import StackConfig
+
+# -- the stack file ----------------------------------------------------------------------------
+PROJECT: Final = "llm-platform"
+"""The Pulumi project name, and so the config namespace of every key (`llm-platform:models`)."""
+HF_TOKEN: Final = "hfToken"
+API_KEYS: Final = "apiKeys"
+GRAFANA_ADMIN_PASSWORD: Final = "grafanaAdminPassword"
+SECRET_KEYS: Final = (HF_TOKEN, API_KEYS, GRAFANA_ADMIN_PASSWORD)
+
+# -- AWS tags ----------------------------------------------------------------------------------
+CLUSTER_TAG: Final = "llm-platform/cluster"
+ENVIRONMENT_TAG: Final = "llm-platform/environment"
+DISCOVERY_TAG: Final = "karpenter.sh/discovery"
+"""Karpenter finds the subnets and security groups of GPU nodes by this tag (value: the cluster name)."""
+PUBLIC_ELB_TAG: Final = "kubernetes.io/role/elb"
+INTERNAL_ELB_TAG: Final = "kubernetes.io/role/internal-elb"
+RESERVED_TAG_PREFIXES: Final = ("kubernetes.io/cluster", "karpenter.sh/", "karpenter.k8s.aws/", "aws:")
+RESERVED_TAG_KEYS: Final = ("eks:eks-cluster-name",)
+
+
+def platform_tags(cluster_name: str, environment: str, extra: dict[str, str]) -> dict[str, str]:
+    """Tags on every AWS resource the stack creates: who owns it, then the stack's own tags."""
+    return {CLUSTER_TAG: cluster_name, ENVIRONMENT_TAG: environment, **extra}
+
+
+_Name = TypeVar("_Name")
+
+
+def discovery_tags(cluster_name: _Name) -> dict[str, _Name]:
+    """The tag by which Karpenter discovers the cluster's subnets and security groups (the name may
+    be a run-time value)."""
+    return {DISCOVERY_TAG: cluster_name}
+
+
+# -- node labels and taints --------------------------------------------------------------------
+LABEL_DOMAIN: Final = "llm-platform.io"
+SYSTEM_NODE_LABEL: Final = {f"{LABEL_DOMAIN}/node-role": "system"}
+SYSTEM_NODE_SELECTOR: Final = {"kubernetes.io/os": "linux", **SYSTEM_NODE_LABEL}
+POOL_LABEL: Final = f"{LABEL_DOMAIN}/gpu-pool"
+SHARING_LABEL: Final = f"{LABEL_DOMAIN}/gpu-sharing"
+MODEL_LABEL: Final = f"{LABEL_DOMAIN}/model"
+GPU_RESOURCE: Final = "nvidia.com/gpu"
+GPU_TAINT: Final = {"key": GPU_RESOURCE, "value": "true", "effect": "NoSchedule"}
+DEVICE_PLUGIN_CONFIG_LABEL: Final = "nvidia.com/device-plugin.config"
+MIG_CONFIG_LABEL: Final = "nvidia.com/mig.config"
+OPERANDS_LABEL: Final = "nvidia.com/gpu.deploy.operands"
+VLLM_APP_LABEL: Final = {"app.kubernetes.io/name": "vllm"}
+VLLM_PORT: Final = 8000
+VLLM_PORT_NAME: Final = "http"
+"""vLLM serves its API, /health and /metrics on this container port (the monitors scrape it by name)."""
+CAPACITY_TYPE_LABEL: Final = "karpenter.sh/capacity-type"
+INSTANCE_TYPE_LABEL: Final = "node.kubernetes.io/instance-type"
+
+
+def mig_resource(profile: str) -> str:
+    """Resource name a MIG slice is advertised as under the `mixed` strategy."""
+    return f"nvidia.com/mig-{profile}"
+
+
+# -- namespaces --------------------------------------------------------------------------------
+KUBE_SYSTEM: Final = "kube-system"
+KUBERNETES_NAMESPACES: Final = ("default", KUBE_SYSTEM, "kube-public", "kube-node-lease")
+KARPENTER_NAMESPACE: Final = KUBE_SYSTEM
+LOAD_BALANCER_CONTROLLER_NAMESPACE: Final = KUBE_SYSTEM
+KEDA_NAMESPACE: Final = "keda"
+KARPENTER_RESERVED_NAME: Final = "karpenter"
+"""Not a namespace the platform creates, but the one Karpenter's own docs install into; kept free."""
+
+
+def reserved_namespaces(cfg: StackConfig) -> frozenset[str]:
+    """Namespaces Kubernetes or the platform owns in this stack (a model cannot take one)."""
+    return frozenset(
+        {
+            *KUBERNETES_NAMESPACES,
+            KEDA_NAMESPACE,
+            KARPENTER_RESERVED_NAME,
+            cfg.observability.namespace,
+            cfg.gpu_operator.namespace,
+        }
+    )
+
+
+# -- derived names -----------------------------------------------------------------------------
+K8S_NAME_MAX: Final = 63
+HPA_PREFIX: Final = "keda-hpa-"
+
+
+def hpa_name(model_name: str) -> str:
+    """The HorizontalPodAutoscaler KEDA creates for a model's ScaledObject."""
+    return f"{HPA_PREFIX}{model_name}"
+
+
+def interruption_queue_name(cluster_name: str) -> str:
+    """Karpenter's interruption queue: named after the cluster, as the chart's settings expect."""
+    return cluster_name
+
+
+def log_group_name(cluster_name: str) -> str:
+    """The control-plane log group EKS writes to (created first so its retention applies)."""
+    return f"/aws/eks/{cluster_name}/cluster"
+
+
+def kms_alias(cluster_name: str) -> str:
+    return f"alias/{cluster_name}-eks-secrets"
+
+
+def node_class_name(ami_family: str) -> str:
+    """The EC2NodeClass of the GPU pools of one AMI family."""
+    return f"gpu-{ami_family}"
+
+
+# -- IAM ---------------------------------------------------------------------------------------
+NODE_ROLE_POLICIES: Final = (
+    "AmazonEKSWorkerNodePolicy",
+    "AmazonEKS_CNI_Policy",
+    "AmazonEC2ContainerRegistryPullOnly",
+    "AmazonSSMManagedInstanceCore",
+)
+"""AWS managed policies of every node role: the system node group's and Karpenter's GPU nodes'."""
+EBS_CSI_POLICY: Final = "service-role/AmazonEBSCSIDriverPolicy"
+KARPENTER_SERVICE_ACCOUNT: Final = "karpenter"
+LOAD_BALANCER_CONTROLLER_SERVICE_ACCOUNT: Final = "aws-load-balancer-controller"
+EBS_CSI_SERVICE_ACCOUNT: Final = "ebs-csi-controller-sa"
+
+
+def managed_policy_arn(partition: str, name: str) -> str:
+    return f"arn:{partition}:iam::aws:policy/{name}"
+
+
+def eks_access_policy_arn(partition: str, policy: str) -> str:
+    """An EKS access policy (ClusterAdmin, Admin, Edit, View) as an ARN."""
+    return f"arn:{partition}:eks::aws:cluster-access-policy/AmazonEKS{policy}Policy"

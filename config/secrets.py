@@ -1,0 +1,98 @@
+"""Which secrets a stack needs, and what is wrong with the ones it has. Pure.
+
+Secret values never enter the pydantic model: `config/load.py` turns them into secret Outputs.
+This module only decides which are required (from the config and the exposure policy) and
+checks their shape, without ever printing a value.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from config.conventions import API_KEYS, GRAFANA_ADMIN_PASSWORD, HF_TOKEN
+from config.errors import Problem
+from config.exposure import exposure
+from config.stack import StackConfig
+from config.stack_file import secret_command
+
+
+@dataclass(frozen=True)
+class NeededSecrets:
+    """The secrets a stack cannot run without."""
+
+    grafana_admin_password: bool
+    hf_token: list[str]
+    """Gated models, which need the Hugging Face token."""
+    api_keys: list[str]
+    """Models whose endpoint must require an API key."""
+
+
+def needed(cfg: StackConfig) -> NeededSecrets:
+    return NeededSecrets(
+        grafana_admin_password=True,
+        hf_token=[m.name for m in cfg.models if m.gated],
+        api_keys=[m.name for m in cfg.models if exposure(cfg, m).api_key_required],
+    )
+
+
+def _api_keys(secrets: dict[str, Any], names: set[str]) -> tuple[list[Problem], dict[str, str]]:
+    try:
+        parsed = json.loads(secrets[API_KEYS])
+    except json.JSONDecodeError:
+        parsed = None
+    if not isinstance(parsed, dict) or not all(isinstance(v, str) and v for v in parsed.values()):
+        return [
+            Problem(
+                API_KEYS,
+                "must be a mapping of model name to API key. Fix: run "
+                f"`pulumi config set --secret --path '{API_KEYS}.<model>' <key>` per model",
+            )
+        ], {}
+    problems = [
+        Problem(
+            f"{API_KEYS}.{model}",
+            f"names no model (have: {', '.join(sorted(names))}). Fix: remove it or correct the name",
+        )
+        for model in sorted(parsed)
+        if model not in names
+    ]
+    return problems, {k: v for k, v in parsed.items() if k in names}
+
+
+def problems(cfg: StackConfig, secrets: dict[str, Any]) -> tuple[list[Problem], dict[str, str]]:
+    """Missing or malformed secrets, and the API keys by model."""
+    found: list[Problem] = []
+    need = needed(cfg)
+    if need.grafana_admin_password and GRAFANA_ADMIN_PASSWORD not in secrets:
+        found.append(
+            Problem(
+                GRAFANA_ADMIN_PASSWORD,
+                "is not set; Grafana needs an admin password that is not the chart's well-known default. "
+                f"Fix: run `{secret_command(GRAFANA_ADMIN_PASSWORD)}`",
+            )
+        )
+    if need.hf_token and HF_TOKEN not in secrets:
+        gated = need.hf_token
+        found.append(
+            Problem(
+                HF_TOKEN,
+                f"is not set, but {', '.join(gated)} {'is' if len(gated) == 1 else 'are'} gated on Hugging Face; "
+                f"the download would fail with 401 on every pod start. Fix: run `{secret_command(HF_TOKEN)}`",
+            )
+        )
+    api_keys: dict[str, str] = {}
+    if API_KEYS in secrets:
+        key_problems, api_keys = _api_keys(secrets, {m.name for m in cfg.models})
+        found += key_problems
+    for model in cfg.models:
+        exp = exposure(cfg, model)
+        if exp.api_key_required and model.name not in api_keys:
+            found.append(
+                Problem(
+                    f"{API_KEYS}.{model.name}",
+                    f"is required: {exp.reason}. Fix: run `pulumi config set --secret --path '{API_KEYS}.{model.name}' <key>`",
+                )
+            )
+    return found, api_keys
