@@ -99,5 +99,3 @@ def test_prod_deletion_protection_default_and_override() -> None:
     data = stack_data("dev")
     data["cluster"]["deletionProtection"] = True
     assert parse(data).deletion_protection is True
-
-
