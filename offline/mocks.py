@@ -18,6 +18,7 @@ from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs, Mo
 SECRET_SIG = rpc._special_sig_key  # "4dabf18193072939515e22adb298388d"
 SECRET_VALUE_SIG = rpc._special_secret_sig
 REDACTED = "[secret]"
+ROOT_STACK_TYPE = "pulumi:pulumi:Stack"
 ACCOUNT_ID = "123456789012"
 
 # EC2-style id prefixes by resource type token.
@@ -104,6 +105,12 @@ class Registration:
     dependencies: list[str] = field(default_factory=list)
     provider: str | None = None
     id: str | None = None
+    identity: str = ""
+    """What the engine keys state by: `<type chain>::<name>` (the URN without stack and project).
+    Renaming a resource or moving it under a parent of another type changes it, and then
+    `pulumi up` replaces the resource unless an alias names the old identity."""
+    aliases: list[str] = field(default_factory=list)
+    """Old identities this resource answers to (its `aliases` option, and those inherited from its parents')."""
 
     @property
     def ref(self) -> str:
@@ -263,16 +270,55 @@ class RecordingMocks(Mocks):
         return {}
 
 
+def _chain_of(urn: str) -> str:
+    """The type chain of a URN, without the root stack (the engine leaves it out of its children's URNs)."""
+    chain = urn.split("::")[2]
+    return "" if chain == ROOT_STACK_TYPE else chain
+
+
+def _join(parent_chain: str, type_: str) -> str:
+    return f"{parent_chain}${type_}" if parent_chain else type_
+
+
 class RecordingMonitor(MockMonitor):
-    """A mock monitor that keeps every registration in order."""
+    """A mock monitor that keeps every registration in order, with the identity the engine would
+    key its state by and the old identities its aliases keep."""
 
     def __init__(self, mocks: RecordingMocks):
         super().__init__(mocks)
         self.registrations: list[Registration] = []
+        # The mock's own URNs keep only the parent's last type; the engine keeps the whole chain.
+        self._chains: dict[str, str] = {}
+        self._alias_chains: dict[str, list[str]] = {}
+
+    def _identity(self, request: Any) -> tuple[str, str, list[str]]:
+        """(type chain, identity, old identities) of a registration, as the engine computes them."""
+        parent_chain = self._chains.get(request.parent, "") if request.parent else ""
+        chain = _join(parent_chain, request.type)
+        old: list[str] = []
+        for alias in request.aliases:
+            if alias.urn:
+                old.append("::".join(alias.urn.split("::")[2:4]))
+                continue
+            spec = alias.spec
+            if spec.noParent:
+                alias_parent = ""
+            elif spec.parentUrn:
+                alias_parent = self._chains.get(spec.parentUrn, _chain_of(spec.parentUrn))
+            else:
+                alias_parent = parent_chain
+            alias_chain = _join(alias_parent, spec.type or request.type)
+            old.append(f"{alias_chain}::{spec.name or request.name}")
+        # A parent's aliases carry over to its children (same name, the parent's old type chain).
+        for parent_old in self._alias_chains.get(request.parent, []) if request.parent else []:
+            inherited = _join(parent_old, request.type)
+            old.append(f"{inherited}::{request.name}")
+        return chain, f"{chain}::{request.name}", old
 
     def RegisterResource(self, request: Any) -> Any:  # noqa: N802 (gRPC method name)
-        if request.type == "pulumi:pulumi:Stack":
+        if request.type == ROOT_STACK_TYPE:
             return super().RegisterResource(request)  # type: ignore[no-untyped-call]
+        chain, identity, old = self._identity(request)
         registration = Registration(
             type=request.type,
             name=request.name,
@@ -281,8 +327,12 @@ class RecordingMonitor(MockMonitor):
             custom=bool(request.custom),
             dependencies=sorted({urn_ref(u) for u in request.dependencies}),
             provider=_provider_ref(request.provider) if request.provider else None,
+            identity=identity,
+            aliases=sorted(set(old)),
         )
         response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
         registration.id = response.id or None
+        self._chains[response.urn] = chain
+        self._alias_chains[response.urn] = sorted({o.rsplit("::", 1)[0] for o in old})
         self.registrations.append(registration)
         return response

@@ -1,39 +1,55 @@
-"""Shared fixtures: stack data, parse helpers, offline runs of the real program."""
+"""Shared fixtures: fixture stacks, parse helpers, offline runs of the real program.
+
+Unit tests read the fixture stacks under tests/fixtures/stacks/, never the shipped
+Pulumi.<stack>.yaml: editing a shipped stack file is an operational act, checked only by
+tests/test_shipped_stacks.py.
+"""
 
 from __future__ import annotations
 
 import copy
+import functools
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from config import stack_file  # noqa: E402
 from config.errors import ConfigError  # noqa: E402
 from config.stack import StackConfig  # noqa: E402
 from config.validate import parse_stack_config  # noqa: E402
-from offline import harness  # noqa: E402
+from offline import golden, harness  # noqa: E402
 
-PROJECT = "llm-platform"
+FIXTURES = sorted(golden.fixtures())
+"""Every fixture stack: tests over the whole render run on each."""
+DEV = "minimal-dev"
+"""The small dev-shaped fixture that single-stack tests and bad-input mutations start from."""
+PROD = "full-prod"
+"""The prod-shaped fixture with every sharing mode."""
+
+
+def fixture_input(name: str, overrides: dict[str, Any] | None = None) -> harness.StackInput:
+    """A fixture stack as the engine would hand it to the program (missing secrets filled)."""
+    return harness.stack_input(name, golden.fixtures()[name], overrides)
+
+
+@functools.cache
+def fixture_run(name: str) -> harness.RunResult:
+    """The real program run once under the recording mocks with a fixture stack."""
+    return harness.run(fixture_input(name))
 
 
 def stack_data(stack: str) -> dict[str, Any]:
-    """The model input of a stack file (what config/load.py hands to pydantic)."""
-    raw = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())["config"]
-    data: dict[str, Any] = {}
-    for key, value in raw.items():
-        namespace, name = key.split(":", 1)
-        if namespace == PROJECT:
-            data[name] = value
-        elif key == "aws:region":
-            data["region"] = value
+    """The model input of a fixture stack (what config/load.py hands to pydantic), a fresh copy."""
+    inp = fixture_input(stack)
+    data, _, _ = stack_file.split(inp.config, lambda key: key in inp.secret_keys)
     return data
 
 
@@ -42,7 +58,7 @@ def parse(data: dict[str, Any]) -> StackConfig:
     return cfg
 
 
-def problems_after(mutate: Callable[[dict[str, Any]], object], stack: str = "dev") -> list[str]:
+def problems_after(mutate: Callable[[dict[str, Any]], object], stack: str = DEV) -> list[str]:
     """Every problem (errors and warnings) the validator reports after mutating a stack's data."""
     data = copy.deepcopy(stack_data(stack))
     mutate(data)
@@ -53,7 +69,7 @@ def problems_after(mutate: Callable[[dict[str, Any]], object], stack: str = "dev
     return [str(w) for w in warnings]
 
 
-def new_problems_after(mutate: Callable[[dict[str, Any]], object], stack: str = "dev") -> list[str]:
+def new_problems_after(mutate: Callable[[dict[str, Any]], object], stack: str = DEV) -> list[str]:
     """The problems a mutation adds to those the unmodified stack already has (its warnings)."""
     baseline = problems_after(lambda d: None, stack)
     return [p for p in problems_after(mutate, stack) if p not in baseline]
@@ -69,12 +85,12 @@ def shared_path(*parts: str) -> Path:
 
 @pytest.fixture(scope="session")
 def dev_run() -> harness.RunResult:
-    return harness.run(harness.stack_input("dev"))
+    return fixture_run(DEV)
 
 
 @pytest.fixture(scope="session")
 def prod_run() -> harness.RunResult:
-    return harness.run(harness.stack_input("prod"))
+    return fixture_run(PROD)
 
 
 def values(registration: object) -> dict[str, Any]:

@@ -8,7 +8,8 @@ import jsonschema
 import yaml
 
 from config import docs
-from tests.conftest import ROOT
+from offline import golden
+from tests.conftest import DEV, FIXTURES, ROOT
 
 
 def test_readme_reference_and_schema_are_current() -> None:
@@ -30,13 +31,13 @@ def test_reference_lists_every_section_and_secret() -> None:
 
 def test_stack_files_validate_against_the_schema() -> None:
     schema = json.loads((ROOT / "config" / "stack-config.schema.json").read_text())
-    for stack in ("dev", "prod"):
-        jsonschema.validate(yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text()), schema)
+    for stack in FIXTURES:
+        jsonschema.validate(yaml.safe_load(golden.fixtures()[stack].read_text()), schema)
 
 
 def test_schema_rejects_an_unknown_key() -> None:
     schema = json.loads((ROOT / "config" / "stack-config.schema.json").read_text())
-    document = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
+    document = yaml.safe_load(golden.fixtures()[DEV].read_text())
     document["config"]["llm-platform:models"][0]["replica"] = 2
     errors = list(jsonschema.Draft202012Validator(schema).iter_errors(document))
     assert any("replica" in e.message for e in errors)

@@ -10,7 +10,7 @@ import pytest
 from builders import cluster as builders
 from config import versions
 from offline import harness
-from tests.conftest import parse, stack_data, values
+from tests.conftest import FIXTURES, PROD, fixture_run, parse, stack_data, values
 
 EKS = "eks:index:Cluster"
 ADDON = "aws:eks/addon:Addon"
@@ -30,15 +30,16 @@ def test_prod_endpoint_is_private_only(prod_run: harness.RunResult) -> None:
     assert "publicAccessCidrs" not in cluster
 
 
-@pytest.mark.parametrize("stack", ["dev", "prod"])
-def test_cluster_security_inputs(stack: str, dev_run: harness.RunResult, prod_run: harness.RunResult) -> None:
-    run = dev_run if stack == "dev" else prod_run
+@pytest.mark.parametrize("stack", FIXTURES)
+def test_cluster_security_inputs(stack: str) -> None:
+    run = fixture_run(stack)
     cluster = values(run.one(EKS))
     key = run.one("aws:kms/key:Key")
-    assert cluster["name"] == f"llm-{stack}"
+    cfg = parse(stack_data(stack))
+    assert cluster["name"] == cfg.cluster.name
     assert cluster["version"] == "1.35"
     assert cluster["authenticationMode"] == "API"
-    assert cluster["encryptionConfigKeyArn"] == f"arn:aws:kms:us-east-1:123456789012:key/{key.id}"
+    assert cluster["encryptionConfigKeyArn"] == f"arn:aws:kms:{cfg.region}:123456789012:key/{key.id}"
     assert cluster["enabledClusterLogTypes"] == ["api", "audit", "authenticator", "controllerManager", "scheduler"]
     assert cluster["skipDefaultNodeGroup"] is True
     assert cluster["bootstrapSelfManagedAddons"] is False
@@ -47,7 +48,7 @@ def test_cluster_security_inputs(stack: str, dev_run: harness.RunResult, prod_ru
     assert cluster["kubeProxyAddonOptions"]["enabled"] is False
     assert cluster["createOidcProvider"] is True
     assert cluster["nodeAssociatePublicIpAddress"] is False
-    assert cluster["deletionProtection"] is (stack == "prod")
+    assert cluster["deletionProtection"] is (cfg.environment == "prod")
     assert "aws:cloudwatch/logGroup:LogGroup::cluster-logs" in run.one(EKS).dependencies
 
 
@@ -77,7 +78,7 @@ def test_access_entries(prod_run: harness.RunResult) -> None:
 
 
 def test_namespace_scoped_grant() -> None:
-    data = stack_data("prod")
+    data = stack_data(PROD)
     data["cluster"]["access"] = [{"principalArn": "arn:aws:iam::123456789012:role/team-a", "policy": "Edit", "namespaces": ["team-a"]}]
     entries = builders.access_entries(parse(data).cluster)
     assert entries[-1] == builders.AccessEntrySpec(
@@ -194,9 +195,9 @@ def test_kubernetes_provider_takes_the_secret_kubeconfig(prod_run: harness.RunRe
     assert "kubeconfig" in prod_run.secret_outputs
 
 
-@pytest.mark.parametrize("stack", ["dev", "prod"])
-def test_every_resource_is_parented_under_our_components(stack: str, dev_run: harness.RunResult, prod_run: harness.RunResult) -> None:
-    run = dev_run if stack == "dev" else prod_run
+@pytest.mark.parametrize("stack", FIXTURES)
+def test_every_resource_is_parented_under_our_components(stack: str) -> None:
+    run = fixture_run(stack)
     for r in run.registrations:
         if r.type.startswith("llmplatform:index:"):
             continue

@@ -14,7 +14,7 @@ from config import catalog, karpenter_cel
 from config.scheduling import tolerates, uncovered
 from config.sharing import GpuRequest, gpu_request, node_capacity
 from offline import harness
-from tests.conftest import parse, shared_path, stack_data, values
+from tests.conftest import DEV, FIXTURES, PROD, fixture_run, parse, shared_path, stack_data, values
 from tests.fixtures.nodeoverlay_schema import SCHEMA as NODEOVERLAY_SCHEMA
 from tests.validators import helm_values
 
@@ -49,9 +49,9 @@ def test_toleration_matcher(toleration: dict[str, str], taint: dict[str, str], e
     assert tolerates(toleration, taint) is expected
 
 
-@pytest.mark.parametrize("stack", ["dev", "prod"])
-def test_daemonsets_tolerate_every_taint_of_every_pool(stack: str, dev_run: harness.RunResult, prod_run: harness.RunResult) -> None:
-    run = dev_run if stack == "dev" else prod_run
+@pytest.mark.parametrize("stack", FIXTURES)
+def test_daemonsets_tolerate_every_taint_of_every_pool(stack: str) -> None:
+    run = fixture_run(stack)
     gpu = _gpu_values(run)["values"]
     taints = [t for r in run.of_type("kubernetes:karpenter.sh/v1:NodePool") for t in values(r)["spec"]["template"]["spec"]["taints"]]
     assert taints
@@ -60,7 +60,7 @@ def test_daemonsets_tolerate_every_taint_of_every_pool(stack: str, dev_run: harn
 
 
 def test_coverage_fails_for_an_uncovered_taint_and_generation_follows_new_taints() -> None:
-    data = stack_data("dev")
+    data = stack_data(DEV)
     data["gpuPools"][0]["taints"] = [{"key": "dedicated", "value": "llm", "effect": "NoSchedule"}]
     pool = parse(data).gpu_pools[0]
     taints = pool.node_taints()
@@ -119,7 +119,7 @@ def test_release_waits_for_its_config(prod_run: harness.RunResult) -> None:
 
 
 def test_gpu_request_per_sharing_mode() -> None:
-    cfg = parse(stack_data("prod"))
+    cfg = parse(stack_data(PROD))
     by_name = {m.name: m for m in cfg.models}
     pools = {p.name: p for p in cfg.gpu_pools}
 
@@ -159,7 +159,7 @@ def test_mig_profile_validity_per_gpu(instance: str, profile: str, exists: bool,
 
 
 def test_time_sliced_pool_lines_up(prod_run: harness.RunResult) -> None:
-    pool = next(p for p in parse(stack_data("prod")).gpu_pools if p.name == "gpu-l40s-shared")
+    pool = next(p for p in parse(stack_data(PROD)).gpu_pools if p.name == "gpu-l40s-shared")
     assert pool.sharing.time_slicing is not None
     node_pool = values(prod_run.one("kubernetes:karpenter.sh/v1:NodePool", "karpenter-gpu-l40s-shared"))
     config_map = values(prod_run.one("kubernetes:core/v1:ConfigMap", "gpu-operator-device-plugin-config"))
@@ -192,7 +192,7 @@ def test_time_sliced_pool_lines_up(prod_run: harness.RunResult) -> None:
 
 
 def test_mig_pool_lines_up(prod_run: harness.RunResult) -> None:
-    pool = next(p for p in parse(stack_data("prod")).gpu_pools if p.name == "gpu-a100-mig")
+    pool = next(p for p in parse(stack_data(PROD)).gpu_pools if p.name == "gpu-a100-mig")
     node_pool = values(prod_run.one("kubernetes:karpenter.sh/v1:NodePool", "karpenter-gpu-a100-mig"))
     labels = node_pool["spec"]["template"]["metadata"]["labels"]
     assert labels["nvidia.com/mig.config"] == "all-3g.20gb"
@@ -203,7 +203,7 @@ def test_mig_pool_lines_up(prod_run: harness.RunResult) -> None:
     overlay = values(prod_run.one(OVERLAY, "karpenter-overlay-gpu-a100-mig-8gpu"))
     assert overlay["spec"]["capacity"] == {"nvidia.com/mig-3g.20gb": "16"}  # 8 GPUs x 2 slices
     assert node_capacity(pool, 8) == {"nvidia.com/mig-3g.20gb": 16}
-    model = next(m for m in parse(stack_data("prod")).models if m.pool == "gpu-a100-mig")
+    model = next(m for m in parse(stack_data(PROD)).models if m.pool == "gpu-a100-mig")
     assert gpu_request(model, pool).resource in overlay["spec"]["capacity"]
 
 
@@ -229,14 +229,14 @@ def test_node_overlays_validate(prod_run: harness.RunResult) -> None:
 
 
 def test_node_overlay_schema_rejects_core_resources() -> None:
-    overlay = overlays.node_overlays(next(p for p in parse(stack_data("prod")).gpu_pools if p.name == "gpu-l40s-shared"))[0]
+    overlay = overlays.node_overlays(next(p for p in parse(stack_data(PROD)).gpu_pools if p.name == "gpu-l40s-shared"))[0]
     overlay["spec"]["capacity"]["memory"] = "1Gi"
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(overlay, NODEOVERLAY_SCHEMA)
 
 
 def test_family_pool_with_mixed_gpu_counts_gets_one_overlay_per_count() -> None:
-    data = stack_data("prod")
+    data = stack_data(PROD)
     data["gpuPools"][3] = {
         "name": "gpu-l40s-shared",
         "instanceFamilies": ["g6e"],
@@ -252,7 +252,7 @@ def test_family_pool_with_mixed_gpu_counts_gets_one_overlay_per_count() -> None:
 
 
 def test_bottlerocket_pools_opt_out_of_the_operator_operands() -> None:
-    data = stack_data("dev")
+    data = stack_data(DEV)
     data["gpuPools"][0]["amiFamily"] = "bottlerocket"
     cfg = parse(data)
     labels = nodepools.node_pool(cfg.gpu_pools[0], cfg.karpenter)["spec"]["template"]["metadata"]["labels"]

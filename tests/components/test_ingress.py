@@ -10,7 +10,7 @@ from parliament import analyze_policy_string
 from builders.ingress import endpoints as builders
 from builders.ingress.iam import controller_policy
 from offline import harness
-from tests.conftest import parse, shared_path, stack_data, values
+from tests.conftest import DEV, PROD, fixture_input, parse, shared_path, stack_data, values
 from tests.validators import cloudformation, helm_values
 
 INGRESS = "kubernetes:networking.k8s.io/v1:Ingress"
@@ -141,7 +141,7 @@ def test_dev_routes_by_path_and_rewrites_to_v1(dev_run: harness.RunResult) -> No
 
 
 def test_deregistration_delay_fits_the_drain() -> None:
-    for model in parse(stack_data("prod")).models:
+    for model in parse(stack_data(PROD)).models:
         delay = builders.deregistration_delay(model)
         assert model.drain.pre_stop_sleep_seconds <= delay <= model.drain.termination_grace_period_seconds
 
@@ -170,7 +170,7 @@ def test_internet_facing_models_require_their_api_key() -> None:
         "allowedCidrs": ["198.51.100.0/24"],
         "certificateArn": "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d",
     }
-    run = harness.run(harness.stack_input("dev", overrides={"llm-platform:ingress": ingress}))
+    run = harness.run(fixture_input(DEV, overrides={"llm-platform:ingress": ingress}))
     container = values(run.one("kubernetes:apps/v1:Deployment"))["spec"]["template"]["spec"]["containers"][0]
     assert {"name": "VLLM_API_KEY", "valueFrom": {"secretKeyRef": {"name": "vllm-api-key", "key": "api-key"}}} in container["env"]
     assert not any(a.startswith("--api-key") for a in container["args"])
@@ -185,9 +185,9 @@ def test_internet_facing_models_require_their_api_key() -> None:
 
 
 def test_unexposed_models_get_no_ingress_and_no_controller() -> None:
-    models = stack_data("dev")["models"]
+    models = stack_data(DEV)["models"]
     models[0]["expose"] = False
-    run = harness.run(harness.stack_input("dev", overrides={"llm-platform:models": models}))
+    run = harness.run(fixture_input(DEV, overrides={"llm-platform:models": models}))
     assert run.of_type(INGRESS) == []
     assert [r.name for r in run.of_type("kubernetes:helm.sh/v3:Release") if r.name.startswith("alb")] == []
     assert run.outputs["models"]["llama-3-1-8b"]["baseUrl"] is None

@@ -12,7 +12,7 @@ from builders.karpenter import iam, nodepools
 from config import karpenter_cel
 from config.conventions import NODE_ROLE_POLICIES
 from offline import harness
-from tests.conftest import parse, shared_path, stack_data, values
+from tests.conftest import DEV, FIXTURES, fixture_input, fixture_run, parse, shared_path, stack_data, values
 from tests.validators import cloudformation, crds, helm_values
 
 NODEPOOL = "kubernetes:karpenter.sh/v1:NodePool"
@@ -136,7 +136,7 @@ def test_pod_identity_association(prod_run: harness.RunResult) -> None:
 
 
 def test_irsa_option_annotates_the_service_account_and_scopes_the_trust() -> None:
-    run = harness.run(harness.stack_input("dev", overrides={"llm-platform:karpenter": {"identity": "irsa"}}))
+    run = harness.run(fixture_input(DEV, overrides={"llm-platform:karpenter": {"identity": "irsa"}}))
     assert [r.name for r in run.of_type("aws:eks/podIdentityAssociation:PodIdentityAssociation") if r.name.startswith("karpenter")] == []
     trust = json.loads(values(run.one("aws:iam/role:Role", "karpenter-controller"))["assumeRolePolicy"])
     condition = trust["Statement"][0]["Condition"]["StringEquals"]
@@ -181,14 +181,15 @@ def test_interruption_queue_rules_and_wiring(prod_run: harness.RunResult) -> Non
     assert {t["targetId"] for t in targets} == {"KarpenterInterruptionQueueTarget"}
 
 
-@pytest.mark.parametrize("stack", ["dev", "prod"])
-def test_spot_pools_always_have_the_queue_wired(stack: str, dev_run: harness.RunResult, prod_run: harness.RunResult) -> None:
-    run = dev_run if stack == "dev" else prod_run
+@pytest.mark.parametrize("stack", FIXTURES)
+def test_spot_pools_always_have_the_queue_wired(stack: str) -> None:
+    run = fixture_run(stack)
     spot = [p for p in parse(stack_data(stack)).gpu_pools if "spot" in p.capacity_types]
     assert spot, "the stack should exercise spot"
     settings = values(run.one("kubernetes:helm.sh/v3:Release", "karpenter-release"))["values"]["settings"]
-    assert settings["interruptionQueue"] == values(run.one("aws:sqs/queue:Queue"))["name"] == f"llm-{stack}"
-    assert settings["clusterName"] == f"llm-{stack}"
+    name = parse(stack_data(stack)).cluster.name
+    assert settings["interruptionQueue"] == values(run.one("aws:sqs/queue:Queue"))["name"] == name
+    assert settings["clusterName"] == name
 
 
 # -- the release ---------------------------------------------------------------------------------------
@@ -229,9 +230,9 @@ def test_custom_resources_depend_on_the_release(prod_run: harness.RunResult) -> 
 # -- NodePools and EC2NodeClasses ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("stack", ["dev", "prod"])
-def test_manifests_validate_against_the_upstream_crds(stack: str, dev_run: harness.RunResult, prod_run: harness.RunResult) -> None:
-    run = dev_run if stack == "dev" else prod_run
+@pytest.mark.parametrize("stack", FIXTURES)
+def test_manifests_validate_against_the_upstream_crds(stack: str) -> None:
+    run = fixture_run(stack)
     nodepool_crd = shared_path("crds", "karpenter.sh_nodepools.yaml")
     nodeclass_crd = shared_path("crds", "karpenter.k8s.aws_ec2nodeclasses.yaml")
     pools = run.of_type(NODEPOOL)
@@ -246,7 +247,7 @@ def test_manifests_validate_against_the_upstream_crds(stack: str, dev_run: harne
 
 def test_crd_validation_catches_v1beta1_shapes() -> None:
     crd = shared_path("crds", "karpenter.sh_nodepools.yaml")
-    pool = nodepools.node_pool(parse(stack_data("dev")).gpu_pools[0], parse(stack_data("dev")).karpenter)
+    pool = nodepools.node_pool(parse(stack_data(DEV)).gpu_pools[0], parse(stack_data(DEV)).karpenter)
     pool["spec"]["disruption"]["consolidationPolicy"] = "WhenUnderutilized"
     pool["spec"]["template"]["spec"]["nodeClassRef"] = {"apiVersion": "karpenter.k8s.aws/v1beta1", "name": "x"}
     found = crds.errors(pool, crd)
@@ -258,7 +259,7 @@ def test_crd_validation_catches_v1beta1_shapes() -> None:
 
 
 def test_cel_checks_catch_what_jsonschema_misses() -> None:
-    cfg = parse(stack_data("dev"))
+    cfg = parse(stack_data(DEV))
     node_class = nodepools.ec2_node_class("al2023", cfg.karpenter, "role", [{"tags": {"a": "b"}}], [{"tags": {"a": "b"}}], {})
     both = {**node_class, "spec": {**node_class["spec"], "instanceProfile": "profile"}}
     assert karpenter_cel.ec2nodeclass_problems(both) == ["must specify exactly one of ['role', 'instanceProfile']"]
@@ -362,7 +363,7 @@ def test_ec2_node_class(prod_run: harness.RunResult) -> None:
 
 
 def test_bottlerocket_node_class_has_a_data_volume() -> None:
-    cfg = parse(stack_data("dev"))
+    cfg = parse(stack_data(DEV))
     node_class = nodepools.ec2_node_class("bottlerocket", cfg.karpenter, "role", [], [], {})
     assert node_class["spec"]["amiSelectorTerms"] == [{"alias": "bottlerocket@v1.65.0"}]
     assert [d["deviceName"] for d in node_class["spec"]["blockDeviceMappings"]] == ["/dev/xvda", "/dev/xvdb"]
@@ -376,7 +377,7 @@ def test_existing_vpc_selects_subnets_by_id() -> None:
         "vpcCidr": "10.60.0.0/16",
         "privateSubnetIds": ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"],
     }
-    run = harness.run(harness.stack_input("dev", overrides={"llm-platform:network": existing}))
+    run = harness.run(fixture_input(DEV, overrides={"llm-platform:network": existing}))
     assert values(run.one(NODECLASS))["spec"]["subnetSelectorTerms"] == [
         {"id": "subnet-0123456789abcdef0"},
         {"id": "subnet-0123456789abcdef1"},

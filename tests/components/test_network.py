@@ -6,7 +6,7 @@ import pytest
 
 from builders.network import nat_gateway_count, subnet_plan
 from offline import harness
-from tests.conftest import values
+from tests.conftest import DEV, fixture_input, values
 
 SUBNET = "aws:ec2/subnet:Subnet"
 NAT = "aws:ec2/natGateway:NatGateway"
@@ -95,7 +95,7 @@ def test_existing_vpc_creates_no_network_resources() -> None:
         "privateSubnetIds": ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"],
         "publicSubnetIds": [],
     }
-    run = harness.run(harness.stack_input("dev", overrides={"llm-platform:network": existing}))
+    run = harness.run(fixture_input(DEV, overrides={"llm-platform:network": existing}))
     network_types = {"Vpc", "Subnet", "InternetGateway", "NatGateway", "Eip", "RouteTable", "RouteTableAssociation", "VpcEndpoint"}
     assert [r.ref for r in run.registrations if r.type.startswith("aws:ec2/") and r.type.split(":")[-1] in network_types] == []
     assert [r.ref for r in run.registrations if r.parent == "llmplatform:index:Network::network"] == []

@@ -1,14 +1,12 @@
-"""Serving: one model's stack, exactly (golden files), validated, secure, and scaled right."""
+"""Serving: one model's stack, validated, secure, and scaled right (exact manifests: tests/offline/test_golden.py)."""
 
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
 import kubernetes_validate
 import pytest
-import yaml
 
 from builders.keda import keda_values
 from builders.serving import scaling
@@ -18,10 +16,9 @@ from config import capacity, versions
 from config.sharing import gpu_request
 from offline import harness, render
 from offline.mocks import unwrap_secrets
-from tests.conftest import ROOT, parse, shared_path, stack_data, values
+from tests.conftest import DEV, FIXTURES, PROD, fixture_run, parse, shared_path, stack_data, values
 from tests.validators import crds, helm_values, promtool
 
-GOLDEN = ROOT / "tests" / "golden" / "dev"
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
 
@@ -36,29 +33,12 @@ def _model_objects(run: harness.RunResult, model: str) -> dict[str, dict[str, An
     return docs
 
 
-# -- golden files ---------------------------------------------------------------------------------------
-
-
-def test_dev_model_manifests_match_the_golden_files(dev_run: harness.RunResult) -> None:
-    """Regenerate with UPDATE_GOLDEN=1 after an intended change, and review the diff."""
-    docs = _model_objects(dev_run, "llama-3-1-8b")
-    if os.environ.get("UPDATE_GOLDEN"):
-        GOLDEN.mkdir(parents=True, exist_ok=True)
-        for old in GOLDEN.glob("*.yaml"):
-            old.unlink()
-        for name, doc in docs.items():
-            (GOLDEN / name).write_text(render._dump(doc))
-    assert sorted(docs) == sorted(p.name for p in GOLDEN.glob("*.yaml"))
-    for name, doc in docs.items():
-        assert yaml.safe_load((GOLDEN / name).read_text()) == doc, name
-
-
 # -- validators ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("stack", ["dev", "prod"])
-def test_every_core_object_passes_kubernetes_validate_strict(stack: str, dev_run: harness.RunResult, prod_run: harness.RunResult) -> None:
-    run = dev_run if stack == "dev" else prod_run
+@pytest.mark.parametrize("stack", FIXTURES)
+def test_every_core_object_passes_kubernetes_validate_strict(stack: str) -> None:
+    run = fixture_run(stack)
     checked = 0
     for r in run.registrations:
         if not render.is_manifest(r):
@@ -75,17 +55,17 @@ def test_every_core_object_passes_kubernetes_validate_strict(stack: str, dev_run
 
 
 def test_strict_validation_catches_a_typo() -> None:
-    model = parse(stack_data("dev")).models[0]
-    pool = parse(stack_data("dev")).gpu_pools[0]
+    model = parse(stack_data(DEV)).models[0]
+    pool = parse(stack_data(DEV)).gpu_pools[0]
     doc = builders.deployment(model, pool, hf_token=True)
     doc["spec"]["template"]["spec"]["terminationGracePeriod"] = 75
     with pytest.raises(kubernetes_validate.ValidationError):
         kubernetes_validate.validate(doc, versions.KUBERNETES_DEFAULT, strict=True)
 
 
-@pytest.mark.parametrize("stack", ["dev", "prod"])
-def test_scaled_objects_validate_against_the_keda_crd(stack: str, dev_run: harness.RunResult, prod_run: harness.RunResult) -> None:
-    run = dev_run if stack == "dev" else prod_run
+@pytest.mark.parametrize("stack", FIXTURES)
+def test_scaled_objects_validate_against_the_keda_crd(stack: str) -> None:
+    run = fixture_run(stack)
     crd = shared_path("crds", "keda.sh_scaledobjects.yaml")
     found = run.of_type(SCALED_OBJECT)
     assert len(found) == len(parse(stack_data(stack)).models)
@@ -99,7 +79,7 @@ def test_scaled_objects_validate_against_the_keda_crd(stack: str, dev_run: harne
 
 def test_keda_crd_catches_a_numeric_threshold() -> None:
     crd = shared_path("crds", "keda.sh_scaledobjects.yaml")
-    doc = scaling.scaled_object(parse(stack_data("dev")).models[0], "http://p:9090")
+    doc = scaling.scaled_object(parse(stack_data(DEV)).models[0], "http://p:9090")
     doc["spec"]["triggers"][0]["metadata"]["threshold"] = 5
     assert any("threshold" in e for e in crds.errors(doc, crd))
 
@@ -116,7 +96,7 @@ def test_keda_release_and_values(prod_run: harness.RunResult) -> None:
     )
     # IAM-5: KEDA gets no AWS role
     assert "serviceAccount" not in release["values"]
-    assert "podIdentity" not in keda_values(parse(stack_data("prod")).keda)
+    assert "podIdentity" not in keda_values(parse(stack_data(PROD)).keda)
 
 
 # -- the ScaledObject -------------------------------------------------------------------------------
@@ -160,7 +140,7 @@ def test_triggers(dev_run: harness.RunResult) -> None:
 
 
 def test_ttft_guardrail_is_a_value_trigger() -> None:
-    data = stack_data("dev")
+    data = stack_data(DEV)
     data["models"][0]["autoscaling"] = {"ttftP95Seconds": 1.5}
     trigger = scaling.triggers(parse(data).models[0], "http://p:9090")[-1]
     assert trigger["name"] == "ttft-p95"
@@ -190,7 +170,7 @@ def test_replica_arithmetic_value_trigger_tolerance_and_clamp() -> None:
 
 
 def test_ttft_guardrail_reads_zero_when_idle() -> None:
-    model = parse(stack_data("dev")).models[0]
+    model = parse(stack_data(DEV)).models[0]
     labels = f'namespace="{model.name}", model_name="{model.name}", pod="a", engine="0"'
     idle = [
         {"series": f'vllm:time_to_first_token_seconds_bucket{{{labels}, le="1"}}', "values": "5x40"},
@@ -208,7 +188,7 @@ def test_ttft_guardrail_reads_zero_when_idle() -> None:
 
 
 def test_each_trigger_query_returns_exactly_one_sample() -> None:
-    model = parse(stack_data("dev")).models[0]
+    model = parse(stack_data(DEV)).models[0]
     ns = model.name
     series = []
     for pod in ("a", "b", "c"):
@@ -263,7 +243,7 @@ def test_pod_meets_pod_security_restricted(prod_run: harness.RunResult) -> None:
 
 
 def test_requests_equal_limits_and_gpu_resource_per_sharing_mode(prod_run: harness.RunResult) -> None:
-    cfg = parse(stack_data("prod"))
+    cfg = parse(stack_data(PROD))
     pools = {p.name: p for p in cfg.gpu_pools}
     for model in cfg.models:
         resources = _pod(prod_run, model.name)["containers"][0]["resources"]
@@ -276,7 +256,7 @@ def test_requests_equal_limits_and_gpu_resource_per_sharing_mode(prod_run: harne
 
 
 def test_probes_and_drain(prod_run: harness.RunResult) -> None:
-    cfg = parse(stack_data("prod"))
+    cfg = parse(stack_data(PROD))
     pools = {p.name: p for p in cfg.gpu_pools}
     for model in cfg.models:
         pod = _pod(prod_run, model.name)
@@ -334,7 +314,7 @@ def test_hf_token_only_as_a_mounted_secret(dev_run: harness.RunResult) -> None:
 
 
 def test_no_token_secret_without_a_token() -> None:
-    data = stack_data("prod")
+    data = stack_data(PROD)
     model = parse(data).models[2]  # qwen: not gated
     doc = builders.deployment(model, parse(data).gpu_pools[2], hf_token=False)
     assert not any(v["name"] == "hf-token" for v in doc["spec"]["template"]["spec"]["volumes"])
@@ -354,9 +334,9 @@ def _labels_match(selector: dict[str, str], labels: dict[str, str]) -> bool:
     return all(labels.get(k) == v for k, v in selector.items())
 
 
-@pytest.mark.parametrize("stack", ["dev", "prod"])
-def test_selectors_are_consistent(stack: str, dev_run: harness.RunResult, prod_run: harness.RunResult) -> None:
-    run = dev_run if stack == "dev" else prod_run
+@pytest.mark.parametrize("stack", FIXTURES)
+def test_selectors_are_consistent(stack: str) -> None:
+    run = fixture_run(stack)
     monitor = values(run.one("kubernetes:monitoring.coreos.com/v1:PodMonitor"))["spec"]
     for model in parse(stack_data(stack)).models:
         objects = {d["kind"]: d for d in _model_objects(run, model.name).values() if d["kind"] != "NetworkPolicy"}

@@ -6,7 +6,7 @@ import pytest
 
 from config import catalog
 from config.capacity import smallest_fitting_instance
-from tests.conftest import parse, stack_data
+from tests.conftest import FIXTURES, PROD, parse, stack_data
 
 GPU_TYPES = catalog.gpu_instance_types()
 
@@ -16,7 +16,7 @@ def test_covers_the_families_the_issue_names() -> None:
 
 
 def test_covers_every_type_the_stacks_use() -> None:
-    for stack in ("dev", "prod"):
+    for stack in FIXTURES:
         cfg = parse(stack_data(stack))
         for name in cfg.cluster.system_node_group.instance_types:
             assert catalog.INSTANCE_TYPES[name].gpu is None
@@ -80,7 +80,7 @@ def test_mig_profiles_per_gpu() -> None:
 
 
 def test_smallest_fitting_instance_for_a_70b_model() -> None:
-    data = stack_data("prod")
+    data = stack_data(PROD)
     model = parse(data).models[1].model_copy(update={"quantization": "none", "tensor_parallel_size": 1})
     found = smallest_fitting_instance(model)
     assert found is not None

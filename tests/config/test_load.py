@@ -7,13 +7,14 @@ from typing import Any
 from config import load as config_load
 from config.errors import ConfigError
 from offline import harness
+from tests.conftest import DEV, PROD, fixture_input
 
 P = "llm-platform"
 SECRET = {"secure": "v1:AAAA"}
 
 
-def problems(stack: str = "dev", overrides: dict[str, Any] | None = None, drop: tuple[str, ...] = ()) -> list[str]:
-    inp = harness.stack_input(stack, overrides=overrides)
+def problems(stack: str = DEV, overrides: dict[str, Any] | None = None, drop: tuple[str, ...] = ()) -> list[str]:
+    inp = fixture_input(stack, overrides=overrides)
     for key in drop:
         inp.config.pop(key, None)
         if key in inp.secret_keys:
@@ -27,7 +28,7 @@ def problems(stack: str = "dev", overrides: dict[str, Any] | None = None, drop: 
 
 
 def test_stack_files_validate_with_their_secrets_set() -> None:
-    assert problems("dev") == []
+    assert problems(DEV) == []
 
 
 def test_plaintext_token_is_refused_without_echoing_it() -> None:
@@ -99,7 +100,7 @@ def test_other_namespaces_are_ignored() -> None:
 
 
 def test_secrets_never_enter_the_model() -> None:
-    harness.apply_config(harness.stack_input("dev", overrides={f"{P}:apiKeys": {"llama-3-1-8b": SECRET}}))
+    harness.apply_config(fixture_input(DEV, overrides={f"{P}:apiKeys": {"llama-3-1-8b": SECRET}}))
     cfg, secrets, api_keys, _ = config_load.validate()
     dumped = cfg.model_dump_json()
     assert harness.PLACEHOLDER not in dumped
@@ -108,13 +109,13 @@ def test_secrets_never_enter_the_model() -> None:
 
 
 def test_render_fills_exactly_the_required_secrets() -> None:
-    assert harness.stack_input("dev").placeholders == ["grafanaAdminPassword", "hfToken"]
+    assert fixture_input(DEV).placeholders == ["grafanaAdminPassword", "hfToken"]
     # prod: every exposed model needs an API key
-    assert harness.stack_input("prod").placeholders == ["grafanaAdminPassword", "hfToken", "apiKeys"]
+    assert fixture_input(PROD).placeholders == ["grafanaAdminPassword", "hfToken", "apiKeys"]
 
 
 def test_prod_requires_an_api_key_per_exposed_model() -> None:
-    found = problems("prod", drop=(f"{P}:apiKeys",))
+    found = problems(PROD, drop=(f"{P}:apiKeys",))
     assert found[0] == (
         "apiKeys.llama-3-1-8b: is required: prod endpoints are reachable from the whole allow-list and the VPC, and vLLM "
         "would serve them without a key. Fix: run `pulumi config set --secret --path 'apiKeys.llama-3-1-8b' <key>`"

@@ -16,7 +16,7 @@ from config.karpenter import KarpenterConfig
 from config.keda import KedaConfig
 from config.observability import ObservabilityConfig
 from config.stack import StackConfig
-from tests.conftest import parse, stack_data
+from tests.conftest import DEV, PROD, parse, stack_data
 
 
 def _all_models(root: type[BaseModel]) -> set[type[BaseModel]]:
@@ -65,13 +65,13 @@ def test_every_model_is_frozen_strict_and_closed(model: type[BaseModel]) -> None
 
 
 def test_config_is_immutable() -> None:
-    cfg = parse(stack_data("dev"))
+    cfg = parse(stack_data(DEV))
     with pytest.raises(ValidationError):
         cfg.models[0].replicas.min = 3  # type: ignore[misc]
 
 
 def test_stack_files_use_camel_case_keys() -> None:
-    data = stack_data("prod")
+    data = stack_data(PROD)
     assert "gpuPools" in data
     assert "tensorParallelSize" in data["models"][1]
     assert "gpu_pools" not in data
@@ -81,7 +81,7 @@ def test_chart_versions_are_not_stack_keys() -> None:
     # Versions live in config/versions.py only: a stack file that still pins one is told where they went.
     for model in (KarpenterConfig, KedaConfig, ObservabilityConfig, GpuOperatorConfig, IngressConfig):
         assert not {"version", "controller_version"} & set(model.model_fields)
-    data = stack_data("dev")
+    data = stack_data(DEV)
     data["karpenter"] = {"version": versions.KARPENTER_VERSION}
     data["ingress"] = {"controllerVersion": versions.AWS_LOAD_BALANCER_CONTROLLER_VERSION}
     with pytest.raises(ConfigError) as err:
@@ -94,8 +94,8 @@ def test_chart_versions_are_not_stack_keys() -> None:
 
 
 def test_prod_deletion_protection_default_and_override() -> None:
-    assert parse(stack_data("prod")).deletion_protection is True
-    assert parse(stack_data("dev")).deletion_protection is False
-    data = stack_data("dev")
+    assert parse(stack_data(PROD)).deletion_protection is True
+    assert parse(stack_data(DEV)).deletion_protection is False
+    data = stack_data(DEV)
     data["cluster"]["deletionProtection"] = True
     assert parse(data).deletion_protection is True

@@ -11,6 +11,7 @@ import pytest
 
 from offline import harness
 from offline.mocks import REDACTED, RecordingMocks, RecordingMonitor, redact, unwrap_secrets
+from tests.conftest import DEV, fixture_input
 
 
 class _Parent(pulumi.ComponentResource):
@@ -86,7 +87,7 @@ def test_eks_cluster_outputs_are_camel_case() -> None:
 
 
 def test_harness_runs_are_independent() -> None:
-    first = harness.run(harness.stack_input("dev"))
-    second = harness.run(harness.stack_input("dev"))
+    first = harness.run(fixture_input(DEV))
+    second = harness.run(fixture_input(DEV))
     assert sorted(r.ref for r in first.registrations) == sorted(r.ref for r in second.registrations)
     assert first.outputs == second.outputs

@@ -8,19 +8,19 @@ from pathlib import Path
 import pytest
 import yaml
 
-from offline import harness, render
-from tests.conftest import ROOT
+from offline import golden, harness, render
+from tests.conftest import DEV, FIXTURES, PROD, ROOT, fixture_input, parse, stack_data
 
 
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("build")
-    for stack in ("dev", "prod"):
-        assert render.main([stack, "--out", str(out)]) == 0
+    for stack in FIXTURES:
+        assert render.main([stack, "--file", str(golden.fixtures()[stack]), "--out", str(out)]) == 0
     return out
 
 
-@pytest.mark.parametrize("stack", ["dev", "prod"])
+@pytest.mark.parametrize("stack", FIXTURES)
 def test_writes_the_four_outputs(rendered: Path, stack: str) -> None:
     folder = rendered / stack
     assert sorted(p.name for p in folder.iterdir()) == ["helm", "manifests", "outputs.json", "resources.json"]
@@ -29,8 +29,9 @@ def test_writes_the_four_outputs(rendered: Path, stack: str) -> None:
     for entry in resources:
         assert set(entry) == {"type", "name", "parent", "inputs"}
     outputs = json.loads((folder / "outputs.json").read_text())
-    assert outputs["region"] == "us-east-1"
-    assert outputs["clusterName"] == f"llm-{stack}"
+    cfg = parse(stack_data(stack))
+    assert outputs["region"] == cfg.region
+    assert outputs["clusterName"] == cfg.cluster.name
     for doc_path in (folder / "manifests").rglob("*.yaml"):
         doc = yaml.safe_load(doc_path.read_text())
         assert {"apiVersion", "kind", "metadata"} <= set(doc)
@@ -38,7 +39,7 @@ def test_writes_the_four_outputs(rendered: Path, stack: str) -> None:
         assert set(yaml.safe_load(release.read_text())) == {"chart", "repository", "version", "namespace", "values"}
 
 
-@pytest.mark.parametrize("stack", ["dev", "prod"])
+@pytest.mark.parametrize("stack", FIXTURES)
 def test_no_secret_value_is_written(rendered: Path, stack: str) -> None:
     for path in (rendered / stack).rglob("*"):
         if path.is_file():
@@ -46,14 +47,12 @@ def test_no_secret_value_is_written(rendered: Path, stack: str) -> None:
 
 
 def test_render_is_deterministic(rendered: Path, tmp_path: Path) -> None:
-    assert render.main(["prod", "--out", str(tmp_path)]) == 0
-    first = {p.relative_to(rendered / "prod"): p.read_bytes() for p in (rendered / "prod").rglob("*") if p.is_file()}
-    second = {p.relative_to(tmp_path / "prod"): p.read_bytes() for p in (tmp_path / "prod").rglob("*") if p.is_file()}
-    assert first == second
+    assert render.main([PROD, "--file", str(golden.fixtures()[PROD]), "--out", str(tmp_path)]) == 0
+    assert golden.tree(rendered / PROD) == golden.tree(tmp_path / PROD)
 
 
 def test_bad_config_exits_2_and_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    text = (ROOT / "Pulumi.dev.yaml").read_text().replace("replicas: {min: 1, max: 3}", "replicas: {min: 5, max: 4}")
+    text = golden.fixtures()[DEV].read_text().replace("replicas: {min: 1, max: 3}", "replicas: {min: 5, max: 4}")
     text = text.replace("memory: 12Gi", "memory: 12GB")
     bad = tmp_path / "Pulumi.broken.yaml"
     bad.write_text(text)
@@ -72,15 +71,16 @@ def test_bad_config_exits_2_and_writes_nothing(tmp_path: Path, capsys: pytest.Ca
 
 
 def test_unknown_stack_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
-    assert render.main(["staging"]) == 2
-    assert "No stack file Pulumi.staging.yaml. Fix: use one of dev, prod" in capsys.readouterr().err
+    assert render.main(["qa"]) == 2
+    shipped = ", ".join(p.name.split(".")[1] for p in sorted(ROOT.glob("Pulumi.*.yaml")))
+    assert f"No stack file Pulumi.qa.yaml. Fix: use one of {shipped}" in capsys.readouterr().err
 
 
 def test_the_program_itself_reports_bad_config_without_a_traceback() -> None:
     """Under `pulumi up` the same errors surface as a RunError (printed by Pulumi without a stack trace)."""
     import pulumi
 
-    inp = harness.stack_input("dev", overrides={"llm-platform:environment": "qa"})
+    inp = fixture_input(DEV, overrides={"llm-platform:environment": "qa"})
     with pytest.raises(pulumi.RunError) as info:
         harness.run(inp)
     assert str(info.value) == (

@@ -1,11 +1,11 @@
-"""Both stack files load, and say what the issue asks of them."""
+"""The fixture stacks load, and exercise what the tests rely on (the shipped stacks: tests/test_shipped_stacks.py)."""
 
 from __future__ import annotations
 
 from config.gpu_pools import GpuPool
 from config.network import NewVpc
 from config.stack import StackConfig
-from tests.conftest import parse, problems_after, stack_data
+from tests.conftest import DEV, FIXTURES, PROD, parse, problems_after, stack_data
 
 
 def _by_pool(cfg: StackConfig) -> dict[str, GpuPool]:
@@ -13,14 +13,14 @@ def _by_pool(cfg: StackConfig) -> dict[str, GpuPool]:
 
 
 def test_dev_loads_with_only_the_plain_http_warning() -> None:
-    assert problems_after(lambda d: None, "dev") == [
+    assert problems_after(lambda d: None, DEV) == [
         "ingress.certificateArn: is not set: llama-3-1-8b is served over plain HTTP inside the VPC. Fix: set an ACM "
         "certificate ARN to serve HTTPS (HTTP then redirects)"
     ]
 
 
 def test_dev_is_one_8b_model_on_a_spot_first_g5_g6_pool() -> None:
-    cfg = parse(stack_data("dev"))
+    cfg = parse(stack_data(DEV))
     assert cfg.environment == "dev"
     assert [m.name for m in cfg.models] == ["llama-3-1-8b"]
     model = cfg.models[0]
@@ -33,14 +33,14 @@ def test_dev_is_one_8b_model_on_a_spot_first_g5_g6_pool() -> None:
 
 
 def test_prod_loads_with_only_the_digest_warnings() -> None:
-    assert problems_after(lambda d: None, "prod") == [
+    assert problems_after(lambda d: None, PROD) == [
         f"models[{name}].image.digest: prod image is pinned by tag only; a re-pushed tag changes what runs. Fix: add the sha256 digest"
         for name in ("llama-3-1-8b", "llama-3-3-70b", "qwen-2-5-7b", "llama-3-2-3b")
     ]
 
 
 def test_prod_is_private_three_az_with_mig_and_time_sliced_models() -> None:
-    cfg = parse(stack_data("prod"))
+    cfg = parse(stack_data(PROD))
     assert cfg.is_prod
     assert cfg.cluster.endpoint.public is False
     assert cfg.cluster.endpoint.private is True
@@ -61,7 +61,7 @@ def test_prod_is_private_three_az_with_mig_and_time_sliced_models() -> None:
 
 
 def test_every_model_revision_is_a_pinned_commit() -> None:
-    for stack in ("dev", "prod"):
+    for stack in FIXTURES:
         for model in parse(stack_data(stack)).models:
             assert len(model.revision) == 40
             assert model.image.tag != "latest"
