@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from config.conventions import hpa_name
+from config.conventions import PROJECT, hpa_name
 
 MODEL = 'model_name=~"$model"'
 RATE = "$__rate_interval"
@@ -51,7 +51,7 @@ def _quantile_panel(title: str, histogram: str) -> Panel:
 
 
 VLLM = Dashboard(
-    uid="llm-platform-vllm",
+    uid=f"{PROJECT}-vllm",
     title="LLM platform / vLLM models",
     variables=(("model", "label_values(vllm:num_requests_running, model_name)"),),
     panels=(
@@ -102,7 +102,7 @@ _POOL_JOIN = (
 )
 
 GPUS = Dashboard(
-    uid="llm-platform-gpus",
+    uid=f"{PROJECT}-gpus",
     title="LLM platform / GPUs (DCGM)",
     variables=(("pool", "label_values(kube_node_labels, label_llm_platform_io_gpu_pool)"),),
     panels=(
@@ -141,7 +141,7 @@ _INSTANCE_COUNT = (
 )
 
 CAPACITY = Dashboard(
-    uid="llm-platform-capacity",
+    uid=f"{PROJECT}-capacity",
     title="LLM platform / capacity and cost",
     panels=(
         Panel(
@@ -235,7 +235,7 @@ def grafana_json(dashboard: Dashboard) -> dict[str, Any]:
     return {
         "uid": dashboard.uid,
         "title": dashboard.title,
-        "tags": ["llm-platform"],
+        "tags": [PROJECT],
         "timezone": "utc",
         "schemaVersion": 39,
         "refresh": "30s",

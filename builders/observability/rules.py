@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from config import catalog
+from config.conventions import PROJECT
 from config.observability import AlertTuning, Slo
 from config.types import duration_seconds
 
@@ -191,8 +192,8 @@ def alert_rules(models: list[ModelWatch], tuning: AlertTuning) -> list[dict[str,
 
 def rule_groups(models: list[ModelWatch], tuning: AlertTuning) -> list[dict[str, Any]]:
     return [
-        {"name": "llm-platform.recording", "interval": RECORDING_INTERVAL, "rules": recording_rules()},
-        {"name": "llm-platform.slos", "rules": slo_rules(models)},
-        {"name": "llm-platform.prices", "interval": "5m", "rules": price_rules()},
-        {"name": "llm-platform.alerts", "rules": alert_rules(models, tuning)},
+        {"name": f"{PROJECT}.recording", "interval": RECORDING_INTERVAL, "rules": recording_rules()},
+        {"name": f"{PROJECT}.slos", "rules": slo_rules(models)},
+        {"name": f"{PROJECT}.prices", "interval": "5m", "rules": price_rules()},
+        {"name": f"{PROJECT}.alerts", "rules": alert_rules(models, tuning)},
     ]

@@ -11,6 +11,7 @@ from config.conventions import (
     INSTANCE_TYPE_LABEL,
     KARPENTER_NAMESPACE,
     POOL_LABEL,
+    PROJECT,
     SYSTEM_NODE_SELECTOR,
     VLLM_APP_LABEL,
     VLLM_PORT_NAME,
@@ -120,7 +121,7 @@ def prometheus_rule(namespace: str, groups: list[dict[str, Any]]) -> dict[str, A
     return {
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "PrometheusRule",
-        "metadata": {"name": "llm-platform", "namespace": namespace},
+        "metadata": {"name": PROJECT, "namespace": namespace},
         "spec": {"groups": [g for g in groups if g["rules"]]},
     }
 

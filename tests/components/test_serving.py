@@ -11,7 +11,6 @@ import pytest
 from builders.keda import keda_values
 from builders.serving import scaling
 from builders.serving import workload as builders
-from builders.serving.hpa import MetricSample, desired_replicas
 from config import capacity, versions
 from config.sharing import gpu_request
 from offline import harness, render
@@ -146,27 +145,6 @@ def test_ttft_guardrail_is_a_value_trigger() -> None:
     assert trigger["name"] == "ttft-p95"
     assert trigger["metricType"] == "Value"
     assert trigger["metadata"]["threshold"] == "1.5"
-
-
-def test_replica_arithmetic_total_queue_under_average_value() -> None:
-    # 10 replicas with 6 waiting each; acceptable 3 waiting per replica
-    total = MetricSample("AverageValue", value=10 * 6, target=3)
-    assert desired_replicas(10, [total], minimum=1, maximum=50) == 20
-    # The common mistake: a per-pod average under AverageValue reads 6 and asks for 2
-    per_pod = MetricSample("AverageValue", value=6, target=3)
-    assert desired_replicas(10, [per_pod], minimum=1, maximum=50) == 2
-
-
-def test_replica_arithmetic_value_trigger_tolerance_and_clamp() -> None:
-    # KV cache at 0.96 average against 0.8 on 5 replicas: ceil(5 x 1.2) = 6
-    assert desired_replicas(5, [MetricSample("Value", 0.96, 0.8)], 1, 10) == 6
-    # within 10 % tolerance: no change
-    assert desired_replicas(5, [MetricSample("Value", 0.85, 0.8)], 1, 10) == 5
-    # the largest proposal wins, clamped to max
-    samples = [MetricSample("Value", 0.4, 0.8), MetricSample("AverageValue", 300, 5)]
-    assert desired_replicas(4, samples, 1, 12) == 12
-    # and to min
-    assert desired_replicas(4, [MetricSample("AverageValue", 0, 5)], 2, 12) == 2
 
 
 def test_ttft_guardrail_reads_zero_when_idle() -> None:

@@ -83,6 +83,10 @@ CASES: dict[str, Callable[[dict[str, Any]], object]] = {
         ingress={"scheme": "internet-facing", "allowedCidrs": ["10.0.0.0/8"], "certificateArn": ACM}
     ),
     "reserved-namespace": lambda d: m0(d).update(name="monitoring"),
+    "model-named-like-custom-gpu-operator-namespace": lambda d: (
+        d.update(gpuOperator={"namespace": "nvidia-gpu"}),
+        m0(d).update(name="nvidia-gpu", expose=False),
+    ),
     "kubernetes-version": lambda d: d["cluster"].update(kubernetesVersion="1.28"),
     "log-types-without-audit": lambda d: d["cluster"].update(logTypes=["api", "authenticator"]),
     "managed-flag-in-extra-args": lambda d: m0(d).update(extraArgs=["--api-key=abc"]),
@@ -234,6 +238,9 @@ EXPECTED: dict[str, list[str]] = {
     ],
     "internet-facing-private-cidr": [
         "ingress.allowedCidrs[0]: '10.0.0.0/8' is inside the non-public range 10.0.0.0/8; public allow-lists take public CIDRs (traffic from inside the VPC uses private paths). Fix: remove it, or list the public egress CIDR that this network leaves through"
+    ],
+    "model-named-like-custom-gpu-operator-namespace": [
+        "models[nvidia-gpu].name: 'nvidia-gpu' is a namespace the platform or Kubernetes owns, and each model gets a namespace of its own name. Fix: choose another name",
     ],
     "reserved-namespace": [
         "models[monitoring].name: 'monitoring' is a namespace the platform or Kubernetes owns, and each model gets a namespace of its own name. Fix: choose another name",

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from config import catalog
-from config.capacity import smallest_fitting_instance
-from tests.conftest import FIXTURES, PROD, parse, stack_data
+from tests.conftest import FIXTURES, parse, stack_data
 
 GPU_TYPES = catalog.gpu_instance_types()
 
@@ -77,13 +76,3 @@ def test_mig_profiles_per_gpu() -> None:
     # memory of a slice is its share of the GPU: 3g.20gb is half of A100 40GB
     assert a100_40.mig_profile_gib("3g.20gb") == pytest.approx(20.0)
     assert a100_40.mig_profile_gib("7g.40gb") == pytest.approx(40.0)
-
-
-def test_smallest_fitting_instance_for_a_70b_model() -> None:
-    data = stack_data(PROD)
-    model = parse(data).models[1].model_copy(update={"quantization": "none", "tensor_parallel_size": 1})
-    found = smallest_fitting_instance(model)
-    assert found is not None
-    instance, tp = found
-    # 70.6B bf16 = 131.5 GiB: four L40S (4 x 44.7 x 0.92 = 164 GiB) is the cheapest fit
-    assert (instance.name, tp) == ("g6e.12xlarge", 4)

@@ -96,7 +96,8 @@ def test_make_golden_refuses_an_unaliased_removal(tmp_path: Path, monkeypatch: p
     snapshot.parent.mkdir()
     snapshot.write_text(names.HEADER + "llmplatform:index:Cluster$aws:kms/key:Key::cluster-old-key\n")
     refused = golden.write(stack, result, accept_removals=False)
-    assert len(refused) == 1 and "cluster-old-key is no longer registered" in refused[0]
+    assert len(refused) == 1
+    assert "cluster-old-key is no longer registered" in refused[0]
     assert not (tmp_path / "render").exists()
     assert golden.write(stack, result, accept_removals=True) == []
     assert names.read_snapshot(snapshot) == names.identities(result.registrations)

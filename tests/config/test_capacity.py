@@ -1,0 +1,106 @@
+"""config/capacity.py: the one home of model memory, fit, GPUs per replica and node share."""
+
+from __future__ import annotations
+
+import pytest
+
+from config import capacity, catalog
+from config.gpu_pools import GpuPool
+from config.models import ModelConfig
+from config.stack import StackConfig
+from tests.conftest import DEV, PROD, parse, stack_data
+
+
+@pytest.fixture(scope="module")
+def prod() -> StackConfig:
+    return parse(stack_data(PROD))
+
+
+def _model(cfg: StackConfig, name: str) -> ModelConfig:
+    return next(m for m in cfg.models if m.name == name)
+
+
+def _pool(cfg: StackConfig, model: ModelConfig) -> GpuPool:
+    pool = cfg.pool(model.pool)
+    assert pool is not None
+    return pool
+
+
+def test_weights_kv_cache_and_load_time_of_an_8b_model() -> None:
+    model = parse(stack_data(DEV)).models[0]
+    # 8.03e9 parameters x 2 bytes (bf16) = 14.96 GiB
+    assert capacity.weights_gib(model) == pytest.approx(8.03e9 * 2 / 2**30)
+    assert capacity.checkpoint_gib(model) == capacity.weights_gib(model)
+    # 2 (K and V) x 32 layers x 8 KV heads x 128 head dim x 2 bytes = 128 KiB per token
+    assert capacity.kv_bytes_per_token(model) == 131072
+    assert capacity.kv_gib_per_sequence(model) == pytest.approx(1.0)  # 8192 tokens
+    assert capacity.required_gib_per_device(model) == pytest.approx(8.03e9 * 2 / 2**30 + 1.0 + 1.5)
+    assert capacity.expected_load_seconds(model) == 120 + 10 * 15
+    assert capacity.startup_budget_seconds(model) == capacity.expected_load_seconds(model)
+    budgeted = model.model_copy(update={"startup": model.startup.model_copy(update={"budget_seconds": 900})})
+    assert capacity.startup_budget_seconds(budgeted) == 900
+
+
+def test_quantization_changes_the_gpu_bytes_and_not_always_the_download(prod: StackConfig) -> None:
+    big = _model(prod, "llama-3-3-70b")  # fp8 online: 1 byte per parameter on the GPU, bf16 download
+    assert capacity.weights_gib(big) == pytest.approx(70.6e9 / 2**30)
+    assert capacity.checkpoint_gib(big) == pytest.approx(2 * 70.6e9 / 2**30)
+    awq = big.model_copy(update={"quantization": "awq"})
+    assert capacity.weights_gib(awq) == capacity.checkpoint_gib(awq) == pytest.approx(0.5 * 70.6e9 / 2**30)
+    fp8_kv = big.model_copy(update={"kv_cache_dtype": "fp8"})
+    assert capacity.kv_bytes_per_token(fp8_kv) == capacity.kv_bytes_per_token(big) / 2
+    # over 4 ranks, each holds a quarter of weights and KV
+    per_rank = (capacity.weights_gib(big) + capacity.kv_gib_per_sequence(big)) / 4 + capacity.OVERHEAD_GIB_PER_GPU
+    assert capacity.required_gib_per_device(big) == pytest.approx(per_rank)
+    assert capacity.required_gib_per_device(big, tp=8) < per_rank
+
+
+def test_devices_a_replica_lands_on(prod: StackConfig) -> None:
+    qwen = _model(prod, "qwen-2-5-7b")
+    device = capacity.smallest_device(qwen, _pool(prod, qwen))
+    assert device == capacity.Device("MIG 3g.20gb slice of NVIDIA A100 40GB", 20.0)
+    small = _model(prod, "llama-3-1-8b")
+    # L4 and A10G both report 22,888 MiB to EC2: a whole GPU of either bounds the fit
+    assert capacity.smallest_device(small, _pool(prod, small)) == capacity.Device("NVIDIA A10G", 22_888 / 1024)
+    # tensor parallelism 3 divides no p5 GPU count: no device
+    big = _model(prod, "llama-3-3-70b").model_copy(update={"tensor_parallel_size": 3})
+    assert capacity.replica_hosts(big, _pool(prod, big)) == []
+    assert capacity.smallest_device(big, _pool(prod, big)) is None
+
+
+def test_gpus_per_replica_and_node_share_per_sharing_mode(prod: StackConfig) -> None:
+    shares = {m.name: capacity.gpus_per_replica(m, _pool(prod, m)) for m in prod.models}
+    assert shares == {"llama-3-1-8b": 1.0, "llama-3-3-70b": 4.0, "qwen-2-5-7b": 0.5, "llama-3-2-3b": 0.5}
+    p4d = catalog.INSTANCE_TYPES["p4d.24xlarge"]
+    qwen = _model(prod, "qwen-2-5-7b")
+    assert capacity.node_share(qwen, _pool(prod, qwen), p4d) == pytest.approx(1 / 16)
+    assert capacity.replica_hour_prices(qwen, _pool(prod, qwen)) == [pytest.approx(p4d.price_per_hour / 16)]
+
+
+def test_fit_boundaries_follow_gpu_memory_utilization() -> None:
+    model = parse(stack_data(DEV)).models[0]
+    l4 = catalog.INSTANCE_TYPES["g6.xlarge"]
+    assert l4.gpu is not None
+    assert capacity.fits_instance(model, l4, 1)
+    need = capacity.required_gib_per_device(model)
+    tight = model.model_copy(update={"gpu_memory_utilization": need / l4.gpu.memory_gib - 0.001})
+    assert not capacity.fits_instance(tight, l4, 1)
+    assert not capacity.fits_instance(model, l4, 2)  # one GPU cannot host two ranks
+
+
+def test_smallest_fitting_instance_for_a_70b_model(prod: StackConfig) -> None:
+    model = _model(prod, "llama-3-3-70b").model_copy(update={"quantization": "none", "tensor_parallel_size": 1})
+    found = capacity.smallest_fitting_instance(model)
+    assert found is not None
+    instance, tp = found
+    # 70.6B bf16 = 131.5 GiB: four L40S (4 x 44.7 x 0.92 = 164 GiB) is the cheapest fit
+    assert (instance.name, tp) == ("g6e.12xlarge", 4)
+
+
+def test_node_room_is_allocatable_cpu_and_memory(prod: StackConfig) -> None:
+    model = _model(prod, "llama-3-1-8b")
+    pool = _pool(prod, model)
+    roomy = {t.name for t in capacity.node_room(model, pool)}
+    assert "g6.xlarge" in roomy  # 4 vCPU x 0.9 >= 3, 16 GiB x 0.85 >= 12
+    hungry = model.model_copy(update={"resources": model.resources.model_copy(update={"cpu": "4"})})
+    assert "g6.xlarge" not in {t.name for t in capacity.node_room(hungry, pool)}
