@@ -54,9 +54,7 @@ class GpuOperator(pulumi.ComponentResource):
         self.release = release(
             f"{name}-release",
             release_name=RELEASE,
-            chart="gpu-operator",
-            repository=versions.GPU_OPERATOR_REPOSITORY,
-            version=versions.GPU_OPERATOR_VERSION,
+            chart=versions.GPU_OPERATOR,
             namespace=cfg.namespace,
             values=builders.gpu_operator_values(cfg, args.pools),
             timeout=900,

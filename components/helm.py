@@ -7,26 +7,27 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from config.versions import Chart
+
 
 def release(
     name: str,
     *,
     release_name: str,
-    chart: str,
-    version: str,
+    chart: Chart,
     namespace: str,
     values: dict[str, Any],
     opts: pulumi.ResourceOptions,
-    repository: str | None = None,
     timeout: int = 600,
 ) -> k8s.helm.v3.Release:
-    """A real Helm release (hooks run), always with an explicit name so chart-derived names are stable."""
+    """A real Helm release of a pinned chart (hooks run), always with an explicit name so
+    chart-derived names are stable."""
     return k8s.helm.v3.Release(
         name,
         name=release_name,
-        chart=chart,
-        repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=repository) if repository else None,
-        version=version,
+        chart=chart.name,
+        repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=chart.repository) if chart.repository else None,
+        version=chart.version,
         namespace=namespace,
         values=values,
         max_history=10,

@@ -70,9 +70,7 @@ class LoadBalancerController(pulumi.ComponentResource):
         self.release = release(
             f"{name}-release",
             release_name=RELEASE,
-            chart="aws-load-balancer-controller",
-            repository=versions.AWS_LOAD_BALANCER_CONTROLLER_REPOSITORY,
-            version=versions.AWS_LOAD_BALANCER_CONTROLLER_VERSION,
+            chart=versions.AWS_LOAD_BALANCER_CONTROLLER,
             namespace=LOAD_BALANCER_CONTROLLER_NAMESPACE,
             values=builders.controller_values(args.config, args.cluster_name, args.region, args.vpc_id),
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*after, attachment, association]),

@@ -150,8 +150,7 @@ class Karpenter(pulumi.ComponentResource):
         self.release = release(
             f"{name}-release",
             release_name=RELEASE,
-            chart=versions.KARPENTER_CHART,
-            version=versions.KARPENTER_VERSION,
+            chart=versions.KARPENTER,
             namespace=KARPENTER_NAMESPACE,
             values=karpenter_values(
                 cfg,

@@ -40,9 +40,7 @@ class Keda(pulumi.ComponentResource):
         self.release = release(
             f"{name}-release",
             release_name=builders.RELEASE,
-            chart="keda",
-            repository=versions.KEDA_REPOSITORY,
-            version=versions.KEDA_VERSION,
+            chart=versions.KEDA,
             namespace=KEDA_NAMESPACE,
             values=builders.keda_values(args.config),
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*after, namespace]),

@@ -61,9 +61,7 @@ class Observability(pulumi.ComponentResource):
         self.release = release(
             f"{name}-release",
             release_name=builders.RELEASE,
-            chart="kube-prometheus-stack",
-            repository=versions.KUBE_PROMETHEUS_STACK_REPOSITORY,
-            version=versions.KUBE_PROMETHEUS_STACK_VERSION,
+            chart=versions.KUBE_PROMETHEUS_STACK,
             namespace=ns,
             values=builders.kube_prometheus_stack_values(cfg),
             timeout=900,

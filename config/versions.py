@@ -6,7 +6,18 @@ the project's reference notes on upstream facts. Re-check before bumping.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Final
+
+
+@dataclass(frozen=True)
+class Chart:
+    """A pinned Helm chart: its name (or OCI reference), version and repository."""
+
+    name: str
+    version: str
+    repository: str | None = None
+
 
 # Kubernetes minor versions this program supports: the EKS add-ons below are pinned builds for
 # 1.35 (kube-proxy must match the minor version). Karpenter 1.14 supports 1.35/1.36; KEDA 2.20 is
@@ -28,6 +39,14 @@ GPU_OPERATOR_REPOSITORY: Final = "https://helm.ngc.nvidia.com/nvidia"
 
 AWS_LOAD_BALANCER_CONTROLLER_VERSION: Final = "3.5.0"  # chart and app versions aligned since 3.0.0
 AWS_LOAD_BALANCER_CONTROLLER_REPOSITORY: Final = "https://aws.github.io/eks-charts"
+
+KARPENTER: Final = Chart(KARPENTER_CHART, KARPENTER_VERSION)
+KEDA: Final = Chart("keda", KEDA_VERSION, KEDA_REPOSITORY)
+KUBE_PROMETHEUS_STACK: Final = Chart("kube-prometheus-stack", KUBE_PROMETHEUS_STACK_VERSION, KUBE_PROMETHEUS_STACK_REPOSITORY)
+GPU_OPERATOR: Final = Chart("gpu-operator", GPU_OPERATOR_VERSION, GPU_OPERATOR_REPOSITORY)
+AWS_LOAD_BALANCER_CONTROLLER: Final = Chart(
+    "aws-load-balancer-controller", AWS_LOAD_BALANCER_CONTROLLER_VERSION, AWS_LOAD_BALANCER_CONTROLLER_REPOSITORY
+)
 
 VLLM_IMAGE_REPOSITORY: Final = "vllm/vllm-openai"
 VLLM_IMAGE_TAG: Final = "v0.33.0"  # metric vllm:kv_cache_usage_perc; entrypoint `vllm serve`

@@ -10,7 +10,17 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from config.conventions import PROJECT, hpa_name
+from config.conventions import CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, POOL_LABEL, PROJECT, hpa_name
+
+
+def ksm_label(node_label: str) -> str:
+    """How kube-state-metrics names a node label on kube_node_labels (non-alphanumerics become _)."""
+    return "label_" + "".join(c if c.isalnum() else "_" for c in node_label)
+
+
+POOL = ksm_label(POOL_LABEL)
+CAPACITY_TYPE = ksm_label(CAPACITY_TYPE_LABEL)
+INSTANCE_TYPE = ksm_label(INSTANCE_TYPE_LABEL)
 
 MODEL = 'model_name=~"$model"'
 RATE = "$__rate_interval"
@@ -96,15 +106,12 @@ VLLM = Dashboard(
     ),
 )
 
-_POOL_JOIN = (
-    " * on (Hostname) group_left (label_llm_platform_io_gpu_pool) "
-    'label_replace(kube_node_labels{label_llm_platform_io_gpu_pool=~"$pool"}, "Hostname", "$1", "node", "(.*)")'
-)
+_POOL_JOIN = f' * on (Hostname) group_left ({POOL}) label_replace(kube_node_labels{{{POOL}=~"$pool"}}, "Hostname", "$1", "node", "(.*)")'
 
 GPUS = Dashboard(
     uid=f"{PROJECT}-gpus",
     title="LLM platform / GPUs (DCGM)",
-    variables=(("pool", "label_values(kube_node_labels, label_llm_platform_io_gpu_pool)"),),
+    variables=(("pool", f"label_values(kube_node_labels, {POOL})"),),
     panels=(
         Panel(
             "GPU utilization", ((f"max by (Hostname, gpu) (DCGM_FI_DEV_GPU_UTIL){_POOL_JOIN}", "{{Hostname}} gpu{{gpu}}"),), unit="percent"
@@ -126,8 +133,8 @@ GPUS = Dashboard(
             "GPU utilization by pool",
             (
                 (
-                    f"avg by (label_llm_platform_io_gpu_pool) (max by (Hostname, gpu) (DCGM_FI_DEV_GPU_UTIL){_POOL_JOIN})",
-                    "{{label_llm_platform_io_gpu_pool}}",
+                    f"avg by ({POOL}) (max by (Hostname, gpu) (DCGM_FI_DEV_GPU_UTIL){_POOL_JOIN})",
+                    f"{{{{{POOL}}}}}",
                 ),
             ),
             unit="percent",
@@ -136,8 +143,7 @@ GPUS = Dashboard(
 )
 
 _INSTANCE_COUNT = (
-    'count by (instance_type) (label_replace(kube_node_labels{label_llm_platform_io_gpu_pool!=""}, '
-    '"instance_type", "$1", "label_node_kubernetes_io_instance_type", "(.*)"))'
+    f'count by (instance_type) (label_replace(kube_node_labels{{{POOL}!=""}}, "instance_type", "$1", "{INSTANCE_TYPE}", "(.*)"))'
 )
 
 CAPACITY = Dashboard(
@@ -148,9 +154,8 @@ CAPACITY = Dashboard(
             "GPU nodes by pool and capacity type",
             (
                 (
-                    "count by (label_llm_platform_io_gpu_pool, label_karpenter_sh_capacity_type) "
-                    '(kube_node_labels{label_llm_platform_io_gpu_pool!=""})',
-                    "{{label_llm_platform_io_gpu_pool}} {{label_karpenter_sh_capacity_type}}",
+                    f'count by ({POOL}, {CAPACITY_TYPE}) (kube_node_labels{{{POOL}!=""}})',
+                    f"{{{{{POOL}}}}} {{{{{CAPACITY_TYPE}}}}}",
                 ),
             ),
         ),

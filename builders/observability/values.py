@@ -91,30 +91,30 @@ def vllm_pod_monitor(namespace: str, interval: str) -> dict[str, Any]:
     }
 
 
-def dcgm_service_monitor(namespace: str, gpu_operator_namespace: str) -> dict[str, Any]:
+def _service_monitor(
+    name: str, namespace: str, target_namespace: str, match_labels: dict[str, str], port: str, interval: str
+) -> dict[str, Any]:
     return {
         "apiVersion": "monitoring.coreos.com/v1",
         "kind": "ServiceMonitor",
-        "metadata": {"name": "dcgm-exporter", "namespace": namespace},
+        "metadata": {"name": name, "namespace": namespace},
         "spec": {
-            "namespaceSelector": {"matchNames": [gpu_operator_namespace]},
-            "selector": {"matchLabels": {"app": "nvidia-dcgm-exporter"}},
-            "endpoints": [{"port": "gpu-metrics", "path": "/metrics", "interval": "15s"}],
+            "namespaceSelector": {"matchNames": [target_namespace]},
+            "selector": {"matchLabels": match_labels},
+            "endpoints": [{"port": port, "path": "/metrics", "interval": interval}],
         },
     }
+
+
+def dcgm_service_monitor(namespace: str, gpu_operator_namespace: str) -> dict[str, Any]:
+    """The GPU operator's DCGM exporter (its chart's own ServiceMonitor is off)."""
+    return _service_monitor("dcgm-exporter", namespace, gpu_operator_namespace, {"app": "nvidia-dcgm-exporter"}, "gpu-metrics", "15s")
 
 
 def karpenter_service_monitor(namespace: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "monitoring.coreos.com/v1",
-        "kind": "ServiceMonitor",
-        "metadata": {"name": "karpenter", "namespace": namespace},
-        "spec": {
-            "namespaceSelector": {"matchNames": [KARPENTER_NAMESPACE]},
-            "selector": {"matchLabels": {"app.kubernetes.io/name": "karpenter", "app.kubernetes.io/instance": "karpenter"}},
-            "endpoints": [{"port": "http-metrics", "path": "/metrics", "interval": "30s"}],
-        },
-    }
+    """The Karpenter controller's metrics."""
+    labels = {"app.kubernetes.io/name": "karpenter", "app.kubernetes.io/instance": "karpenter"}
+    return _service_monitor("karpenter", namespace, KARPENTER_NAMESPACE, labels, "http-metrics", "30s")
 
 
 def prometheus_rule(namespace: str, groups: list[dict[str, Any]]) -> dict[str, Any]:

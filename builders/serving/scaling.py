@@ -21,12 +21,17 @@ def _selector(model: ModelConfig) -> str:
     return f'namespace="{model.name}", model_name="{model.name}"'
 
 
+def _over_pods(aggregation: str, metric: str, model: ModelConfig) -> str:
+    """One series for the whole model: KEDA's Prometheus scaler errors on several."""
+    return f"{aggregation}({metric}{{{_selector(model)}}})"
+
+
 def queue_query(model: ModelConfig) -> str:
-    return f"sum(vllm:num_requests_waiting{{{_selector(model)}}})"
+    return _over_pods("sum", "vllm:num_requests_waiting", model)
 
 
 def kv_cache_query(model: ModelConfig) -> str:
-    return f"avg(vllm:kv_cache_usage_perc{{{_selector(model)}}})"
+    return _over_pods("avg", "vllm:kv_cache_usage_perc", model)
 
 
 def ttft_query(model: ModelConfig) -> str:

@@ -394,7 +394,13 @@ def test_alert(alert: str) -> None:
 
 def test_recording_rules_values() -> None:
     by = {"namespace": NS, "model_name": "chat"}
-    labels = ", ".join(f'{k}="{v}"' for k, v in by.items())
+
+    def sample(record: str, at: str, value: float, **extra: str) -> dict[str, Any]:
+        """A promtool case: the recorded series for model chat has this value at this time."""
+        labels = ", ".join(f'{k}="{v}"' for k, v in {**by, **extra}.items())
+        selector = "{" + ", ".join(f'{k}="{v}"' for k, v in extra.items()) + "}" if extra else ""
+        return {"expr": f"{record}{selector}", "eval_time": at, "exp_samples": [{"labels": f"{record}{{{labels}}}", "value": value}]}
+
     run_tests(
         [
             {
@@ -405,43 +411,15 @@ def test_recording_rules_values() -> None:
                 + vllm("vllm:generation_tokens_total", "0+150x60")
                 + histogram("vllm:time_to_first_token_seconds", "1", ("0.5", "1", "2.5")),
                 "promql_expr_test": [
-                    {
-                        "expr": "llm:vllm_requests_waiting:sum",
-                        "eval_time": "5m",
-                        "exp_samples": [{"labels": f"llm:vllm_requests_waiting:sum{{{labels}}}", "value": 50}],
-                    },
-                    {
-                        "expr": "llm:vllm_requests_running:sum",
-                        "eval_time": "5m",
-                        "exp_samples": [{"labels": f"llm:vllm_requests_running:sum{{{labels}}}", "value": 12}],
-                    },
-                    {
-                        "expr": "llm:vllm_replicas:count",
-                        "eval_time": "5m",
-                        "exp_samples": [{"labels": f"llm:vllm_replicas:count{{{labels}}}", "value": 2}],
-                    },
-                    {
-                        "expr": "llm:vllm_kv_cache_usage:avg",
-                        "eval_time": "5m",
-                        "exp_samples": [{"labels": f"llm:vllm_kv_cache_usage:avg{{{labels}}}", "value": 0.5}],
-                    },
+                    sample("llm:vllm_requests_waiting:sum", "5m", 50),
+                    sample("llm:vllm_requests_running:sum", "5m", 12),
+                    sample("llm:vllm_replicas:count", "5m", 2),
+                    sample("llm:vllm_kv_cache_usage:avg", "5m", 0.5),
                     # 4 series x 150 tokens per 15 s = 40 tokens/s
-                    {
-                        "expr": "llm:vllm_generation_tokens:rate5m",
-                        "eval_time": "10m",
-                        "exp_samples": [{"labels": f"llm:vllm_generation_tokens:rate5m{{{labels}}}", "value": 40}],
-                    },
+                    sample("llm:vllm_generation_tokens:rate5m", "10m", 40),
                     # every observation <= 1 s and > 0.5 s: p50 interpolates to 0.75 s
-                    {
-                        "expr": 'llm:vllm_ttft_seconds:quantile_5m{quantile="0.5"}',
-                        "eval_time": "10m",
-                        "exp_samples": [{"labels": f'llm:vllm_ttft_seconds:quantile_5m{{{labels}, quantile="0.5"}}', "value": 0.75}],
-                    },
-                    {
-                        "expr": "llm:slo_ttft_p99_seconds",
-                        "eval_time": "1m",
-                        "exp_samples": [{"labels": f"llm:slo_ttft_p99_seconds{{{labels}}}", "value": 2}],
-                    },
+                    sample("llm:vllm_ttft_seconds:quantile_5m", "10m", 0.75, quantile="0.5"),
+                    sample("llm:slo_ttft_p99_seconds", "1m", 2),
                 ],
             }
         ]
