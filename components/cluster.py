@@ -37,8 +37,6 @@ class ClusterArgs:
     """VPC of the cluster."""
     private_subnet_ids: pulumi.Input[list[str]]
     """Subnets for the control plane ENIs and the nodes."""
-    public_subnet_ids: pulumi.Input[list[str]]
-    """Public subnets (for internet-facing load balancers); may be empty."""
     tags: dict[str, str]
     """Tags for every AWS resource."""
 
@@ -101,8 +99,9 @@ class Cluster(pulumi.ComponentResource):
             name=cfg.name,
             version=cfg.kubernetes_version,
             vpc_id=args.vpc_id,
+            # Control-plane ENIs only in private subnets (public subnets are for load balancers, which
+            # find them by their tags).
             private_subnet_ids=args.private_subnet_ids,
-            public_subnet_ids=args.public_subnet_ids,
             node_associate_public_ip_address=False,
             endpoint_private_access=endpoint.private,
             endpoint_public_access=endpoint.public,

@@ -36,7 +36,6 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
             deletion_protection=cfg.deletion_protection,
             vpc_id=network.vpc_id,
             private_subnet_ids=network.private_subnet_ids,
-            public_subnet_ids=network.public_subnet_ids,
             tags=tags,
         ),
     )

@@ -23,6 +23,10 @@ FULLNAME = "kube-prometheus-stack"
 GRAFANA_ADMIN_SECRET = "grafana-admin"
 DASHBOARD_LABEL = {"grafana_dashboard": "1"}
 NODE_LABELS_FOR_METRICS = (POOL_LABEL, CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL)
+# Control-plane components EKS runs out of reach (and kube-proxy, whose metrics the managed add-on
+# binds to 127.0.0.1): the chart scrapes them and renders their Down alerts only when enabled, and
+# on EKS those alerts would fire forever.
+EKS_UNREACHABLE_COMPONENTS = ("kubeControllerManager", "kubeScheduler", "kubeEtcd", "kubeProxy")
 
 
 def prometheus_url(namespace: str) -> str:
@@ -49,6 +53,9 @@ def kube_prometheus_stack_values(cfg: ObservabilityConfig) -> dict[str, Any]:
                 }
             }
         },
+        # The StatefulSet's volume goes with the stack: `pulumi destroy` leaves no EBS volume behind;
+        # scaling down keeps it.
+        "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Delete", "whenScaled": "Retain"},
         "resources": {"requests": {"cpu": "500m", "memory": "2Gi"}, "limits": {"memory": "4Gi"}},
         "nodeSelector": system,
     }
@@ -68,6 +75,7 @@ def kube_prometheus_stack_values(cfg: ObservabilityConfig) -> dict[str, Any]:
             "nodeSelector": system,
             "sidecar": {"dashboards": {"enabled": True, "label": "grafana_dashboard", "labelValue": "1", "searchNamespace": "ALL"}},
         },
+        **{component: {"enabled": False} for component in EKS_UNREACHABLE_COMPONENTS},
         "kube-state-metrics": {
             # Node labels as kube_node_labels{label_llm_platform_io_gpu_pool=...} for the GPU and cost dashboards.
             "metricLabelsAllowlist": [f"nodes=[{','.join(NODE_LABELS_FOR_METRICS)}]"],

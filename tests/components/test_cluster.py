@@ -48,6 +48,9 @@ def test_cluster_security_inputs(stack: str) -> None:
     assert cluster["kubeProxyAddonOptions"]["enabled"] is False
     assert cluster["createOidcProvider"] is True
     assert cluster["nodeAssociatePublicIpAddress"] is False
+    # control-plane ENIs only in private subnets: the cluster is given no public subnet
+    assert "publicSubnetIds" not in cluster
+    assert "subnetIds" not in cluster
     assert cluster["deletionProtection"] is (cfg.environment == "prod")
     assert "aws:cloudwatch/logGroup:LogGroup::cluster-logs" in run.one(EKS).dependencies
 

@@ -13,7 +13,7 @@ from builders.helm import deep_merge
 from builders.observability import dashboards
 from builders.observability import values as builders
 from offline import harness
-from tests.conftest import shared_path, values
+from tests.conftest import FIXTURES, fixture_run, shared_path, values
 from tests.validators import crds, helm_values
 
 MON = "kubernetes:monitoring.coreos.com/v1"
@@ -79,6 +79,18 @@ def _upstream_kps() -> dict[str, Any]:
     merged = dict(kps)
     merged["grafana"] = deep_merge(grafana, kps["grafana"])
     return merged
+
+
+@pytest.mark.parametrize("stack", FIXTURES)
+def test_no_alert_for_what_eks_does_not_expose_and_no_volume_left_after_destroy(stack: str) -> None:
+    values_ = _kps(fixture_run(stack))["values"]
+    upstream = _upstream_kps()
+    for component in ("kubeControllerManager", "kubeScheduler", "kubeEtcd", "kubeProxy"):
+        # the chart defaults them on, and renders their `absent(up{...})` Down alerts only when on
+        assert upstream[component]["enabled"] is True
+        assert values_[component] == {"enabled": False}
+    assert values_["prometheus"]["prometheusSpec"]["persistentVolumeClaimRetentionPolicy"] == {"whenDeleted": "Delete", "whenScaled": "Retain"}
+    assert "persistentVolumeClaimRetentionPolicy" in upstream["prometheus"]["prometheusSpec"]
 
 
 def test_values_keys_exist_upstream(dev_run: harness.RunResult, prod_run: harness.RunResult) -> None:
