@@ -99,6 +99,7 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
                 prometheus_url=observability.prometheus_url,
                 hf_token=secrets.hf_token if model.gated else None,
                 vpc_cidr=cfg.vpc_cidr,
+                alb_idle_timeout_seconds=cfg.ingress.idle_timeout_seconds,
                 monitoring_namespace=cfg.observability.namespace,
                 provider=cluster.provider,
                 api_key=secrets.api_keys.get(model.name),

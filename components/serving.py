@@ -34,6 +34,8 @@ class VllmModelArgs:
     """Hugging Face token (secret), mounted as a file; None when not configured."""
     vpc_cidr: str
     """VPC CIDR: the load balancer's addresses, admitted by the NetworkPolicy."""
+    alb_idle_timeout_seconds: int
+    """The shared ALB's idle timeout, which vLLM's keep-alives are derived from."""
     monitoring_namespace: str
     """Namespace of Prometheus, admitted by the NetworkPolicy."""
     provider: k8s.Provider
@@ -100,7 +102,13 @@ class VllmModel(pulumi.ComponentResource):
         ready_minutes = f"{math.ceil((capacity.startup_budget_seconds(model) + NODE_AND_IMAGE_SECONDS) / 60)}m"
         deployment = self._object(
             f"{name}-deployment",
-            builders.deployment(model, args.pool, hf_token=args.hf_token is not None, api_key=args.api_key is not None),
+            builders.deployment(
+                model,
+                args.pool,
+                alb_idle_timeout_seconds=args.alb_idle_timeout_seconds,
+                hf_token=args.hf_token is not None,
+                api_key=args.api_key is not None,
+            ),
             pulumi.ResourceOptions(
                 parent=self,
                 provider=args.provider,
@@ -121,7 +129,12 @@ class VllmModel(pulumi.ComponentResource):
             ingress = self._object(
                 f"{name}-ingress",
                 manifest,
-                pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*after, namespace, *args.ingress_after]),
+                pulumi.ResourceOptions(
+                    parent=self,
+                    provider=args.provider,
+                    depends_on=[*after, namespace, *args.ingress_after],
+                    custom_timeouts=pulumi.CustomTimeouts(create=ingress_builders.READY_TIMEOUT, update=ingress_builders.READY_TIMEOUT),
+                ),
             )
             settings = args.ingress
             status = ingress.status  # type: ignore[attr-defined]

@@ -34,6 +34,7 @@ MANAGED_FLAGS = {
     "-q": "set quantization",
     "--kv-cache-dtype": "set kvCacheDtype",
     "--shutdown-timeout": "set drain.shutdownTimeoutSeconds",
+    "--sse-keep-alive-interval": "the platform derives it from ingress.idleTimeoutSeconds",
     "--api-key": "API keys come from the apiKeys Pulumi secret through a Kubernetes Secret (VLLM_API_KEY), never from args",
     "--hf-token": "the Hugging Face token comes from the hfToken Pulumi secret, mounted as a file",
     "--disable-log-stats": "it also disables the Prometheus metrics that KEDA scales on",

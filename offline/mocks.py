@@ -111,6 +111,8 @@ class Registration:
     `pulumi up` replaces the resource unless an alias names the old identity."""
     aliases: list[str] = field(default_factory=list)
     """Old identities this resource answers to (its `aliases` option, and those inherited from its parents')."""
+    custom_timeouts: dict[str, str] = field(default_factory=dict)
+    """How long the engine waits per operation (create, update, delete) where the program sets it."""
 
     @property
     def ref(self) -> str:
@@ -329,6 +331,9 @@ class RecordingMonitor(MockMonitor):
             provider=_provider_ref(request.provider) if request.provider else None,
             identity=identity,
             aliases=sorted(set(old)),
+            custom_timeouts={
+                op: getattr(request.customTimeouts, op) for op in ("create", "update", "delete") if getattr(request.customTimeouts, op)
+            },
         )
         response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
         registration.id = response.id or None

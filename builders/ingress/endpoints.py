@@ -20,6 +20,10 @@ from config.models import ModelConfig
 
 GROUP = PROJECT
 SSL_POLICY = "ELBSecurityPolicy-TLS13-1-2-2021-06"
+# How long `pulumi up` waits for an Ingress to get its ALB address: the controller creates the
+# load balancer, listeners, rules and target group (minutes on a new account, and the first
+# Ingress of the group also waits for the controller's webhook). Pulumi's default is 10 minutes.
+READY_TIMEOUT = "20m"
 A = "alb.ingress.kubernetes.io"
 
 

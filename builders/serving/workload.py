@@ -19,6 +19,27 @@ HF_TOKEN_SECRET = "hf-token"
 API_KEY_SECRET = "vllm-api-key"
 CACHE_DIR = "/cache"
 READINESS_GATE_LABEL = "elbv2.k8s.aws/pod-readiness-gate-inject"
+# The image's UID has no passwd entry: getpass.getuser() (torch's inductor) reads these instead.
+RUN_AS_NAME = "vllm"
+# /tmp holds only scratch now that every cache is on the sized cache volume: Python temporary
+# files and the Prometheus multiprocess directory of the API server.
+TMP_SIZE = "2Gi"
+# vLLM must keep idle connections open longer than the ALB does, or the ALB reuses a connection
+# the target already closed and the client gets a 502 (AWS: "configure the idle timeout of your
+# application to be larger than the idle timeout configured for the load balancer").
+KEEP_ALIVE_MARGIN_SECONDS = 20
+SSE_KEEP_ALIVE_MAX_SECONDS = 30
+
+
+def keep_alive_seconds(alb_idle_timeout_seconds: int) -> int:
+    """vLLM's HTTP keep-alive: above the ALB idle timeout."""
+    return alb_idle_timeout_seconds + KEEP_ALIVE_MARGIN_SECONDS
+
+
+def sse_keep_alive_seconds(alb_idle_timeout_seconds: int) -> int:
+    """How often an idle stream (queued, in prefill, between tokens) gets an SSE comment: well
+    inside the ALB idle timeout, so a long wait does not end the stream."""
+    return min(SSE_KEEP_ALIVE_MAX_SECONDS, alb_idle_timeout_seconds // 4)
 
 
 def labels(model: ModelConfig) -> dict[str, str]:
@@ -54,7 +75,7 @@ def service_account(model: ModelConfig) -> dict[str, Any]:
     }
 
 
-def vllm_args(model: ModelConfig) -> list[str]:
+def vllm_args(model: ModelConfig, alb_idle_timeout_seconds: int) -> list[str]:
     """Arguments after the image's `vllm serve` entrypoint: the model, then flags."""
     args = [
         model.hugging_face_id,
@@ -76,6 +97,8 @@ def vllm_args(model: ModelConfig) -> list[str]:
         model.dtype,
         "--shutdown-timeout",
         str(model.drain.shutdown_timeout_seconds),
+        "--sse-keep-alive-interval",
+        str(sse_keep_alive_seconds(alb_idle_timeout_seconds)),
     ]
     if model.quantization != "none":
         args += ["--quantization", model.quantization]
@@ -86,14 +109,19 @@ def vllm_args(model: ModelConfig) -> list[str]:
     return [*args, *model.extra_args]
 
 
-def _env(model: ModelConfig, hf_token: bool, api_key: bool) -> list[dict[str, Any]]:
+def _env(model: ModelConfig, hf_token: bool, api_key: bool, alb_idle_timeout_seconds: int) -> list[dict[str, Any]]:
     env: list[dict[str, Any]] = [
         {"name": "HOME", "value": "/tmp"},
+        {"name": "USER", "value": RUN_AS_NAME},
+        {"name": "LOGNAME", "value": RUN_AS_NAME},
         {"name": "HF_HOME", "value": f"{CACHE_DIR}/huggingface"},
         {"name": "VLLM_CACHE_ROOT", "value": f"{CACHE_DIR}/vllm"},
         {"name": "XDG_CACHE_HOME", "value": f"{CACHE_DIR}/xdg"},
         {"name": "TRITON_CACHE_DIR", "value": f"{CACHE_DIR}/triton"},
         {"name": "TORCHINDUCTOR_CACHE_DIR", "value": f"{CACHE_DIR}/inductor"},
+        {"name": "FLASHINFER_WORKSPACE_BASE", "value": f"{CACHE_DIR}/flashinfer"},
+        {"name": "CUDA_CACHE_PATH", "value": f"{CACHE_DIR}/cuda"},
+        {"name": "VLLM_HTTP_TIMEOUT_KEEP_ALIVE", "value": str(keep_alive_seconds(alb_idle_timeout_seconds))},
         {"name": "HF_HUB_DISABLE_TELEMETRY", "value": "1"},
         {"name": "VLLM_NO_USAGE_STATS", "value": "1"},
         {"name": "DO_NOT_TRACK", "value": "1"},
@@ -106,7 +134,7 @@ def _env(model: ModelConfig, hf_token: bool, api_key: bool) -> list[dict[str, An
     return env
 
 
-def deployment(model: ModelConfig, pool: GpuPool, hf_token: bool, api_key: bool = False) -> dict[str, Any]:
+def deployment(model: ModelConfig, pool: GpuPool, *, alb_idle_timeout_seconds: int, hf_token: bool, api_key: bool = False) -> dict[str, Any]:
     request = gpu_request(model, pool)
     resources = {"cpu": model.resources.cpu, "memory": model.resources.memory, request.resource: str(request.count)}
     probe = {"httpGet": {"path": "/health", "port": VLLM_PORT_NAME}}
@@ -118,7 +146,7 @@ def deployment(model: ModelConfig, pool: GpuPool, hf_token: bool, api_key: bool 
     ]
     volumes: list[dict[str, Any]] = [
         {"name": "cache", "emptyDir": {"sizeLimit": cache_size(model)}},
-        {"name": "tmp", "emptyDir": {"sizeLimit": "2Gi"}},
+        {"name": "tmp", "emptyDir": {"sizeLimit": TMP_SIZE}},
         {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": shm_size(model)}},
     ]
     if hf_token:
@@ -168,9 +196,9 @@ def deployment(model: ModelConfig, pool: GpuPool, hf_token: bool, api_key: bool 
                             "name": "vllm",
                             "image": model.image.reference,
                             "imagePullPolicy": "IfNotPresent",
-                            "args": vllm_args(model),
+                            "args": vllm_args(model, alb_idle_timeout_seconds),
                             "ports": [{"name": VLLM_PORT_NAME, "containerPort": PORT, "protocol": "TCP"}],
-                            "env": _env(model, hf_token, api_key),
+                            "env": _env(model, hf_token, api_key, alb_idle_timeout_seconds),
                             "resources": {"requests": dict(resources), "limits": dict(resources)},
                             "securityContext": {
                                 "runAsNonRoot": True,

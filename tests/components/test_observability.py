@@ -89,7 +89,10 @@ def test_no_alert_for_what_eks_does_not_expose_and_no_volume_left_after_destroy(
         # the chart defaults them on, and renders their `absent(up{...})` Down alerts only when on
         assert upstream[component]["enabled"] is True
         assert values_[component] == {"enabled": False}
-    assert values_["prometheus"]["prometheusSpec"]["persistentVolumeClaimRetentionPolicy"] == {"whenDeleted": "Delete", "whenScaled": "Retain"}
+    assert values_["prometheus"]["prometheusSpec"]["persistentVolumeClaimRetentionPolicy"] == {
+        "whenDeleted": "Delete",
+        "whenScaled": "Retain",
+    }
     assert "persistentVolumeClaimRetentionPolicy" in upstream["prometheus"]["prometheusSpec"]
 
 

@@ -56,7 +56,7 @@ def test_every_core_object_passes_kubernetes_validate_strict(stack: str) -> None
 def test_strict_validation_catches_a_typo() -> None:
     model = parse(stack_data(DEV)).models[0]
     pool = parse(stack_data(DEV)).gpu_pools[0]
-    doc = builders.deployment(model, pool, hf_token=True)
+    doc = builders.deployment(model, pool, alb_idle_timeout_seconds=600, hf_token=True)
     doc["spec"]["template"]["spec"]["terminationGracePeriod"] = 75
     with pytest.raises(kubernetes_validate.ValidationError):
         kubernetes_validate.validate(doc, versions.KUBERNETES_DEFAULT, strict=True)
@@ -294,7 +294,7 @@ def test_hf_token_only_as_a_mounted_secret(dev_run: harness.RunResult) -> None:
 def test_no_token_secret_without_a_token() -> None:
     data = stack_data(PROD)
     model = parse(data).models[2]  # qwen: not gated
-    doc = builders.deployment(model, parse(data).gpu_pools[2], hf_token=False)
+    doc = builders.deployment(model, parse(data).gpu_pools[2], alb_idle_timeout_seconds=600, hf_token=False)
     assert not any(v["name"] == "hf-token" for v in doc["spec"]["template"]["spec"]["volumes"])
 
 
@@ -379,3 +379,63 @@ def test_models_output(prod_run: harness.RunResult) -> None:
         "baseUrl": "https://qwen-2-5-7b.llm.internal.example.com/v1",
     }
     assert sorted(prod_run.outputs["models"]) == ["llama-3-1-8b", "llama-3-2-3b", "llama-3-3-70b", "qwen-2-5-7b"]
+
+
+# -- behind the ALB ---------------------------------------------------------------------------------
+
+
+def _idle_timeout(run: harness.RunResult) -> int | None:
+    for r in run.of_type("kubernetes:networking.k8s.io/v1:Ingress"):
+        attributes = values(r)["metadata"]["annotations"]["alb.ingress.kubernetes.io/load-balancer-attributes"]
+        return int(attributes.split("idle_timeout.timeout_seconds=")[1].split(",")[0])
+    return None
+
+
+@pytest.mark.parametrize("stack", FIXTURES)
+def test_vllm_keeps_connections_open_longer_than_the_alb(stack: str) -> None:
+    run = fixture_run(stack)
+    idle = _idle_timeout(run) or parse(stack_data(stack)).ingress.idle_timeout_seconds
+    for r in run.of_type("kubernetes:apps/v1:Deployment"):
+        container = values(r)["spec"]["template"]["spec"]["containers"][0]
+        env = {e["name"]: e.get("value") for e in container["env"]}
+        # the target's keep-alive outlives the ALB's idle timeout, so the ALB never reuses a closed connection
+        assert int(env["VLLM_HTTP_TIMEOUT_KEEP_ALIVE"]) > idle
+        # an idle stream sends an SSE comment well inside the idle timeout
+        args = container["args"]
+        interval = int(args[args.index("--sse-keep-alive-interval") + 1])
+        assert 0 < interval < idle
+
+
+def test_keep_alive_follows_the_configured_idle_timeout() -> None:
+    run = fixture_run("internet-facing-tls")
+    assert _idle_timeout(run) == 900
+    deployment = next(values(r) for r in run.of_type("kubernetes:apps/v1:Deployment") if values(r)["metadata"]["name"] == "llama-3-1-8b")
+    env = {e["name"]: e.get("value") for e in deployment["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert env["VLLM_HTTP_TIMEOUT_KEEP_ALIVE"] == "920"
+
+
+@pytest.mark.parametrize("stack", FIXTURES)
+def test_ingress_waits_as_long_as_the_controller_needs(stack: str) -> None:
+    for r in fixture_run(stack).of_type("kubernetes:networking.k8s.io/v1:Ingress"):
+        assert r.custom_timeouts == {"create": "20m", "update": "20m"}
+
+
+@pytest.mark.parametrize("stack", FIXTURES)
+def test_every_cache_is_on_the_cache_volume_and_the_user_has_a_name(stack: str) -> None:
+    for r in fixture_run(stack).of_type("kubernetes:apps/v1:Deployment"):
+        container = values(r)["spec"]["template"]["spec"]["containers"][0]
+        env = {e["name"]: e.get("value") for e in container["env"]}
+        assert env["USER"] == env["LOGNAME"] == "vllm"
+        caches = {k: v for k, v in env.items() if k.endswith(("_HOME", "_CACHE_ROOT", "_CACHE_DIR", "_CACHE_PATH", "_WORKSPACE_BASE"))}
+        assert {
+            "HF_HOME",
+            "VLLM_CACHE_ROOT",
+            "XDG_CACHE_HOME",
+            "TRITON_CACHE_DIR",
+            "TORCHINDUCTOR_CACHE_DIR",
+            "FLASHINFER_WORKSPACE_BASE",
+            "CUDA_CACHE_PATH",
+        } <= set(caches)
+        assert all(v.startswith(builders.CACHE_DIR + "/") for v in caches.values()), caches
+        mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+        assert mounts[builders.CACHE_DIR] == "cache"

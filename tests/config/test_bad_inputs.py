@@ -83,6 +83,7 @@ CASES: dict[str, Callable[[dict[str, Any]], object]] = {
         ingress={"scheme": "internet-facing", "allowedCidrs": ["10.0.0.0/8"], "certificateArn": ACM}
     ),
     "reserved-namespace": lambda d: m0(d).update(name="monitoring"),
+    "sse-keep-alive-in-extra-args": lambda d: m0(d).update(extraArgs=["--sse-keep-alive-interval=5"]),
     "model-named-like-custom-gpu-operator-namespace": lambda d: (
         d.update(gpuOperator={"namespace": "nvidia-gpu"}),
         m0(d).update(name="nvidia-gpu", expose=False),
@@ -241,6 +242,10 @@ EXPECTED: dict[str, list[str]] = {
     ],
     "model-named-like-custom-gpu-operator-namespace": [
         "models[nvidia-gpu].name: 'nvidia-gpu' is a namespace the platform or Kubernetes owns, and each model gets a namespace of its own name. Fix: choose another name",
+    ],
+    "sse-keep-alive-in-extra-args": [
+        "models[llama-3-1-8b].extraArgs: --sse-keep-alive-interval may not be in extraArgs: the platform derives it from "
+        "ingress.idleTimeoutSeconds. Fix: remove --sse-keep-alive-interval",
     ],
     "reserved-namespace": [
         "models[monitoring].name: 'monitoring' is a namespace the platform or Kubernetes owns, and each model gets a namespace of its own name. Fix: choose another name",
