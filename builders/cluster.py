@@ -48,6 +48,36 @@ def access_entries(cfg: ClusterConfig, partition: str = "aws") -> list[AccessEnt
     return entries
 
 
+@dataclass(frozen=True)
+class ApiAccessRule:
+    """An ingress rule of the cluster security group: who may reach the private API endpoint."""
+
+    key: str
+    description: str
+    cidr: str | None = None
+    security_group_id: str | None = None
+    port: int = 443
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-")
+
+
+def api_access_rules(cfg: ClusterConfig) -> list[ApiAccessRule]:
+    """The networks and security groups (beyond the cluster itself) that may call the private endpoint."""
+    endpoint = cfg.endpoint
+    return [
+        *(
+            ApiAccessRule(f"api-from-{_slug(c)}", f"Kubernetes API (private endpoint) from {c}", cidr=c)
+            for c in endpoint.private_access_cidrs
+        ),
+        *(
+            ApiAccessRule(f"api-from-{sg}", f"Kubernetes API (private endpoint) from members of {sg}", security_group_id=sg)
+            for sg in endpoint.private_access_security_group_ids
+        ),
+    ]
+
+
 def kms_key_policy(account_id: str, partition: str = "aws") -> dict[str, Any]:
     """Key policy of the secrets-encryption key: the account administers it through IAM; no wildcard principal."""
     return {

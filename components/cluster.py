@@ -134,6 +134,21 @@ class Cluster(pulumi.ComponentResource):
             name=self.cluster_name, opts=invoke
         ).vpc_config.cluster_security_group_id
 
+        # Who may reach the private endpoint: the cluster security group admits only itself.
+        for rule in builders.api_access_rules(cfg):
+            aws.vpc.SecurityGroupIngressRule(
+                f"{name}-{rule.key}",
+                security_group_id=self.cluster_security_group_id,
+                description=rule.description,
+                ip_protocol="tcp",
+                from_port=rule.port,
+                to_port=rule.port,
+                cidr_ipv4=rule.cidr,
+                referenced_security_group_id=rule.security_group_id,
+                tags=tags,
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+
         before, after = self._addons(name, partition, tags, cluster)
         self.system_node_group = self._system_nodes(name, args, partition, before)
         for spec, role in after:

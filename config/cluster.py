@@ -9,7 +9,7 @@ from pydantic import Field, field_validator, model_validator
 
 from config import catalog, versions
 from config.base import ConfigModel
-from config.types import PrincipalArn, PublicCidr, RoleArn, config_error
+from config.types import NetworkCidr, PrincipalArn, PublicCidr, RoleArn, SecurityGroupId, config_error
 
 LogType = Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]
 REQUIRED_LOG_TYPES = ("api", "audit", "authenticator")
@@ -32,6 +32,17 @@ class Endpoint(ConfigModel):
     public_cidrs: list[PublicCidr] = Field(
         default_factory=list,
         description="CIDRs allowed to reach the public endpoint. Required when `public` is true; never 0.0.0.0/0.",
+    )
+    private_access_cidrs: list[NetworkCidr] = Field(
+        default_factory=list,
+        description="Networks outside the cluster that may reach the private endpoint on 443 (a VPN or transit "
+        "gateway range, the subnet of a CI runner): `pulumi up` creates Kubernetes objects through it. Each "
+        "becomes an ingress rule of the cluster security group.",
+    )
+    private_access_security_group_ids: list[SecurityGroupId] = Field(
+        default_factory=list,
+        description="Security groups (in the cluster's VPC or a peered one) whose members may reach the private "
+        "endpoint on 443, e.g. a self-hosted CI runner's. Each becomes an ingress rule of the cluster security group.",
     )
 
     @model_validator(mode="after")
@@ -128,6 +139,11 @@ class ClusterConfig(ConfigModel):
     admin_role_arns: list[RoleArn] = Field(
         default_factory=list,
         description="IAM roles given cluster-admin through access entries.",
+    )
+    deploy_role_arn: RoleArn | None = Field(
+        default=None,
+        description="The role `pulumi up` runs as in CI (the workflows' `vars.AWS_ROLE_ARN`); must be one of "
+        "adminRoleArns, so CI keeps access whoever created the cluster. Required in prod.",
     )
     access: list[AccessGrant] = Field(default_factory=list, description="Further access entries.")
     log_types: list[LogType] = Field(

@@ -352,6 +352,53 @@ def rule_gpu_operator(cfg: StackConfig) -> Iterator[Problem]:
                 )
 
 
+def rule_api_reachable(cfg: StackConfig) -> Iterator[Problem]:
+    """`pulumi up` creates every Kubernetes object through the API endpoint: something must reach it."""
+    endpoint = cfg.cluster.endpoint
+    if endpoint.public or endpoint.private_access_cidrs or endpoint.private_access_security_group_ids:
+        return
+    fix = (
+        "list the network `pulumi up` runs from (VPN, transit gateway, a CI runner's subnet) in "
+        "cluster.endpoint.privateAccessCidrs, or its security group in cluster.endpoint.privateAccessSecurityGroupIds; "
+        "or turn on cluster.endpoint.public with publicCidrs"
+    )
+    if isinstance(cfg.network, NewVpc):
+        yield Problem(
+            "cluster.endpoint",
+            "only the private endpoint is on, in a VPC this stack creates, and its security group admits only the "
+            "cluster itself: nothing could reach the API server during pulumi up, and every Kubernetes object would "
+            f"fail after the cluster is created. Fix: {fix}",
+        )
+    else:
+        yield Problem(
+            "cluster.endpoint",
+            "only the private endpoint is on and no network or security group is allowed to reach it: pulumi up "
+            "reaches the API server only if it runs from inside the cluster's security group (e.g. a runner on a "
+            f"cluster node). Fix: {fix}",
+            "warning",
+        )
+
+
+def rule_deploy_role(cfg: StackConfig) -> Iterator[Problem]:
+    """The role CI deploys with must stay a cluster admin, whoever created the cluster."""
+    role = cfg.cluster.deploy_role_arn
+    if role is None:
+        if cfg.is_prod:
+            yield Problem(
+                "cluster.deployRoleArn",
+                "is not set; prod is deployed by CI, and only the principal that created the cluster is an admin "
+                "without an access entry, so CI could lose access to the Kubernetes API. Fix: set it to the role "
+                "the workflows assume (vars.AWS_ROLE_ARN) and list it in cluster.adminRoleArns",
+            )
+        return
+    if role not in cfg.cluster.admin_role_arns:
+        yield Problem(
+            "cluster.deployRoleArn",
+            "is not one of cluster.adminRoleArns, so pulumi up as this role has cluster access only if it created "
+            "the cluster (EKS makes the creator an admin, and nothing else). Fix: add it to cluster.adminRoleArns",
+        )
+
+
 def rule_prod(cfg: StackConfig) -> Iterator[Problem]:
     if not cfg.is_prod:
         return
@@ -397,6 +444,8 @@ RULES: tuple[Callable[[StackConfig], Iterator[Problem]], ...] = (
     rule_pool_capacity,
     rule_exposure,
     rule_gpu_operator,
+    rule_api_reachable,
+    rule_deploy_role,
     rule_prod,
 )
 

@@ -27,6 +27,7 @@ _PROM_DURATION = re.compile(r"^([0-9]+(ms|s|m|h|d|w|y))+$")
 _ROLE_ARN = re.compile(r"^arn:aws[a-zA-Z-]*:iam::[0-9]{12}:role/[\w+=,.@/-]{1,512}$")
 _ACM_ARN = re.compile(r"^arn:aws[a-zA-Z-]*:acm:[a-z0-9-]+:[0-9]{12}:certificate/[0-9a-f-]{36}$")
 _VPC_ID = re.compile(r"^vpc-[0-9a-f]{8,17}$")
+_SECURITY_GROUP_ID = re.compile(r"^sg-[0-9a-f]{8,17}$")
 _SUBNET_ID = re.compile(r"^subnet-[0-9a-f]{8,17}$")
 _DNS_DOMAIN = re.compile(r"^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$")
 _PRINCIPAL_ARN = re.compile(r"^arn:aws[a-zA-Z-]*:(iam|sts)::[0-9]{12}:(role|user|assumed-role)/[\w+=,.@/-]+$")
@@ -210,6 +211,12 @@ def _vpc_id(value: str) -> str:
     return value
 
 
+def _security_group_id(value: str) -> str:
+    if not _SECURITY_GROUP_ID.match(value):
+        raise config_error(f"'{value}' is not a security group id", "write sg-<8 or 17 hex digits>")
+    return value
+
+
 def _subnet_id(value: str) -> str:
     if not _SUBNET_ID.match(value):
         raise config_error(f"'{value}' is not a subnet id", "write subnet-<8 or 17 hex digits>")
@@ -234,6 +241,7 @@ NetworkCidr = Annotated[str, AfterValidator(_network_cidr)]
 AllowedCidr = Annotated[str, AfterValidator(_allowed_cidr)]
 VpcId = Annotated[str, AfterValidator(_vpc_id)]
 SubnetId = Annotated[str, AfterValidator(_subnet_id)]
+SecurityGroupId = Annotated[str, AfterValidator(_security_group_id)]
 DnsDomain = Annotated[str, AfterValidator(_dns_domain)]
 RoleArn = Annotated[str, AfterValidator(_role_arn)]
 PrincipalArn = Annotated[str, AfterValidator(_principal_arn)]

@@ -63,3 +63,25 @@ def test_main_deploys_behind_environments() -> None:
     up = _load("up.yml")["jobs"]["up"]
     assert up["environment"] == "${{ inputs.stack }}"
     assert any("command" in (s.get("with") or {}) and s["with"]["command"] == "up" for s in up["steps"])
+
+
+def _deploy_role_check() -> str:
+    steps = _load("up.yml")["jobs"]["up"]["steps"]  # type: ignore[index]
+    found = [s for s in steps if s.get("name") == "Check the deploy role"]
+    assert len(found) == 1
+    names = [s.get("name") or s.get("uses") for s in steps]
+    # it runs before the credentials are assumed and before pulumi up
+    assert names.index("Check the deploy role") < names.index("aws-actions/configure-aws-credentials@v4")
+    return str(found[0]["run"])
+
+
+@pytest.mark.parametrize(
+    ("role", "passes"),
+    [("arn:aws:iam::123456789012:role/llm-platform-deploy", True), ("arn:aws:iam::123456789012:role/someone-else", False)],
+)
+def test_the_deploy_workflow_refuses_a_role_that_is_not_the_stacks_deploy_role(role: str, passes: bool) -> None:
+    env = {"ROLE": role, "STACK_FILE": str(ROOT / "tests" / "fixtures" / "stacks" / "full-prod.yaml"), "PATH": "/usr/bin:/bin"}
+    result = subprocess.run(["bash", "-c", _deploy_role_check()], env=env, capture_output=True, text=True, check=False)
+    assert (result.returncode == 0) is passes
+    if not passes:
+        assert "is not cluster.deployRoleArn" in result.stdout

@@ -134,7 +134,9 @@ def _env(model: ModelConfig, hf_token: bool, api_key: bool, alb_idle_timeout_sec
     return env
 
 
-def deployment(model: ModelConfig, pool: GpuPool, *, alb_idle_timeout_seconds: int, hf_token: bool, api_key: bool = False) -> dict[str, Any]:
+def deployment(
+    model: ModelConfig, pool: GpuPool, *, alb_idle_timeout_seconds: int, hf_token: bool, api_key: bool = False
+) -> dict[str, Any]:
     request = gpu_request(model, pool)
     resources = {"cpu": model.resources.cpu, "memory": model.resources.memory, request.resource: str(request.count)}
     probe = {"httpGet": {"path": "/health", "port": VLLM_PORT_NAME}}

@@ -10,7 +10,7 @@ import pytest
 from builders import cluster as builders
 from config import versions
 from offline import harness
-from tests.conftest import FIXTURES, PROD, fixture_run, parse, stack_data, values
+from tests.conftest import FIXTURES, PROD, fixture_input, fixture_run, parse, stack_data, values
 
 EKS = "eks:index:Cluster"
 ADDON = "aws:eks/addon:Addon"
@@ -59,6 +59,17 @@ def test_access_entries(prod_run: harness.RunResult) -> None:
     assert values(prod_run.one(EKS))["accessEntries"] == {
         "admin-platform-admin": {
             "principalArn": "arn:aws:iam::123456789012:role/platform-admin",
+            "type": "STANDARD",
+            "accessPolicies": {
+                "policy": {
+                    "policyArn": "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy",
+                    "accessScope": {"type": "cluster"},
+                }
+            },
+        },
+        # the deploy role (cluster.deployRoleArn) is an admin too, so CI keeps access
+        "admin-llm-platform-deploy": {
+            "principalArn": "arn:aws:iam::123456789012:role/llm-platform-deploy",
             "type": "STANDARD",
             "accessPolicies": {
                 "policy": {
@@ -217,3 +228,38 @@ def test_outputs(prod_run: harness.RunResult) -> None:
     assert out["oidcProviderArn"].startswith("arn:aws:iam::123456789012:oidc-provider/oidc.eks.us-east-1.amazonaws.com/id/")
     assert out["vpcId"].startswith("vpc-")
     assert len(out["privateSubnetIds"]) == 3
+
+
+# -- reaching the private endpoint ----------------------------------------------------------------------
+
+RULE = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
+
+
+def test_the_deploy_network_may_reach_the_private_endpoint(prod_run: harness.RunResult) -> None:
+    cluster_sg = values(prod_run.one(EKS))  # the security group id comes from the cluster lookup
+    assert cluster_sg["endpointPublicAccess"] is False
+    rule = prod_run.one(RULE)
+    assert rule.name == "cluster-api-from-10-100-0-0-16"
+    assert rule.parent == "llmplatform:index:Cluster::cluster"
+    inputs = values(rule)
+    assert {k: inputs[k] for k in ("cidrIpv4", "ipProtocol", "fromPort", "toPort")} == {
+        "cidrIpv4": "10.100.0.0/16",
+        "ipProtocol": "tcp",
+        "fromPort": 443,
+        "toPort": 443,
+    }
+    assert inputs["securityGroupId"].startswith("sg-")
+
+
+def test_a_runner_security_group_gets_its_own_rule() -> None:
+    endpoint = {"private": True, "public": False, "privateAccessSecurityGroupIds": ["sg-0123456789abcdef0"]}
+    cluster = {**stack_data(PROD)["cluster"], "endpoint": endpoint}
+    run = harness.run(fixture_input(PROD, overrides={"llm-platform:cluster": cluster}))
+    rule = run.one(RULE)
+    assert rule.name == "cluster-api-from-sg-0123456789abcdef0"
+    assert values(rule)["referencedSecurityGroupId"] == "sg-0123456789abcdef0"
+    assert "cidrIpv4" not in values(rule)
+
+
+def test_a_public_endpoint_needs_no_private_rule(dev_run: harness.RunResult) -> None:
+    assert dev_run.of_type(RULE) == []

@@ -83,6 +83,20 @@ CASES: dict[str, Callable[[dict[str, Any]], object]] = {
         ingress={"scheme": "internet-facing", "allowedCidrs": ["10.0.0.0/8"], "certificateArn": ACM}
     ),
     "reserved-namespace": lambda d: m0(d).update(name="monitoring"),
+    "private-only-endpoint-new-vpc": lambda d: d["cluster"].update(endpoint={"private": True, "public": False}),
+    "private-only-endpoint-existing-vpc": lambda d: (
+        d["cluster"].update(endpoint={"private": True, "public": False}),
+        d.update(
+            network={
+                "mode": "existing",
+                "vpcId": "vpc-0a1b2c3d4e5f60718",
+                "vpcCidr": "10.60.0.0/16",
+                "privateSubnetIds": ["subnet-0a1b2c3d4e5f60711", "subnet-0a1b2c3d4e5f60712"],
+            }
+        ),
+    ),
+    "private-access-not-a-security-group": lambda d: d["cluster"]["endpoint"].update(privateAccessSecurityGroupIds=["runner-sg"]),
+    "deploy-role-not-an-admin": lambda d: d["cluster"].update(deployRoleArn="arn:aws:iam::123456789012:role/ci-deploy"),
     "sse-keep-alive-in-extra-args": lambda d: m0(d).update(extraArgs=["--sse-keep-alive-interval=5"]),
     "model-named-like-custom-gpu-operator-namespace": lambda d: (
         d.update(gpuOperator={"namespace": "nvidia-gpu"}),
@@ -247,6 +261,23 @@ EXPECTED: dict[str, list[str]] = {
         "models[llama-3-1-8b].extraArgs: --sse-keep-alive-interval may not be in extraArgs: the platform derives it from "
         "ingress.idleTimeoutSeconds. Fix: remove --sse-keep-alive-interval",
     ],
+    "private-only-endpoint-new-vpc": [
+        "cluster.endpoint: only the private endpoint is on, in a VPC this stack creates, and its security group admits only the "
+        "cluster itself: nothing could reach the API server during pulumi up, and every Kubernetes object would fail after the "
+        "cluster is created. Fix: list the network `pulumi up` runs from (VPN, transit gateway, a CI runner's subnet) in cluster.endpoint.privateAccessCidrs, or its security group in cluster.endpoint.privateAccessSecurityGroupIds; or turn on cluster.endpoint.public with publicCidrs",
+    ],
+    "private-only-endpoint-existing-vpc": [
+        "cluster.endpoint: only the private endpoint is on and no network or security group is allowed to reach it: pulumi up "
+        "reaches the API server only if it runs from inside the cluster's security group (e.g. a runner on a cluster node). "
+        "Fix: list the network `pulumi up` runs from (VPN, transit gateway, a CI runner's subnet) in cluster.endpoint.privateAccessCidrs, or its security group in cluster.endpoint.privateAccessSecurityGroupIds; or turn on cluster.endpoint.public with publicCidrs",
+    ],
+    "private-access-not-a-security-group": [
+        "cluster.endpoint.privateAccessSecurityGroupIds[0]: 'runner-sg' is not a security group id. Fix: write sg-<8 or 17 hex digits>",
+    ],
+    "deploy-role-not-an-admin": [
+        "cluster.deployRoleArn: is not one of cluster.adminRoleArns, so pulumi up as this role has cluster access only if it "
+        "created the cluster (EKS makes the creator an admin, and nothing else). Fix: add it to cluster.adminRoleArns",
+    ],
     "reserved-namespace": [
         "models[monitoring].name: 'monitoring' is a namespace the platform or Kubernetes owns, and each model gets a namespace of its own name. Fix: choose another name",
         "ingress.certificateArn: is not set: monitoring is served over plain HTTP inside the VPC. Fix: set an ACM certificate ARN to serve HTTPS (HTTP then redirects)",
@@ -281,6 +312,9 @@ EXPECTED: dict[str, list[str]] = {
     ],
     "prod-one-system-node": [
         "ingress.certificateArn: is not set, so llama-3-1-8b would be served over plain HTTP; prod endpoints must use TLS. Fix: set an ACM certificate ARN for the endpoints' domain",
+        "cluster.deployRoleArn: is not set; prod is deployed by CI, and only the principal that created the cluster is an admin "
+        "without an access entry, so CI could lose access to the Kubernetes API. Fix: set it to the role the workflows assume "
+        "(vars.AWS_ROLE_ARN) and list it in cluster.adminRoleArns",
         "cluster.systemNodeGroup.minSize: prod needs at least 2 system nodes (got 1); Karpenter, KEDA and the monitoring stack would all go down with one node. Fix: set minSize: 2",
         "network.azCount: prod spans fewer than 3 AZs; an AZ outage halves capacity. Fix: set azCount: 3",
         "network.natGateways: prod with a single NAT gateway loses egress in an AZ outage. Fix: set natGateways: perAz",
@@ -295,6 +329,9 @@ EXPECTED: dict[str, list[str]] = {
     ],
     "prod-without-tls": [
         "ingress.certificateArn: is not set, so llama-3-1-8b would be served over plain HTTP; prod endpoints must use TLS. Fix: set an ACM certificate ARN for the endpoints' domain",
+        "cluster.deployRoleArn: is not set; prod is deployed by CI, and only the principal that created the cluster is an admin "
+        "without an access entry, so CI could lose access to the Kubernetes API. Fix: set it to the role the workflows assume "
+        "(vars.AWS_ROLE_ARN) and list it in cluster.adminRoleArns",
         "network.azCount: prod spans fewer than 3 AZs; an AZ outage halves capacity. Fix: set azCount: 3",
         "network.natGateways: prod with a single NAT gateway loses egress in an AZ outage. Fix: set natGateways: perAz",
         "models[llama-3-1-8b].replicas.min: prod model with fewer than 2 minimum replicas: one node loss is an outage. Fix: set min: 2",
