@@ -16,6 +16,7 @@ from pulumi.runtime import settings
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
+from config import load as config_load
 from config import secrets as stack_secrets
 from config import stack_file
 from config.conventions import API_KEYS, GRAFANA_ADMIN_PASSWORD, HF_TOKEN, PROJECT
@@ -129,6 +130,8 @@ def _fill_secrets(raw: dict[str, Any], config: dict[str, str], secret_keys: list
 
 
 def apply_config(inp: StackInput) -> None:
+    """Hand the program its config as the engine would, and tell it that it runs offline."""
+    config_load.RUNS_OFFLINE = True
     pulumi.runtime.set_all_config(dict(inp.config), list(inp.secret_keys))
 
 
