@@ -71,7 +71,9 @@ def gpu_operator_values(cfg: GpuOperatorConfig, pools: list[GpuPool]) -> dict[st
         },
         "gfd": {"enabled": True},
         "mig": {"strategy": "mixed"},
-        "migManager": {"enabled": True, "config": {"default": "all-disabled"}},
+        # MIG pools are partitioned at boot (their EC2NodeClass user data): with the AMI's host driver
+        # the MIG manager restarts kubelet to change MIG mode, and the nodes never come back Ready.
+        "migManager": {"enabled": False},
         "dcgmExporter": {
             "enabled": True,
             # Scraped by the platform's own ServiceMonitor (observability), so this release does

@@ -162,9 +162,10 @@ class Karpenter(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*after, *attachments, *identity, access_entry]),
         )
         crd_opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[self.release, sg_tag])
-        families = sorted({nodepools.ami_family(p, cfg) for p in args.pools})
-        for family in families:
-            manifest = nodepools.ec2_node_class(family, cfg, node_role_resource.name, args.subnet_selector_terms, cluster_name, tags)
+        for family, own_pool in nodepools.node_classes(args.pools, cfg):
+            manifest = nodepools.ec2_node_class(
+                family, cfg, node_role_resource.name, args.subnet_selector_terms, cluster_name, tags, pool=own_pool
+            )
             k8s_objects.create(f"{name}-{manifest['metadata']['name']}", manifest, crd_opts)
         self.node_pools = {}
         for pool in args.pools:

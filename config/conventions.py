@@ -54,7 +54,8 @@ MODEL_LABEL: Final = f"{LABEL_DOMAIN}/model"
 GPU_RESOURCE: Final = "nvidia.com/gpu"
 GPU_TAINT: Final = {"key": GPU_RESOURCE, "value": "true", "effect": "NoSchedule"}
 DEVICE_PLUGIN_CONFIG_LABEL: Final = "nvidia.com/device-plugin.config"
-MIG_CONFIG_LABEL: Final = "nvidia.com/mig.config"
+MIG_MANAGER_DEPLOY_LABEL: Final = "nvidia.com/gpu.deploy.mig-manager"
+"""Set to "false" on MIG nodes: the platform partitions them at boot, the operator's MIG manager stays away."""
 OPERANDS_LABEL: Final = "nvidia.com/gpu.deploy.operands"
 VLLM_APP_LABEL: Final = {"app.kubernetes.io/name": "vllm"}
 VLLM_PORT: Final = 8000
@@ -116,9 +117,10 @@ def kms_alias(cluster_name: str) -> str:
     return f"alias/{cluster_name}-eks-secrets"
 
 
-def node_class_name(ami_family: str) -> str:
-    """The EC2NodeClass of the GPU pools of one AMI family."""
-    return f"gpu-{ami_family}"
+def node_class_name(ami_family: str, pool: str | None = None) -> str:
+    """The EC2NodeClass of the GPU pools of one AMI family, or of one pool that needs its own
+    (a MIG pool, whose user data partitions its GPUs)."""
+    return f"gpu-{ami_family}" if pool is None else f"gpu-{ami_family}-{pool}"
 
 
 # -- IAM ---------------------------------------------------------------------------------------

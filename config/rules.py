@@ -338,6 +338,14 @@ def rule_gpu_operator(cfg: StackConfig) -> Iterator[Problem]:
                 f"must be false on EKS accelerated AMIs, which ship the NVIDIA {component}; a second "
                 "copy fights the first and GPUs never register. Fix: remove the override",
             )
+    mig_manager = extra.get("migManager")
+    if isinstance(mig_manager, dict) and mig_manager.get("enabled") is True:
+        yield Problem(
+            "gpuOperator.extraValues.migManager.enabled",
+            "must stay false: with the AMI's host driver the MIG manager restarts kubelet to change MIG mode and "
+            "Karpenter's nodes never come back Ready (NVIDIA/gpu-operator#2415); MIG pools are partitioned at boot "
+            "by their EC2NodeClass instead. Fix: remove the override",
+        )
     daemonsets = extra.get("daemonsets")
     if isinstance(daemonsets, dict) and "tolerations" in daemonsets:
         tolerations = daemonsets["tolerations"] if isinstance(daemonsets["tolerations"], list) else []

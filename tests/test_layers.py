@@ -111,7 +111,7 @@ CONVENTIONS = (
     "kubernetes.io/role/internal-elb",
     "nvidia.com/gpu",
     "nvidia.com/device-plugin.config",
-    "nvidia.com/mig.config",
+    "nvidia.com/gpu.deploy.mig-manager",
     "kube-system",
     "grafanaAdminPassword",
     "hfToken",

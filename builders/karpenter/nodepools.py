@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from builders.karpenter import mig
+from config.capacity import pool_mig_profile
 from config.conventions import (
     CAPACITY_TYPE_LABEL,
     DEVICE_PLUGIN_CONFIG_LABEL,
     GPU_RESOURCE,
     INSTANCE_TYPE_LABEL,
-    MIG_CONFIG_LABEL,
+    MIG_MANAGER_DEPLOY_LABEL,
     OPERANDS_LABEL,
     POOL_LABEL,
     SHARING_LABEL,
@@ -26,11 +28,6 @@ def ami_family(pool: GpuPool, karpenter: KarpenterConfig) -> str:
     return pool.ami_family or karpenter.default_ami_family
 
 
-def mig_config_name(profile: str) -> str:
-    """Name of the MIG layout in NVIDIA's default mig-parted config: every GPU split into one profile."""
-    return f"all-{profile}"
-
-
 def pool_labels(pool: GpuPool, family: str = "al2023") -> dict[str, str]:
     """Node labels of a pool: its name, its sharing mode, and what the GPU operator reads."""
     labels = {POOL_LABEL: pool.name, SHARING_LABEL: SHARING_VALUES[pool.sharing.mode]}
@@ -40,7 +37,9 @@ def pool_labels(pool: GpuPool, family: str = "al2023") -> dict[str, str]:
     if pool.sharing.time_slicing:
         labels[DEVICE_PLUGIN_CONFIG_LABEL] = pool.name
     if pool.sharing.mig:
-        labels[MIG_CONFIG_LABEL] = mig_config_name(pool.sharing.mig.profile)
+        # Partitioned at boot by the node class's user data; the operator's MIG manager would
+        # restart kubelet to change MIG mode, and the node would never come back Ready.
+        labels[MIG_MANAGER_DEPLOY_LABEL] = "false"
     return {**labels, **pool.labels}
 
 
@@ -51,8 +50,10 @@ def ec2_node_class(
     subnet_terms: list[dict[str, Any]],
     cluster_name: Any,
     tags: dict[str, str],
+    pool: GpuPool | None = None,
 ) -> dict[str, Any]:
-    """One EC2NodeClass per AMI family: pinned alias, IMDSv2 hop 1, big encrypted volume.
+    """The EC2NodeClass of an AMI family (or of one MIG pool): pinned alias, IMDSv2 hop 1, big
+    encrypted volume; a MIG pool's also partitions its GPUs at boot (user data).
 
     GPU nodes join the cluster's primary security group, found by the discovery tag."""
     version = getattr(karpenter.ami_versions, family)
@@ -82,12 +83,28 @@ def ec2_node_class(
     }
     if karpenter.instance_store_policy == "RAID0":
         spec["instanceStorePolicy"] = "RAID0"
+    if pool is not None and pool.sharing.mig is not None:
+        profile = pool_mig_profile(pool)
+        spec["userData"] = mig.user_data(profile.name, profile.max_per_gpu)
     return {
         "apiVersion": "karpenter.k8s.aws/v1",
         "kind": "EC2NodeClass",
-        "metadata": {"name": node_class_name(family)},
+        "metadata": {"name": node_class_for(pool, karpenter) if pool is not None else node_class_name(family)},
         "spec": spec,
     }
+
+
+def node_class_for(pool: GpuPool, karpenter: KarpenterConfig) -> str:
+    """The EC2NodeClass a pool's NodePool uses: its own for a MIG pool, its AMI family's otherwise."""
+    family = ami_family(pool, karpenter)
+    return node_class_name(family, pool.name) if pool.sharing.mig else node_class_name(family)
+
+
+def node_classes(pools: list[GpuPool], karpenter: KarpenterConfig) -> list[tuple[str, GpuPool | None]]:
+    """Every EC2NodeClass the pools need: (AMI family, the MIG pool it is for, or None for the shared one)."""
+    shared = sorted({ami_family(p, karpenter) for p in pools if not p.sharing.mig})
+    own = sorted(((ami_family(p, karpenter), p) for p in pools if p.sharing.mig), key=lambda fp: fp[1].name)
+    return [*((f, None) for f in shared), *own]
 
 
 def requirements(pool: GpuPool) -> list[dict[str, Any]]:
@@ -131,7 +148,7 @@ def node_pool(pool: GpuPool, karpenter: KarpenterConfig) -> dict[str, Any]:
                 "nodeClassRef": {
                     "group": "karpenter.k8s.aws",
                     "kind": "EC2NodeClass",
-                    "name": node_class_name(ami_family(pool, karpenter)),
+                    "name": node_class_for(pool, karpenter),
                 },
                 "requirements": requirements(pool),
                 "taints": pool.node_taints(),

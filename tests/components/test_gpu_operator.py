@@ -85,7 +85,7 @@ def test_values_for_the_eks_nvidia_ami(prod_run: harness.RunResult) -> None:
     assert v["devicePlugin"] == {"enabled": True, "config": {"create": False, "name": "device-plugin-config", "default": "default"}}
     assert v["gfd"] == {"enabled": True}
     assert v["mig"] == {"strategy": "mixed"}
-    assert v["migManager"] == {"enabled": True, "config": {"default": "all-disabled"}}
+    assert v["migManager"] == {"enabled": False}  # MIG pools are partitioned at boot instead
     assert v["dcgmExporter"] == {"enabled": True, "serviceMonitor": {"enabled": False}}
     assert v["operator"]["nodeSelector"] == {"kubernetes.io/os": "linux", "llm-platform.io/node-role": "system"}
 
@@ -195,7 +195,8 @@ def test_mig_pool_lines_up(prod_run: harness.RunResult) -> None:
     pool = next(p for p in parse(stack_data(PROD)).gpu_pools if p.name == "gpu-a100-mig")
     node_pool = values(prod_run.one("kubernetes:karpenter.sh/v1:NodePool", "karpenter-gpu-a100-mig"))
     labels = node_pool["spec"]["template"]["metadata"]["labels"]
-    assert labels["nvidia.com/mig.config"] == "all-3g.20gb"
+    assert labels["nvidia.com/gpu.deploy.mig-manager"] == "false"
+    assert "nvidia.com/mig.config" not in labels
     gpu = catalog.INSTANCE_TYPES["p4d.24xlarge"].gpu
     assert gpu is not None
     assert gpu.mig_profile("3g.20gb") is not None

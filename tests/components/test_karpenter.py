@@ -316,7 +316,7 @@ def test_sharing_pools_label_their_nodes_for_the_gpu_operator(prod_run: harness.
     assert labels["karpenter-gpu-a100-mig"] == {
         "llm-platform.io/gpu-pool": "gpu-a100-mig",
         "llm-platform.io/gpu-sharing": "mig",
-        "nvidia.com/mig.config": "all-3g.20gb",
+        "nvidia.com/gpu.deploy.mig-manager": "false",
     }
     assert labels["karpenter-gpu-l40s-shared"] == {
         "llm-platform.io/gpu-pool": "gpu-l40s-shared",
@@ -335,7 +335,7 @@ def test_family_pool_requirements(prod_run: harness.RunResult) -> None:
 
 
 def test_ec2_node_class(prod_run: harness.RunResult) -> None:
-    node_class = values(prod_run.one(NODECLASS))
+    node_class = values(prod_run.one(NODECLASS, "karpenter-gpu-al2023"))
     node_role = prod_run.one("aws:iam/role:Role", "karpenter-node")
     spec = node_class["spec"]
     assert spec["amiSelectorTerms"] == [{"alias": "al2023@v20260930"}]

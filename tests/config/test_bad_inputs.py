@@ -83,6 +83,7 @@ CASES: dict[str, Callable[[dict[str, Any]], object]] = {
         ingress={"scheme": "internet-facing", "allowedCidrs": ["10.0.0.0/8"], "certificateArn": ACM}
     ),
     "reserved-namespace": lambda d: m0(d).update(name="monitoring"),
+    "gpu-operator-mig-manager-on": lambda d: d.update(gpuOperator={"extraValues": {"migManager": {"enabled": True}}}),
     "private-only-endpoint-new-vpc": lambda d: d["cluster"].update(endpoint={"private": True, "public": False}),
     "private-only-endpoint-existing-vpc": lambda d: (
         d["cluster"].update(endpoint={"private": True, "public": False}),
@@ -277,6 +278,11 @@ EXPECTED: dict[str, list[str]] = {
     "deploy-role-not-an-admin": [
         "cluster.deployRoleArn: is not one of cluster.adminRoleArns, so pulumi up as this role has cluster access only if it "
         "created the cluster (EKS makes the creator an admin, and nothing else). Fix: add it to cluster.adminRoleArns",
+    ],
+    "gpu-operator-mig-manager-on": [
+        "gpuOperator.extraValues.migManager.enabled: must stay false: with the AMI's host driver the MIG manager restarts "
+        "kubelet to change MIG mode and Karpenter's nodes never come back Ready (NVIDIA/gpu-operator#2415); MIG pools are "
+        "partitioned at boot by their EC2NodeClass instead. Fix: remove the override",
     ],
     "reserved-namespace": [
         "models[monitoring].name: 'monitoring' is a namespace the platform or Kubernetes owns, and each model gets a namespace of its own name. Fix: choose another name",

@@ -128,7 +128,7 @@ def test_ec2_node_class_imds_override_is_caught(prod_run: harness.RunResult) -> 
     reg, props = _broken(
         prod_run,
         "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass",
-        None,
+        "karpenter-gpu-al2023",
         lambda p: p["spec"]["metadataOptions"].update(httpPutResponseHopLimit=2),
     )
     assert _violations(checks.imdsv2_on_node_paths, reg, props) == [

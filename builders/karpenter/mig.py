@@ -1,0 +1,117 @@
+"""MIG partitioning at boot, for the EC2NodeClass of each MIG pool (user data). Pure.
+
+On the EKS AL2023 NVIDIA AMI the driver comes with the host, and the GPU operator's MIG manager
+changes MIG mode by stopping kubelet: Karpenter-launched nodes then stay NotReady for good
+(NVIDIA/gpu-operator#2415, NVIDIA/mig-parted#19). So the platform partitions the GPUs itself,
+before the node joins: the user data installs a oneshot systemd unit that enables MIG mode and
+creates the pool's instances on every GPU, and makes nodeadm-run (which starts kubelet) require it.
+MIG mode survives a reboot, MIG instances do not, so the unit runs on every boot. The MIG manager
+is kept off those nodes (label nvidia.com/gpu.deploy.mig-manager=false); the device plugin, with
+the `mixed` strategy, advertises the instances as nvidia.com/mig-<profile>.
+
+Unconfirmed upstream (to check on hardware): whether p4d/p5 need a reboot rather than a GPU reset
+for the mode change, and whether fabric manager must be stopped for the reset on NVSwitch systems;
+the script stops the host's GPU clients around a reset only when the mode did not switch.
+"""
+
+from __future__ import annotations
+
+UNIT = "llm-platform-mig.service"
+SCRIPT = "/usr/local/bin/llm-platform-mig"
+# The services of the AL2023 NVIDIA AMI that hold the GPUs open (awslabs/amazon-eks-ami).
+HOST_GPU_CLIENTS = ("nvidia-persistenced", "nvidia-fabricmanager")
+# nodeadm-run.service starts kubelet, after cloud-final (AL2023 boot order).
+KUBELET_STARTER = "nodeadm-run.service"
+DRIVER_WAIT_SECONDS = 300
+
+
+def partition_script(profile: str, per_gpu: int) -> str:
+    """The script the unit runs: MIG mode on, then `per_gpu` instances of `profile` on every GPU."""
+    instances = ",".join([profile] * per_gpu)
+    clients = " ".join(HOST_GPU_CLIENTS)
+    tries = DRIVER_WAIT_SECONDS // 5
+    return f"""#!/bin/bash
+# Partition every GPU into MIG instances of {profile} before kubelet starts (llm-platform).
+set -euo pipefail
+# The driver's modules load beside the boot, not before it: wait until the GPUs answer.
+for _ in $(seq 1 {tries}); do
+  if nvidia-smi -L >/dev/null 2>&1; then break; fi
+  sleep 5
+done
+nvidia-smi -L >/dev/null
+# True while any GPU is not in MIG mode (read whole, then tested: no early-closed pipe under pipefail).
+mig_off() {{
+  local modes
+  modes="$(nvidia-smi --query-gpu=mig.mode.current --format=csv,noheader)"
+  grep -qv '^Enabled$' <<<"$modes"
+}}
+if mig_off; then
+  nvidia-smi -mig 1
+  if mig_off; then
+    # The mode switches on a GPU reset, which needs the GPUs free of the host's own clients.
+    systemctl stop {clients} || true
+    nvidia-smi --gpu-reset
+    systemctl start {clients} || true
+  fi
+fi
+if mig_off; then
+  echo "MIG mode did not switch on; the node stays out of the cluster" >&2
+  exit 1
+fi
+# Instances do not survive a reboot: recreate the same layout every time.
+nvidia-smi mig -dci >/dev/null 2>&1 || true
+nvidia-smi mig -dgi >/dev/null 2>&1 || true
+for gpu in $(nvidia-smi --query-gpu=index --format=csv,noheader); do
+  nvidia-smi mig -i "$gpu" -cgi {instances} -C
+done
+nvidia-smi mig -lgi
+"""
+
+
+def unit_file() -> str:
+    return f"""[Unit]
+Description=Partition the GPUs into MIG instances before kubelet starts (llm-platform)
+After=nvidia-kmod-load.service {" ".join(f"{c}.service" for c in HOST_GPU_CLIENTS)}
+Before={KUBELET_STARTER}
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart={SCRIPT}
+TimeoutStartSec={DRIVER_WAIT_SECONDS + 600}
+
+[Install]
+WantedBy=multi-user.target
+"""
+
+
+def kubelet_dropin() -> str:
+    """nodeadm-run waits for the partitioning and does not start when it failed (fail closed: an
+    unpartitioned node never registers, and Karpenter replaces it)."""
+    return f"""[Unit]
+Requires={UNIT}
+After={UNIT}
+"""
+
+
+def user_data(profile: str, per_gpu: int) -> str:
+    """EC2NodeClass user data (a shell script; Karpenter adds its own NodeConfig part after it)."""
+    return f"""#!/bin/bash
+# llm-platform: MIG partitioning at every boot, before the node joins ({profile} x {per_gpu} per GPU).
+set -euo pipefail
+cat > {SCRIPT} <<'SCRIPT'
+{partition_script(profile, per_gpu).rstrip()}
+SCRIPT
+chmod 0755 {SCRIPT}
+cat > /etc/systemd/system/{UNIT} <<'UNIT'
+{unit_file().rstrip()}
+UNIT
+mkdir -p /etc/systemd/system/{KUBELET_STARTER}.d
+cat > /etc/systemd/system/{KUBELET_STARTER}.d/10-llm-platform-mig.conf <<'DROPIN'
+{kubelet_dropin().rstrip()}
+DROPIN
+systemctl daemon-reload
+systemctl enable {UNIT}
+# This first boot: cloud-final runs before nodeadm-run, so kubelet starts only once this returns.
+systemctl start {UNIT}
+"""
