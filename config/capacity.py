@@ -7,6 +7,7 @@ the side of rejecting a config that barely fits.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from config import catalog
@@ -25,6 +26,8 @@ ALLOCATABLE_MEMORY = 0.85
 BYTES_PER_PARAMETER = {"none": None, "fp8": 1.0, "awq": 0.5, "gptq": 0.5}
 BYTES_PER_DTYPE = {"bfloat16": 2.0, "float16": 2.0}
 TENSOR_PARALLEL_SIZES = (1, 2, 4, 8)
+# Pods a rolling update adds above the replica count (the Deployment's maxSurge; maxUnavailable 0).
+ROLLOUT_MAX_SURGE = 1
 # Load time: a fixed start (image entrypoint, CUDA init, graph capture) plus a rate per GiB read.
 LOAD_BASE_SECONDS = 120
 LOAD_SECONDS_PER_GIB = 10
@@ -159,3 +162,39 @@ def node_room(model: ModelConfig, pool: GpuPool) -> list[catalog.InstanceType]:
     cpu = parse_quantity(model.resources.cpu)
     mem_gib = parse_quantity(model.resources.memory) / GIB
     return [t for t in hosts if t.vcpus * ALLOCATABLE_CPU >= cpu and t.memory_gib * ALLOCATABLE_MEMORY >= mem_gib]
+
+
+# -- whole nodes, as Karpenter launches them ------------------------------------------------------
+def replicas_per_node(model: ModelConfig, pool: GpuPool, instance: catalog.InstanceType) -> int:
+    """Replicas one node of this type holds: by its GPUs (or slices), and by its allocatable CPU and memory."""
+    by_gpu = math.floor(instance.gpu_count / gpus_per_replica(model, pool) + 1e-9)
+    cpu = parse_quantity(model.resources.cpu)
+    mem_gib = parse_quantity(model.resources.memory) / GIB
+    by_cpu = math.floor(instance.vcpus * ALLOCATABLE_CPU / cpu + 1e-9)
+    by_memory = math.floor(instance.memory_gib * ALLOCATABLE_MEMORY / mem_gib + 1e-9)
+    return max(0, min(by_gpu, by_cpu, by_memory))
+
+
+def nodes_for(model: ModelConfig, pool: GpuPool, instance: catalog.InstanceType, replicas: int) -> int:
+    """Nodes of this type that `replicas` replicas need (0 when a node cannot hold one)."""
+    per_node = replicas_per_node(model, pool, instance)
+    return math.ceil(replicas / per_node) if per_node else 0
+
+
+def packing_hosts(model: ModelConfig, pool: GpuPool) -> list[catalog.InstanceType]:
+    """The pool's types that hold at least one replica, cheapest first (Karpenter's preference)."""
+    hosts = replica_hosts(model, pool) or pool.resolved_instance_types()
+    return sorted((t for t in hosts if replicas_per_node(model, pool, t) > 0), key=lambda t: (t.price_per_hour, t.name))
+
+
+def fills_a_node(model: ModelConfig, pool: GpuPool) -> bool:
+    """Whether every node a replica can land on holds exactly one: then nothing is lost by
+    spreading replicas, while for smaller replicas a preferred spread makes Karpenter launch a
+    node per replica instead of packing them."""
+    return all(replicas_per_node(model, pool, t) == 1 for t in packing_hosts(model, pool))
+
+
+def rollout_surge_nodes(model: ModelConfig, pool: GpuPool, instance: catalog.InstanceType) -> int:
+    """Extra nodes a rolling update needs at `max` replicas: the surge pods beyond the last full node."""
+    at_max = model.replicas.max
+    return nodes_for(model, pool, instance, at_max + ROLLOUT_MAX_SURGE) - nodes_for(model, pool, instance, at_max)

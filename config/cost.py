@@ -1,10 +1,12 @@
-"""Compute cost floor and ceiling from the catalog's on-demand prices.
+"""Compute cost floor and ceiling from the catalog's on-demand prices, in whole nodes.
 
-Floor: the system node group at its minimum size plus every model at its minimum replicas on
-the cheapest instance type its pool allows. Ceiling: the system node group at its maximum size
-plus every model at its maximum replicas on the priciest allowed type. Shared GPUs are charged
-by their share of the node. On-demand prices: spot capacity costs less; NAT gateways, load
-balancers, storage and the EKS control plane are not included.
+Karpenter launches whole nodes, so a model is charged for the nodes its replicas need: as many
+replicas per node as the node's GPUs (or slices), CPU and memory hold. Floor: the system node
+group at its minimum size plus every model's minimum replicas on the pool type that makes them
+cheapest. Ceiling: the system node group at its maximum size plus every model's maximum replicas
+on the pool type that makes them dearest. Models are counted on nodes of their own (Karpenter may
+pack two models of one pool together, which only lowers the cost). On-demand prices: spot costs
+less; NAT gateways, load balancers, storage and the EKS control plane are not included.
 """
 
 from __future__ import annotations
@@ -26,16 +28,14 @@ class ModelCost:
     gpu: str
     replicas_min: int
     replicas_max: int
-    replica_hour_low: float
-    replica_hour_high: float
-
-    @property
-    def floor(self) -> float:
-        return self.replicas_min * self.replica_hour_low
-
-    @property
-    def ceiling(self) -> float:
-        return self.replicas_max * self.replica_hour_high
+    nodes_min: int
+    """Nodes the minimum replicas need, on the type where they cost least."""
+    nodes_max: int
+    """Nodes the maximum replicas need, on the type where they cost most."""
+    floor: float
+    """Per hour, at minimum replicas."""
+    ceiling: float
+    """Per hour, at maximum replicas."""
 
 
 @dataclass(frozen=True)
@@ -55,19 +55,32 @@ class CostSummary:
         return self.system_ceiling + sum(m.ceiling for m in self.models)
 
 
-def replica_hour(model: ModelConfig, pool: GpuPool) -> tuple[float, float, str]:
-    """Lowest and highest hourly cost of one replica across the pool's types, and the GPU it gets."""
-    hosts = capacity.replica_hosts(model, pool) or pool.resolved_instance_types()
-    costs = capacity.replica_hour_prices(model, pool)
-    gpus = sorted({t.gpu.model for t in hosts if t.gpu})
-    label = ", ".join(gpus)
+def _label(model: ModelConfig, pool: GpuPool) -> str:
+    """What one replica gets, e.g. `4 x NVIDIA H100 80GB` or `NVIDIA L40S 1/2 time-slice`."""
+    hosts = capacity.packing_hosts(model, pool)
+    label = ", ".join(sorted({t.gpu.model for t in hosts if t.gpu}))
     if pool.sharing.mig:
-        label = f"{label} MIG {pool.sharing.mig.profile}"
-    elif pool.sharing.time_slicing:
-        label = f"{label} 1/{pool.sharing.time_slicing.replicas} time-slice"
-    elif model.tensor_parallel_size > 1:
-        label = f"{model.tensor_parallel_size} x {label}"
-    return min(costs), max(costs), label
+        return f"{label} MIG {pool.sharing.mig.profile}"
+    if pool.sharing.time_slicing:
+        return f"{label} 1/{pool.sharing.time_slicing.replicas} time-slice"
+    if model.tensor_parallel_size > 1:
+        return f"{model.tensor_parallel_size} x {label}"
+    return label
+
+
+def model_cost(model: ModelConfig, pool: GpuPool) -> ModelCost:
+    """What a model costs per hour at its replica bounds, in whole nodes."""
+    hosts = capacity.packing_hosts(model, pool)
+
+    def at(replicas: int, host: catalog.InstanceType) -> tuple[float, int]:
+        nodes = capacity.nodes_for(model, pool, host, replicas)
+        return nodes * host.price_per_hour, nodes
+
+    floor, nodes_min = min((at(model.replicas.min, h) for h in hosts), default=(0.0, 0))
+    ceiling, nodes_max = max((at(model.replicas.max, h) for h in hosts), default=(0.0, 0))
+    return ModelCost(
+        model.name, pool.name, _label(model, pool), model.replicas.min, model.replicas.max, nodes_min, nodes_max, floor, ceiling
+    )
 
 
 def summarize(cfg: StackConfig) -> CostSummary:
@@ -78,8 +91,7 @@ def summarize(cfg: StackConfig) -> CostSummary:
         pool = cfg.pool(m.pool)
         if pool is None:
             continue
-        low, high, label = replica_hour(m, pool)
-        models.append(ModelCost(m.name, pool.name, label, m.replicas.min, m.replicas.max, low, high))
+        models.append(model_cost(m, pool))
     return CostSummary(
         system_floor=group.min_size * min(prices, default=0.0),
         system_ceiling=group.max_size * max(prices, default=0.0),

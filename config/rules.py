@@ -249,26 +249,38 @@ def rule_startup_budget(cfg: StackConfig) -> Iterator[Problem]:
 
 
 def rule_gpu_limits(cfg: StackConfig) -> Iterator[Problem]:
+    """A NodePool's limit counts the GPUs of the nodes Karpenter launches, so count whole nodes:
+    at minimum replicas, and at maximum replicas plus the largest rolling update's surge."""
     for pool in cfg.gpu_pools:
         on_pool = [m for m in cfg.models if m.pool == pool.name]
         if not on_pool or catalog_problems(pool):
             continue
-        at_min = sum(m.replicas.min * capacity.gpus_per_replica(m, pool) for m in on_pool)
-        at_max = sum(m.replicas.max * capacity.gpus_per_replica(m, pool) for m in on_pool)
+        at_min = at_max = surge = 0
+        per_node: list[str] = []
+        for m in on_pool:
+            hosts = capacity.packing_hosts(m, pool)
+            if not hosts:
+                continue  # reported by the fit and node-room rules
+            host = hosts[0]  # the cheapest type that holds a replica: Karpenter's pick
+            at_min += capacity.nodes_for(m, pool, host, m.replicas.min) * host.gpu_count
+            at_max += capacity.nodes_for(m, pool, host, m.replicas.max) * host.gpu_count
+            surge = max(surge, capacity.rollout_surge_nodes(m, pool, host) * host.gpu_count)
+            per_node.append(f"{m.name}: {capacity.replicas_per_node(m, pool, host)} per {host.name}")
+        packing = "; ".join(per_node)
         if at_min > pool.gpu_limit:
             yield Problem(
                 f"{pool_path(pool)}.gpuLimit",
-                f"gpuLimit ({pool.gpu_limit}) is below the {at_min:g} GPUs its models need at minimum "
-                "replicas; Karpenter would stop launching nodes and replicas would stay Pending. "
-                f"Fix: raise gpuLimit to at least {int(-(-at_min // 1))}",
+                f"gpuLimit ({pool.gpu_limit}) is below the {at_min} GPUs of the nodes its models need at minimum "
+                f"replicas ({packing}); Karpenter would stop launching nodes and replicas would stay Pending. "
+                f"Fix: raise gpuLimit to at least {at_min}",
             )
-        elif at_max > pool.gpu_limit:
+        elif at_max + surge > pool.gpu_limit:
             yield Problem(
                 f"{pool_path(pool)}.gpuLimit",
-                f"gpuLimit ({pool.gpu_limit}) caps its models below their maximum replicas "
-                f"({at_max:g} GPUs); scale-out stops at the limit. Fix: raise gpuLimit to "
-                f"{int(-(-at_max // 1))} if that spend is intended",
-                "warning",
+                f"gpuLimit ({pool.gpu_limit}) is below the {at_max + surge} GPUs of the nodes its models need at maximum "
+                f"replicas ({at_max}) plus a rolling update's surge of {capacity.ROLLOUT_MAX_SURGE} replica ({surge}), in "
+                f"whole nodes ({packing}); Karpenter would stop at the limit and scale-out or the rollout would stall. "
+                f"Fix: raise gpuLimit to at least {at_max + surge}, or lower replicas.max",
             )
 
 

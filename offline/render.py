@@ -112,15 +112,16 @@ def summary(stack: str, result: harness.RunResult, warnings: list[str], placehol
     costs = cost.summarize(cfg)
     endpoints = result.outputs.get("models") or {}
     lines += ["", "Models:"]
-    header = f"  {'model':<16} {'pool':<18} {'GPU per replica':<34} {'replicas':<9} endpoint"
+    header = f"  {'model':<16} {'pool':<18} {'GPU per replica':<34} {'replicas':<9} {'nodes':<7} endpoint"
     lines.append(header)
     for m in costs.models:
         endpoint = (endpoints.get(m.name) or {}).get("baseUrl") or (endpoints.get(m.name) or {}).get("url") or "-"
-        lines.append(f"  {m.name:<16} {m.pool:<18} {m.gpu:<34} {f'{m.replicas_min}-{m.replicas_max}':<9} {endpoint}")
+        replicas, nodes = f"{m.replicas_min}-{m.replicas_max}", f"{m.nodes_min}-{m.nodes_max}"
+        lines.append(f"  {m.name:<16} {m.pool:<18} {m.gpu:<34} {replicas:<9} {nodes:<7} {endpoint}")
     month = catalog.HOURS_PER_MONTH
     lines += [
         "",
-        "Compute cost (on-demand us-east-1 list prices; spot is lower; excludes NAT, load balancers, storage, EKS fee):",
+        "Compute cost in whole nodes (on-demand us-east-1 list prices; spot is lower; excludes NAT, load balancers, storage, EKS fee):",
         f"  floor   ${costs.floor:9.2f}/h  ${costs.floor * month:11,.0f}/month  (system nodes at min + models at min replicas)",
         f"  ceiling ${costs.ceiling:9.2f}/h  ${costs.ceiling * month:11,.0f}/month  (system nodes at max + models at max replicas)",
     ]

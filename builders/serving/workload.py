@@ -134,6 +134,23 @@ def _env(model: ModelConfig, hf_token: bool, api_key: bool, alb_idle_timeout_sec
     return env
 
 
+def spread(model: ModelConfig, pool: GpuPool) -> list[dict[str, Any]]:
+    """Spread replicas over zones only when each fills a node of its own: a preferred spread makes
+    Karpenter launch a node per replica ("can result in more nodes being created than expected"),
+    which for replicas that share a node (time-slices, MIG slices, a few GPUs of a big node) defeats
+    the packing the pool exists for. Availability then rests on the PodDisruptionBudget."""
+    if not capacity.fills_a_node(model, pool):
+        return []
+    return [
+        {
+            "maxSkew": 1,
+            "topologyKey": "topology.kubernetes.io/zone",
+            "whenUnsatisfiable": "ScheduleAnyway",
+            "labelSelector": {"matchLabels": selector(model)},
+        }
+    ]
+
+
 def deployment(
     model: ModelConfig, pool: GpuPool, *, alb_idle_timeout_seconds: int, hf_token: bool, api_key: bool = False
 ) -> dict[str, Any]:
@@ -167,7 +184,7 @@ def deployment(
         "spec": {
             # No replicas here: KEDA's HPA owns the count (min..max); server-side apply leaves it alone.
             "selector": {"matchLabels": selector(model)},
-            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": capacity.ROLLOUT_MAX_SURGE, "maxUnavailable": 0}},
             "template": {
                 "metadata": {"labels": labels(model)},
                 "spec": {
@@ -184,15 +201,7 @@ def deployment(
                     },
                     "nodeSelector": {POOL_LABEL: pool.name},
                     "tolerations": tolerations,
-                    "topologySpreadConstraints": [
-                        {
-                            "maxSkew": 1,
-                            "topologyKey": key,
-                            "whenUnsatisfiable": "ScheduleAnyway",
-                            "labelSelector": {"matchLabels": selector(model)},
-                        }
-                        for key in ("topology.kubernetes.io/zone", "kubernetes.io/hostname")
-                    ],
+                    **({"topologySpreadConstraints": constraints} if (constraints := spread(model, pool)) else {}),
                     "containers": [
                         {
                             "name": "vllm",

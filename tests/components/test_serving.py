@@ -302,7 +302,31 @@ def test_scheduling_on_the_pool(prod_run: harness.RunResult) -> None:
     pod = _pod(prod_run, "llama-3-2-3b")
     assert pod["nodeSelector"] == {"llm-platform.io/gpu-pool": "gpu-l40s-shared"}
     assert pod["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
-    assert [t["topologyKey"] for t in pod["topologySpreadConstraints"]] == ["topology.kubernetes.io/zone", "kubernetes.io/hostname"]
+    # two replicas share each time-sliced GPU: no spread, or Karpenter would launch a node per replica
+    assert "topologySpreadConstraints" not in pod
+
+
+@pytest.mark.parametrize("stack", FIXTURES)
+def test_replicas_spread_over_zones_only_when_each_fills_a_node(stack: str) -> None:
+    cfg = parse(stack_data(stack))
+    run = fixture_run(stack)
+    for model in cfg.models:
+        pool = cfg.pool(model.pool)
+        assert pool is not None
+        pod = _pod(run, model.name)
+        if capacity.fills_a_node(model, pool):
+            assert [(t["topologyKey"], t["whenUnsatisfiable"]) for t in pod["topologySpreadConstraints"]] == [
+                ("topology.kubernetes.io/zone", "ScheduleAnyway")
+            ]
+        else:
+            assert "topologySpreadConstraints" not in pod
+        assert all(t["topologyKey"] != "kubernetes.io/hostname" for t in pod.get("topologySpreadConstraints", []))
+
+
+def test_which_prod_models_pack(prod_run: harness.RunResult) -> None:
+    spread = {m: "topologySpreadConstraints" in _pod(prod_run, m) for m in ("llama-3-1-8b", "llama-3-3-70b", "qwen-2-5-7b", "llama-3-2-3b")}
+    # the 8B model fills a single-GPU node; two 70B replicas share a p5's 8 GPUs; slices share GPUs
+    assert spread == {"llama-3-1-8b": True, "llama-3-3-70b": False, "qwen-2-5-7b": False, "llama-3-2-3b": False}
 
 
 # -- the objects around the pod -----------------------------------------------------------------------

@@ -83,6 +83,7 @@ CASES: dict[str, Callable[[dict[str, Any]], object]] = {
         ingress={"scheme": "internet-facing", "allowedCidrs": ["10.0.0.0/8"], "certificateArn": ACM}
     ),
     "reserved-namespace": lambda d: m0(d).update(name="monitoring"),
+    "rollout-surge-beyond-the-limit": lambda d: (p0(d).update(gpuLimit=3), m0(d)["replicas"].update(max=3)),
     "gpu-operator-mig-manager-on": lambda d: d.update(gpuOperator={"extraValues": {"migManager": {"enabled": True}}}),
     "private-only-endpoint-new-vpc": lambda d: d["cluster"].update(endpoint={"private": True, "public": False}),
     "private-only-endpoint-existing-vpc": lambda d: (
@@ -166,7 +167,9 @@ EXPECTED: dict[str, list[str]] = {
     "zero-queue-threshold": ["models[llama-3-1-8b].autoscaling.queueDepthPerReplica: must be > 0.0. Fix: change the value"],
     "duplicate-model": [
         "models[1].name: 'llama-3-1-8b' is already used by models[0]; names must be unique, because each becomes Kubernetes object names (two ScaledObjects on one Deployment fight each other). Fix: rename one",
-        "gpuPools[gpu-l4-a10g].gpuLimit: gpuLimit (4) caps its models below their maximum replicas (6 GPUs); scale-out stops at the limit. Fix: raise gpuLimit to 6 if that spend is intended",
+        "gpuPools[gpu-l4-a10g].gpuLimit: gpuLimit (4) is below the 7 GPUs of the nodes its models need at maximum replicas (6) plus a "
+        "rolling update's surge of 1 replica (1), in whole nodes (llama-3-1-8b: 1 per g6.xlarge; llama-3-1-8b: 1 per g6.xlarge); "
+        "Karpenter would stop at the limit and scale-out or the rollout would stall. Fix: raise gpuLimit to at least 7, or lower replicas.max",
         "ingress.certificateArn: is not set: llama-3-1-8b, llama-3-1-8b are served over plain HTTP inside the VPC. Fix: set an ACM certificate ARN to serve HTTPS (HTTP then redirects)",
     ],
     "hpa-name-too-long": [
@@ -220,7 +223,6 @@ EXPECTED: dict[str, list[str]] = {
     ],
     "tp-not-dividing": [
         "models[llama-3-1-8b].tensorParallelSize: tensorParallelSize (3) must divide the GPUs per node of pool gpu-l4-a10g (1); vLLM would fail at startup after a long image pull. Fix: use a tensorParallelSize that divides 1, or a pool with more GPUs per node",
-        "gpuPools[gpu-l4-a10g].gpuLimit: gpuLimit (4) caps its models below their maximum replicas (9 GPUs); scale-out stops at the limit. Fix: raise gpuLimit to 9 if that spend is intended",
     ],
     "model-does-not-fit": [
         "models[llama-3-1-8b]: does not fit pool gpu-l4-a10g: needs 135.5 GiB per NVIDIA L4 (weights 131.5 GiB + KV cache for one 8192-token sequence 2.5 GiB, over tensorParallelSize 1, + 1.5 GiB overhead), but has 20.6 GiB (22.4 GiB x gpuMemoryUtilization 0.92); vLLM would fail at startup. Fix: raise tensorParallelSize, quantize, shorten maxModelLen, or use another pool: the smallest catalog instance that fits is g6e.12xlarge (4 x NVIDIA L40S) at tensorParallelSize 4"
@@ -247,7 +249,9 @@ EXPECTED: dict[str, list[str]] = {
         "models[llama-3-1-8b].gpuMemoryUtilization: gpuMemoryUtilization 0.92 x 2 time-slice replicas of pool gpu-l4-a10g = 1.84 of one GPU; time-slicing does not split memory, so the replicas sharing a GPU would run out of memory at startup. Fix: set gpuMemoryUtilization to at most 0.47"
     ],
     "gpu-limit-below-min": [
-        "gpuPools[gpu-l4-a10g].gpuLimit: gpuLimit (1) is below the 2 GPUs its models need at minimum replicas; Karpenter would stop launching nodes and replicas would stay Pending. Fix: raise gpuLimit to at least 2"
+        "gpuPools[gpu-l4-a10g].gpuLimit: gpuLimit (1) is below the 2 GPUs of the nodes its models need at minimum replicas "
+        "(llama-3-1-8b: 1 per g6.xlarge); Karpenter would stop launching nodes and replicas would stay Pending. "
+        "Fix: raise gpuLimit to at least 2"
     ],
     "internet-facing-open": [
         "ingress: scheme is internet-facing but allowedCidrs is empty; the models would be open to the whole internet. Fix: list client CIDRs in ingress.allowedCidrs, or use scheme internal"
@@ -283,6 +287,11 @@ EXPECTED: dict[str, list[str]] = {
         "gpuOperator.extraValues.migManager.enabled: must stay false: with the AMI's host driver the MIG manager restarts "
         "kubelet to change MIG mode and Karpenter's nodes never come back Ready (NVIDIA/gpu-operator#2415); MIG pools are "
         "partitioned at boot by their EC2NodeClass instead. Fix: remove the override",
+    ],
+    "rollout-surge-beyond-the-limit": [
+        "gpuPools[gpu-l4-a10g].gpuLimit: gpuLimit (3) is below the 4 GPUs of the nodes its models need at maximum replicas (3) plus a "
+        "rolling update's surge of 1 replica (1), in whole nodes (llama-3-1-8b: 1 per g6.xlarge); Karpenter would stop at the limit "
+        "and scale-out or the rollout would stall. Fix: raise gpuLimit to at least 4, or lower replicas.max",
     ],
     "reserved-namespace": [
         "models[monitoring].name: 'monitoring' is a namespace the platform or Kubernetes owns, and each model gets a namespace of its own name. Fix: choose another name",

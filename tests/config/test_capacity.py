@@ -104,3 +104,36 @@ def test_node_room_is_allocatable_cpu_and_memory(prod: StackConfig) -> None:
     assert "g6.xlarge" in roomy  # 4 vCPU x 0.9 >= 3, 16 GiB x 0.85 >= 12
     hungry = model.model_copy(update={"resources": model.resources.model_copy(update={"cpu": "4"})})
     assert "g6.xlarge" not in {t.name for t in capacity.node_room(hungry, pool)}
+
+
+def test_replicas_per_node_count_gpus_slices_cpu_and_memory(prod: StackConfig) -> None:
+    per_node = {}
+    for model in prod.models:
+        pool = _pool(prod, model)
+        host = capacity.packing_hosts(model, pool)[0]
+        per_node[model.name] = (host.name, capacity.replicas_per_node(model, pool, host))
+    assert per_node == {
+        "llama-3-1-8b": ("g6.xlarge", 1),
+        "llama-3-3-70b": ("p5.48xlarge", 2),  # 8 GPUs / TP 4
+        "qwen-2-5-7b": ("p4d.24xlarge", 16),  # 8 A100 x 2 slices of 3g.20gb
+        "llama-3-2-3b": ("g6e.xlarge", 2),  # 1 L40S x 2 time-slices
+    }
+    small = _model(prod, "llama-3-2-3b")
+    hungry = small.model_copy(update={"resources": small.resources.model_copy(update={"memory": "20Gi"})})
+    # memory, not the slices, limits a g6e.xlarge (32 GiB x 0.85 = 27.2) to one 20Gi replica
+    assert capacity.replicas_per_node(hungry, _pool(prod, small), catalog.INSTANCE_TYPES["g6e.xlarge"]) == 1
+
+
+def test_nodes_and_rollout_surge_in_whole_nodes(prod: StackConfig) -> None:
+    big = _model(prod, "llama-3-3-70b")
+    pool = _pool(prod, big)
+    p5 = catalog.INSTANCE_TYPES["p5.48xlarge"]
+    assert [capacity.nodes_for(big, pool, p5, n) for n in (1, 2, 3, 4, 5)] == [1, 1, 2, 2, 3]
+    assert capacity.rollout_surge_nodes(big, pool, p5) == 1  # max 4 fills 2 nodes; the 5th replica needs a 3rd
+    odd = big.model_copy(update={"replicas": big.replicas.model_copy(update={"max": 3})})
+    assert capacity.rollout_surge_nodes(odd, pool, p5) == 0  # the surge replica fits the half-empty node
+
+
+def test_fills_a_node(prod: StackConfig) -> None:
+    fills = {m.name: capacity.fills_a_node(m, _pool(prod, m)) for m in prod.models}
+    assert fills == {"llama-3-1-8b": True, "llama-3-3-70b": False, "qwen-2-5-7b": False, "llama-3-2-3b": False}

@@ -1,28 +1,38 @@
-"""Cost floor and ceiling from catalog prices."""
+"""Cost floor and ceiling from catalog prices, in whole nodes as Karpenter launches them."""
 
 from __future__ import annotations
 
 import pytest
 
+from config import catalog
 from config.cost import summarize
 from tests.conftest import DEV, PROD, parse, stack_data
+
+PRICE = {name: t.price_per_hour for name, t in catalog.INSTANCE_TYPES.items()}
 
 
 def test_dev_floor_and_ceiling() -> None:
     costs = summarize(parse(stack_data(DEV)))
-    # floor: 2 x m7i.large (0.1008) + 1 replica on the cheapest single-GPU type, g6.xlarge (0.8048)
-    assert costs.floor == pytest.approx(2 * 0.1008 + 0.8048)
-    # ceiling: 3 x m7i.large + 3 replicas on the priciest allowed type, g5.2xlarge (1.212)
-    assert costs.ceiling == pytest.approx(3 * 0.1008 + 3 * 1.212)
+    # floor: 2 x m7i.large + 1 replica on one g6.xlarge, the cheapest single-GPU type
+    assert costs.floor == pytest.approx(2 * PRICE["m7i.large"] + PRICE["g6.xlarge"])
+    # ceiling: 3 x m7i.large + 3 replicas on three g5.2xlarge, the priciest allowed type
+    assert costs.ceiling == pytest.approx(3 * PRICE["m7i.large"] + 3 * PRICE["g5.2xlarge"])
+    assert (costs.models[0].nodes_min, costs.models[0].nodes_max) == (1, 3)
 
 
-def test_prod_shared_gpus_are_charged_by_share() -> None:
+def test_prod_shared_gpus_are_charged_by_the_nodes_they_need() -> None:
     costs = {m.name: m for m in summarize(parse(stack_data(PROD))).models}
-    # MIG 3g.20gb: two slices per A100, 8 GPUs per p4d.24xlarge -> 1/16 of the node
-    assert costs["qwen-2-5-7b"].replica_hour_low == pytest.approx(21.957642 / 16)
-    # time-slicing x2 on one L40S: half of a g6e.xlarge at the low end, half a g6e.4xlarge at the high end
-    assert costs["llama-3-2-3b"].replica_hour_low == pytest.approx(1.861 / 2)
-    assert costs["llama-3-2-3b"].replica_hour_high == pytest.approx(3.00424 / 2)
-    # tensor parallel 4 on p5.48xlarge: half of the node
-    assert costs["llama-3-3-70b"].replica_hour_low == pytest.approx(55.04 / 2)
-    assert costs["llama-3-3-70b"].gpu == "4 x NVIDIA H100 80GB"
+    # MIG 3g.20gb: 16 slices per p4d.24xlarge, so 2 and 8 replicas both need one whole node
+    qwen = costs["qwen-2-5-7b"]
+    assert (qwen.nodes_min, qwen.nodes_max) == (1, 1)
+    assert qwen.floor == qwen.ceiling == pytest.approx(PRICE["p4d.24xlarge"])
+    # time-slicing x2: two replicas per g6e node (CPU and memory allow it); 2 -> 1 node, 6 -> 3 nodes
+    small = costs["llama-3-2-3b"]
+    assert (small.nodes_min, small.nodes_max) == (1, 3)
+    assert small.floor == pytest.approx(PRICE["g6e.xlarge"])
+    assert small.ceiling == pytest.approx(3 * PRICE["g6e.4xlarge"])
+    # tensor parallel 4 on p5.48xlarge: two replicas per node
+    big = costs["llama-3-3-70b"]
+    assert (big.nodes_min, big.nodes_max) == (1, 2)
+    assert big.floor == pytest.approx(PRICE["p5.48xlarge"])
+    assert big.gpu == "4 x NVIDIA H100 80GB"

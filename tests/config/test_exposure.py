@@ -15,6 +15,8 @@ def _cfg(stack: str, **ingress: Any) -> Any:
     data = stack_data(stack)
     data["models"][0]["expose"] = True
     data.setdefault("models", []).append({**data["models"][0], "name": "hidden", "expose": False})
+    for pool in data["gpuPools"]:
+        pool["gpuLimit"] = 64  # room for the extra model
     if ingress:
         data["ingress"] = ingress
     return parse(data)
