@@ -44,6 +44,8 @@ class KarpenterArgs:
     """The cluster's primary security group, which GPU nodes join (tagged for discovery here)."""
     subnet_selector_terms: list[dict[str, Any]]
     """EC2NodeClass subnet selector: the discovery tag (new VPC) or the subnet ids (existing VPC)."""
+    vpc_zones: list[str] | None = None
+    """Zones the stack named for its new VPC (names or zone ids); GPU NodePools launch only there."""
     oidc_provider_arn: pulumi.Input[str]
     """OIDC provider ARN, for IRSA."""
     oidc_issuer: pulumi.Input[str]
@@ -169,7 +171,7 @@ class Karpenter(pulumi.ComponentResource):
             k8s_objects.create(f"{name}-{manifest['metadata']['name']}", manifest, crd_opts)
         self.node_pools = {}
         for pool in args.pools:
-            manifest = nodepools.node_pool(pool, cfg)
+            manifest = nodepools.node_pool(pool, cfg, args.vpc_zones)
             self.node_pools[pool.name] = k8s_objects.create(f"{name}-{pool.name}", manifest, crd_opts)
         for pool in args.pools:
             for manifest in overlays.node_overlays(pool):

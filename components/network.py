@@ -15,6 +15,7 @@ from builders.network import (
     subnet_plan,
 )
 from config.network import ExistingVpc, NewVpc
+from config.types import is_zone_id
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,6 +55,13 @@ class Network(pulumi.ComponentResource):
             {"vpcId": self.vpc_id, "privateSubnetIds": self.private_subnet_ids, "publicSubnetIds": self.public_subnet_ids}
         )
 
+    def _zones(self, cfg: NewVpc) -> list[pulumi.Output[str]]:
+        """The subnets' zones: the ones the stack names, or the region's first azCount by name."""
+        if cfg.availability_zones:
+            return [pulumi.Output.from_input(z) for z in cfg.availability_zones]
+        azs = aws.get_availability_zones_output(state="available", opts=pulumi.InvokeOutputOptions(parent=self))
+        return [azs.names.apply(_nth(i)) for i in range(cfg.az_count)]
+
     def _create(self, name: str, args: NetworkArgs, cfg: NewVpc) -> None:
         child = pulumi.ResourceOptions(parent=self)
         cluster, tags = args.cluster_name, args.tags
@@ -66,7 +74,6 @@ class Network(pulumi.ComponentResource):
             opts=child,
         )
         igw = aws.ec2.InternetGateway(f"{name}-igw", vpc_id=vpc.id, tags={**tags, "Name": cluster}, opts=child)
-        azs = aws.get_availability_zones_output(state="available", opts=pulumi.InvokeOutputOptions(parent=self))
         public_rt = aws.ec2.RouteTable(
             f"{name}-public",
             vpc_id=vpc.id,
@@ -79,15 +86,19 @@ class Network(pulumi.ComponentResource):
         private_ids: list[pulumi.Output[str]] = []
         private_rts: list[pulumi.Output[str]] = []
         nat_ids: list[pulumi.Output[str]] = []
+        zones = self._zones(cfg)
         for plan in subnet_plan(cfg.cidr, cfg.az_count):
             i = plan.index
-            az = azs.names.apply(_nth(i))
+            az = zones[i]
+            # A named zone id places the subnet in the same physical zone in every account.
+            by_id = cfg.availability_zones is not None and is_zone_id(cfg.availability_zones[i])
             suffix = chr(ord("a") + i)
             public = aws.ec2.Subnet(
                 f"{name}-public-{suffix}",
                 vpc_id=vpc.id,
                 cidr_block=plan.public_cidr,
-                availability_zone=az,
+                availability_zone=None if by_id else az,
+                availability_zone_id=az if by_id else None,
                 map_public_ip_on_launch=False,
                 tags=az.apply(lambda z: public_subnet_tags(cluster, z, tags)),
                 opts=child,
@@ -108,7 +119,8 @@ class Network(pulumi.ComponentResource):
                 f"{name}-private-{suffix}",
                 vpc_id=vpc.id,
                 cidr_block=plan.private_cidr,
-                availability_zone=az,
+                availability_zone=None if by_id else az,
+                availability_zone_id=az if by_id else None,
                 tags=az.apply(lambda z: private_subnet_tags(cluster, z, tags)),
                 opts=child,
             )

@@ -19,6 +19,7 @@ from components.serving import VllmModel, VllmModelArgs
 from config.conventions import platform_tags
 from config.exposure import exposed_models, exposure
 from config.load import Secrets
+from config.network import NewVpc
 from config.stack import StackConfig
 
 
@@ -47,6 +48,7 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
             cluster_name=cluster.cluster_name,
             cluster_security_group_id=cluster.cluster_security_group_id,
             subnet_selector_terms=node_subnet_selector_terms(cfg.network, cfg.cluster.name),
+            vpc_zones=cfg.network.availability_zones if isinstance(cfg.network, NewVpc) else None,
             oidc_provider_arn=cluster.oidc_provider_arn,
             oidc_issuer=cluster.oidc_issuer,
             region=cfg.region,

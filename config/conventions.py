@@ -62,6 +62,8 @@ VLLM_PORT: Final = 8000
 VLLM_PORT_NAME: Final = "http"
 """vLLM serves its API, /health and /metrics on this container port (the monitors scrape it by name)."""
 CAPACITY_TYPE_LABEL: Final = "karpenter.sh/capacity-type"
+ZONE_LABEL: Final = "topology.kubernetes.io/zone"
+ZONE_ID_LABEL: Final = "topology.k8s.aws/zone-id"
 INSTANCE_TYPE_LABEL: Final = "node.kubernetes.io/instance-type"
 
 

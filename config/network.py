@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from config.base import ConfigModel
 from config.conventions import DISCOVERY_TAG, INTERNAL_ELB_TAG, PUBLIC_ELB_TAG
-from config.types import NetworkCidr, SubnetId, VpcCidr, VpcId
+from config.types import NetworkCidr, SubnetId, VpcCidr, VpcId, Zone, config_error, is_zone_id
 
 
 class NewVpc(ConfigModel):
@@ -22,6 +22,12 @@ class NewVpc(ConfigModel):
         le=6,
         description="Availability zones to spread subnets over (at least 2; EKS requires two).",
     )
+    availability_zones: list[Zone] | None = Field(
+        default=None,
+        description="The zones of the subnets, by name (us-east-1a) or by zone id (use1-az4, the same physical zone "
+        "in every account), one per azCount; GPU NodePools launch only there. Unset: the region's first azCount "
+        "zones by name (GPU instance types are not offered in every zone: name zones that have them).",
+    )
     nat_gateways: Literal["single", "perAz"] = Field(
         default="perAz",
         description="`perAz`: one NAT gateway per AZ (survives an AZ outage); `single`: one shared NAT gateway (cheaper, for dev).",
@@ -30,6 +36,24 @@ class NewVpc(ConfigModel):
         default=True,
         description="Create an S3 gateway endpoint so images and model weights from S3 bypass NAT (no hourly cost, no NAT data charges).",
     )
+
+    @model_validator(mode="after")
+    def _zones(self) -> NewVpc:
+        zones = self.availability_zones
+        if zones is None:
+            return self
+        if len(zones) != self.az_count:
+            raise config_error(
+                f"availabilityZones lists {len(zones)} zone{'s' if len(zones) != 1 else ''} but azCount is {self.az_count}; "
+                "each zone gets one public "
+                "and one private subnet",
+                f"list {self.az_count} zones, or set azCount to {len(zones)}",
+            )
+        if len(set(zones)) != len(zones):
+            raise config_error("availabilityZones lists a zone twice", "list each zone once")
+        if len({is_zone_id(z) for z in zones}) > 1:
+            raise config_error("availabilityZones mixes zone names and zone ids", "use names only or ids only")
+        return self
 
 
 class ExistingVpc(ConfigModel):

@@ -18,7 +18,7 @@ from config.models import ModelConfig
 from config.network import NewVpc
 from config.scheduling import uncovered
 from config.stack import StackConfig
-from config.types import public_cidr
+from config.types import is_zone_id, public_cidr, zone_in_region
 
 # A Spot interruption gives two minutes' notice; the drain must finish inside it.
 SPOT_MAX_GRACE_SECONDS = 110
@@ -372,6 +372,31 @@ def rule_gpu_operator(cfg: StackConfig) -> Iterator[Problem]:
                 )
 
 
+def rule_zones(cfg: StackConfig) -> Iterator[Problem]:
+    """Named zones must be in the stack's region, and pools may only narrow them."""
+    zones = cfg.network.availability_zones if isinstance(cfg.network, NewVpc) else None
+    if zones is None:
+        return
+    for i, zone in enumerate(zones):
+        if not zone_in_region(zone, cfg.region):
+            yield Problem(
+                f"network.availabilityZones[{i}]",
+                f"'{zone}' is not a zone of {cfg.region} (aws:region); the subnet could not be created there. "
+                f"Fix: use a zone of {cfg.region}, or correct aws:region",
+            )
+    if any(is_zone_id(z) for z in zones):
+        return  # pool zones are names: which ids they are is an account fact (checked at preview)
+    for pool in cfg.gpu_pools:
+        outside = [z for z in pool.zones if z not in zones]
+        if outside:
+            yield Problem(
+                f"{pool_path(pool)}.zones",
+                f"{', '.join(outside)} {'is' if len(outside) == 1 else 'are'} not among network.availabilityZones "
+                f"({', '.join(zones)}); the VPC has no subnet there, so Karpenter could never launch those nodes. "
+                "Fix: list zones of the VPC only, or leave zones unset",
+            )
+
+
 def rule_api_reachable(cfg: StackConfig) -> Iterator[Problem]:
     """`pulumi up` creates every Kubernetes object through the API endpoint: something must reach it."""
     endpoint = cfg.cluster.endpoint
@@ -464,6 +489,7 @@ RULES: tuple[Callable[[StackConfig], Iterator[Problem]], ...] = (
     rule_pool_capacity,
     rule_exposure,
     rule_gpu_operator,
+    rule_zones,
     rule_api_reachable,
     rule_deploy_role,
     rule_prod,

@@ -27,6 +27,8 @@ _PROM_DURATION = re.compile(r"^([0-9]+(ms|s|m|h|d|w|y))+$")
 _ROLE_ARN = re.compile(r"^arn:aws[a-zA-Z-]*:iam::[0-9]{12}:role/[\w+=,.@/-]{1,512}$")
 _ACM_ARN = re.compile(r"^arn:aws[a-zA-Z-]*:acm:[a-z0-9-]+:[0-9]{12}:certificate/[0-9a-f-]{36}$")
 _VPC_ID = re.compile(r"^vpc-[0-9a-f]{8,17}$")
+_ZONE_NAME = re.compile(r"^[a-z]{2}(-[a-z]+)+-[0-9][a-z]$")
+_ZONE_ID = re.compile(r"^[a-z]{3,4}[0-9]-az[0-9]+$")
 _SECURITY_GROUP_ID = re.compile(r"^sg-[0-9a-f]{8,17}$")
 _SUBNET_ID = re.compile(r"^subnet-[0-9a-f]{8,17}$")
 _DNS_DOMAIN = re.compile(r"^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$")
@@ -217,6 +219,32 @@ def _security_group_id(value: str) -> str:
     return value
 
 
+def _zone(value: str) -> str:
+    if not (_ZONE_NAME.match(value) or _ZONE_ID.match(value)):
+        raise config_error(
+            f"'{value}' is neither an availability zone name nor a zone id",
+            "write a name such as us-east-1a, or a zone id such as use1-az4 (the same physical zone in every account)",
+        )
+    return value
+
+
+def is_zone_id(zone: str) -> bool:
+    return bool(_ZONE_ID.match(zone))
+
+
+def zone_id_prefix(region: str) -> str:
+    """The prefix of a region's zone ids: us-east-1 -> use1, ap-northeast-2 -> apne2, us-gov-west-1 -> usgw1."""
+    geo, *middle, number = region.split("-")
+    letters = "".join(p[0] + p[5] if p.startswith(("north", "south")) and len(p) > 5 else p[0] for p in middle)
+    return f"{geo}{letters}{number}"
+
+
+def zone_in_region(zone: str, region: str) -> bool:
+    if is_zone_id(zone):
+        return zone.startswith(f"{zone_id_prefix(region)}-az")
+    return zone[:-1] == region
+
+
 def _subnet_id(value: str) -> str:
     if not _SUBNET_ID.match(value):
         raise config_error(f"'{value}' is not a subnet id", "write subnet-<8 or 17 hex digits>")
@@ -241,6 +269,7 @@ NetworkCidr = Annotated[str, AfterValidator(_network_cidr)]
 AllowedCidr = Annotated[str, AfterValidator(_allowed_cidr)]
 VpcId = Annotated[str, AfterValidator(_vpc_id)]
 SubnetId = Annotated[str, AfterValidator(_subnet_id)]
+Zone = Annotated[str, AfterValidator(_zone)]
 SecurityGroupId = Annotated[str, AfterValidator(_security_group_id)]
 DnsDomain = Annotated[str, AfterValidator(_dns_domain)]
 RoleArn = Annotated[str, AfterValidator(_role_arn)]

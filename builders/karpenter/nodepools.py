@@ -15,11 +15,14 @@ from config.conventions import (
     OPERANDS_LABEL,
     POOL_LABEL,
     SHARING_LABEL,
+    ZONE_ID_LABEL,
+    ZONE_LABEL,
     discovery_tags,
     node_class_name,
 )
 from config.gpu_pools import GpuPool
 from config.karpenter import KarpenterConfig
+from config.types import is_zone_id
 
 SHARING_VALUES = {"none": "none", "timeSlicing": "time-slicing", "mig": "mig"}
 
@@ -107,8 +110,9 @@ def node_classes(pools: list[GpuPool], karpenter: KarpenterConfig) -> list[tuple
     return [*((f, None) for f in shared), *own]
 
 
-def requirements(pool: GpuPool) -> list[dict[str, Any]]:
-    """NodePool requirements: the pool's GPU instances, spot and/or on-demand, linux/amd64."""
+def requirements(pool: GpuPool, vpc_zones: list[str] | None = None) -> list[dict[str, Any]]:
+    """NodePool requirements: the pool's GPU instances, spot and/or on-demand, linux/amd64, in the
+    pool's zones or else the zones the stack named for its VPC."""
     types = pool.resolved_instance_types()
     reqs: list[dict[str, Any]] = []
     if pool.instance_types is not None:
@@ -122,7 +126,10 @@ def requirements(pool: GpuPool) -> list[dict[str, Any]]:
     reqs.append({"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]})
     reqs.append({"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]})
     if pool.zones:
-        reqs.append({"key": "topology.kubernetes.io/zone", "operator": "In", "values": list(pool.zones)})
+        reqs.append({"key": ZONE_LABEL, "operator": "In", "values": list(pool.zones)})
+    elif vpc_zones:
+        key = ZONE_ID_LABEL if is_zone_id(vpc_zones[0]) else ZONE_LABEL
+        reqs.append({"key": key, "operator": "In", "values": list(vpc_zones)})
     for extra in pool.requirements:
         reqs.append(extra.model_dump(by_alias=True, exclude_none=True, exclude_defaults=False))
     return reqs
@@ -139,7 +146,7 @@ def gpu_limit(pool: GpuPool) -> int:
     return pool.gpu_limit
 
 
-def node_pool(pool: GpuPool, karpenter: KarpenterConfig) -> dict[str, Any]:
+def node_pool(pool: GpuPool, karpenter: KarpenterConfig, vpc_zones: list[str] | None = None) -> dict[str, Any]:
     d = pool.disruption
     spec: dict[str, Any] = {
         "template": {
@@ -150,7 +157,7 @@ def node_pool(pool: GpuPool, karpenter: KarpenterConfig) -> dict[str, Any]:
                     "kind": "EC2NodeClass",
                     "name": node_class_for(pool, karpenter),
                 },
-                "requirements": requirements(pool),
+                "requirements": requirements(pool, vpc_zones),
                 "taints": pool.node_taints(),
                 "expireAfter": d.expire_after,
                 "terminationGracePeriod": d.termination_grace_period,

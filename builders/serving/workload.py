@@ -7,7 +7,7 @@ from typing import Any
 
 from builders.k8s import namespace_manifest
 from config import capacity
-from config.conventions import KUBE_SYSTEM, MODEL_LABEL, POOL_LABEL, VLLM_APP_LABEL, VLLM_PORT, VLLM_PORT_NAME
+from config.conventions import KUBE_SYSTEM, MODEL_LABEL, POOL_LABEL, VLLM_APP_LABEL, VLLM_PORT, VLLM_PORT_NAME, ZONE_LABEL
 from config.gpu_pools import GpuPool
 from config.models import ModelConfig
 from config.sharing import gpu_request
@@ -144,7 +144,7 @@ def spread(model: ModelConfig, pool: GpuPool) -> list[dict[str, Any]]:
     return [
         {
             "maxSkew": 1,
-            "topologyKey": "topology.kubernetes.io/zone",
+            "topologyKey": ZONE_LABEL,
             "whenUnsatisfiable": "ScheduleAnyway",
             "labelSelector": {"matchLabels": selector(model)},
         }

@@ -6,7 +6,7 @@ import pytest
 
 from builders.network import nat_gateway_count, subnet_plan
 from offline import harness
-from tests.conftest import DEV, fixture_input, values
+from tests.conftest import DEV, fixture_input, fixture_run, stack_data, values
 
 SUBNET = "aws:ec2/subnet:Subnet"
 NAT = "aws:ec2/natGateway:NatGateway"
@@ -57,7 +57,7 @@ def test_prod_has_a_nat_per_az_each_in_its_own_public_subnet(prod_run: harness.R
 def test_subnet_tags(prod_run: harness.RunResult) -> None:
     subnets = {s.name: values(s) for s in prod_run.of_type(SUBNET)}
     assert subnets["network-private-a"]["tags"] == {
-        "Name": "llm-prod-private-us-east-1a",
+        "Name": "llm-prod-private-use1-az1",  # named by the zone the stack names (an id here)
         "kubernetes.io/role/internal-elb": "1",
         "karpenter.sh/discovery": "llm-prod",
         "llm-platform/cluster": "llm-prod",
@@ -66,7 +66,7 @@ def test_subnet_tags(prod_run: harness.RunResult) -> None:
         "environment": "prod",
     }
     assert subnets["network-public-b"]["tags"] == {
-        "Name": "llm-prod-public-us-east-1b",
+        "Name": "llm-prod-public-use1-az2",
         "kubernetes.io/role/elb": "1",
         "llm-platform/cluster": "llm-prod",
         "llm-platform/environment": "prod",
@@ -75,7 +75,7 @@ def test_subnet_tags(prod_run: harness.RunResult) -> None:
     }
     # public subnets never hand out public IPs to instances; nodes live in private subnets only
     assert all(s["mapPublicIpOnLaunch"] is False for n, s in subnets.items() if "public" in n)
-    assert {s["availabilityZone"] for n, s in subnets.items() if "private" in n} == {"us-east-1a", "us-east-1b", "us-east-1c"}
+    assert {s["availabilityZoneId"] for n, s in subnets.items() if "private" in n} == {"use1-az1", "use1-az2", "use1-az4"}
 
 
 def test_s3_gateway_endpoint_on_private_route_tables(prod_run: harness.RunResult) -> None:
@@ -104,3 +104,54 @@ def test_existing_vpc_creates_no_network_resources() -> None:
     cluster = values(run.one("eks:index:Cluster"))
     assert cluster["vpcId"] == "vpc-0123456789abcdef0"
     assert cluster["privateSubnetIds"] == ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"]
+
+
+# -- named zones ---------------------------------------------------------------------------------------
+
+
+def test_zone_ids_place_the_subnets_and_bound_the_node_pools(prod_run: harness.RunResult) -> None:
+    subnets = {r.name: values(r) for r in prod_run.of_type("aws:ec2/subnet:Subnet")}
+    assert {s["availabilityZoneId"] for s in subnets.values()} == {"use1-az1", "use1-az2", "use1-az4"}
+    assert all("availabilityZone" not in s for s in subnets.values())
+    assert values(prod_run.one("aws:ec2/subnet:Subnet", "network-private-c"))["availabilityZoneId"] == "use1-az4"
+    for r in prod_run.of_type("kubernetes:karpenter.sh/v1:NodePool"):
+        reqs = values(r)["spec"]["template"]["spec"]["requirements"]
+        assert {"key": "topology.k8s.aws/zone-id", "operator": "In", "values": ["use1-az1", "use1-az2", "use1-az4"]} in reqs
+
+
+def test_zone_names_place_the_subnets_and_bound_the_node_pools() -> None:
+    run = fixture_run("internet-facing-tls")
+    zones = [values(run.one("aws:ec2/subnet:Subnet", f"network-private-{s}"))["availabilityZone"] for s in "ab"]
+    assert zones == ["us-east-1a", "us-east-1c"]
+    reqs = values(run.one("kubernetes:karpenter.sh/v1:NodePool"))["spec"]["template"]["spec"]["requirements"]
+    assert {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-east-1a", "us-east-1c"]} in reqs
+
+
+def test_unnamed_zones_keep_todays_selection(dev_run: harness.RunResult) -> None:
+    # the region's first zones by name, as before the key existed: existing subnets are not replaced
+    zones = [values(r)["availabilityZone"] for r in dev_run.of_type("aws:ec2/subnet:Subnet")]
+    assert sorted(set(zones)) == ["us-east-1a", "us-east-1b"]
+    for r in dev_run.of_type("kubernetes:karpenter.sh/v1:NodePool"):
+        keys = {req["key"] for req in values(r)["spec"]["template"]["spec"]["requirements"]}
+        assert not keys & {"topology.kubernetes.io/zone", "topology.k8s.aws/zone-id"}
+
+
+def test_a_pool_may_narrow_the_named_zones() -> None:
+    data = stack_data("internet-facing-tls")
+    data["gpuPools"][0]["zones"] = ["us-east-1c"]
+    run = harness.run(fixture_input("internet-facing-tls", overrides={"llm-platform:gpuPools": data["gpuPools"]}))
+    reqs = values(run.one("kubernetes:karpenter.sh/v1:NodePool"))["spec"]["template"]["spec"]["requirements"]
+    zone_reqs = [r for r in reqs if r["key"].startswith("topology.")]
+    assert zone_reqs == [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-east-1c"]}]
+
+
+def test_zone_id_prefixes() -> None:
+    from config.types import zone_id_prefix
+
+    assert [zone_id_prefix(r) for r in ("us-east-1", "eu-central-1", "ap-northeast-2", "ap-southeast-1", "us-gov-west-1")] == [
+        "use1",
+        "euc1",
+        "apne2",
+        "apse1",
+        "usgw1",
+    ]

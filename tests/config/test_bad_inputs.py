@@ -83,6 +83,15 @@ CASES: dict[str, Callable[[dict[str, Any]], object]] = {
         ingress={"scheme": "internet-facing", "allowedCidrs": ["10.0.0.0/8"], "certificateArn": ACM}
     ),
     "reserved-namespace": lambda d: m0(d).update(name="monitoring"),
+    "zones-count": lambda d: d["network"].update(availabilityZones=["us-east-1a"]),
+    "zones-mixed": lambda d: d["network"].update(availabilityZones=["us-east-1a", "use1-az2"]),
+    "zones-not-a-zone": lambda d: d["network"].update(availabilityZones=["us-east-1a", "east"]),
+    "zones-other-region": lambda d: d["network"].update(availabilityZones=["us-west-2a", "us-west-2b"]),
+    "zone-ids-other-region": lambda d: d["network"].update(availabilityZones=["usw2-az1", "usw2-az2"]),
+    "pool-zone-outside-the-vpc": lambda d: (
+        d["network"].update(availabilityZones=["us-east-1a", "us-east-1b"]),
+        p0(d).update(zones=["us-east-1d"]),
+    ),
     "rollout-surge-beyond-the-limit": lambda d: (p0(d).update(gpuLimit=3), m0(d)["replicas"].update(max=3)),
     "gpu-operator-mig-manager-on": lambda d: d.update(gpuOperator={"extraValues": {"migManager": {"enabled": True}}}),
     "private-only-endpoint-new-vpc": lambda d: d["cluster"].update(endpoint={"private": True, "public": False}),
@@ -292,6 +301,29 @@ EXPECTED: dict[str, list[str]] = {
         "gpuPools[gpu-l4-a10g].gpuLimit: gpuLimit (3) is below the 4 GPUs of the nodes its models need at maximum replicas (3) plus a "
         "rolling update's surge of 1 replica (1), in whole nodes (llama-3-1-8b: 1 per g6.xlarge); Karpenter would stop at the limit "
         "and scale-out or the rollout would stall. Fix: raise gpuLimit to at least 4, or lower replicas.max",
+    ],
+    "zones-count": [
+        "network: availabilityZones lists 1 zone but azCount is 2; each zone gets one public and one private subnet. "
+        "Fix: list 2 zones, or set azCount to 1",
+    ],
+    "zones-mixed": ["network: availabilityZones mixes zone names and zone ids. Fix: use names only or ids only"],
+    "zones-not-a-zone": [
+        "network.availabilityZones[1]: 'east' is neither an availability zone name nor a zone id. Fix: write a name such as "
+        "us-east-1a, or a zone id such as use1-az4 (the same physical zone in every account)",
+    ],
+    "zones-other-region": [
+        f"network.availabilityZones[{i}]: 'us-west-2{z}' is not a zone of us-east-1 (aws:region); the subnet could not be "
+        "created there. Fix: use a zone of us-east-1, or correct aws:region"
+        for i, z in enumerate("ab")
+    ],
+    "zone-ids-other-region": [
+        f"network.availabilityZones[{i}]: 'usw2-az{i + 1}' is not a zone of us-east-1 (aws:region); the subnet could not be "
+        "created there. Fix: use a zone of us-east-1, or correct aws:region"
+        for i in range(2)
+    ],
+    "pool-zone-outside-the-vpc": [
+        "gpuPools[gpu-l4-a10g].zones: us-east-1d is not among network.availabilityZones (us-east-1a, us-east-1b); the VPC has "
+        "no subnet there, so Karpenter could never launch those nodes. Fix: list zones of the VPC only, or leave zones unset",
     ],
     "reserved-namespace": [
         "models[monitoring].name: 'monitoring' is a namespace the platform or Kubernetes owns, and each model gets a namespace of its own name. Fix: choose another name",
