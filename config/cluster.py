@@ -96,7 +96,7 @@ class SystemNodeGroup(ConfigModel):
     """The on-demand managed node group for controllers (Karpenter never runs on its own nodes)."""
 
     instance_types: list[str] = Field(
-        default_factory=lambda: ["m7i.large"],
+        default_factory=lambda: ["m7i.xlarge"],
         min_length=1,
         description="On-demand instance types (from the catalog, x86_64).",
     )

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 
-from config import capacity, catalog
+from config import capacity, catalog, system_capacity
 from config.capacity import ALLOCATABLE_CPU, ALLOCATABLE_MEMORY, OVERHEAD_GIB_PER_GPU
 from config.conventions import HPA_PREFIX, K8S_NAME_MAX, hpa_name, reserved_namespaces
 from config.errors import Problem
@@ -397,6 +397,45 @@ def rule_zones(cfg: StackConfig) -> Iterator[Problem]:
             )
 
 
+def rule_system_capacity(cfg: StackConfig) -> Iterator[Problem]:
+    """The system node group holds every system pod with one node lost (config/system_capacity.py)."""
+    short = system_capacity.shortfall(cfg)
+    if short is None:
+        return
+    group = cfg.cluster.system_node_group
+    fix = _system_fix(cfg)
+    yield Problem(
+        "cluster.systemNodeGroup",
+        f"with one of its {group.min_size} nodes lost, {short.nodes} x {short.instance.name} leave "
+        f"{short.room.cpu_millis}m CPU and {short.room.memory_mib} MiB for the system pods, which request "
+        f"{short.need.cpu_millis}m CPU and {short.need.memory_mib} MiB (Karpenter, Prometheus, KEDA, the GPU "
+        "operator, CoreDNS, the CSI controller; see config/system_capacity.py): pods would stay Pending and "
+        f"nothing scales this group. Fix: {fix}",
+    )
+
+
+def _system_fix(cfg: StackConfig) -> str:
+    """The smallest change that fits: a larger catalog type at the same size, or more nodes."""
+    group = cfg.cluster.system_node_group
+    options = []
+    for t in sorted(catalog.cpu_instance_types(), key=lambda t: t.price_per_hour):
+        trial = cfg.model_copy(
+            update={"cluster": cfg.cluster.model_copy(update={"system_node_group": group.model_copy(update={"instance_types": [t.name]})})}
+        )
+        if system_capacity.shortfall(trial) is None:
+            options.append(f"set instanceTypes to [{t.name}]")
+            break
+    for size in range(group.min_size + 1, group.min_size + 6):
+        sized = group.model_copy(
+            update={"min_size": size, "desired_size": max(size, group.desired_size), "max_size": max(size, group.max_size)}
+        )
+        trial = cfg.model_copy(update={"cluster": cfg.cluster.model_copy(update={"system_node_group": sized})})
+        if system_capacity.shortfall(trial) is None:
+            options.append(f"raise minSize to {size}")
+            break
+    return " or ".join(options) if options else "use larger instance types"
+
+
 def rule_api_reachable(cfg: StackConfig) -> Iterator[Problem]:
     """`pulumi up` creates every Kubernetes object through the API endpoint: something must reach it."""
     endpoint = cfg.cluster.endpoint
@@ -490,6 +529,7 @@ RULES: tuple[Callable[[StackConfig], Iterator[Problem]], ...] = (
     rule_exposure,
     rule_gpu_operator,
     rule_zones,
+    rule_system_capacity,
     rule_api_reachable,
     rule_deploy_role,
     rule_prod,

@@ -7,6 +7,7 @@ from typing import Any
 from builders.helm import deep_merge
 from config.conventions import KARPENTER_SERVICE_ACCOUNT, SYSTEM_NODE_SELECTOR
 from config.karpenter import KarpenterConfig
+from config.system_capacity import KARPENTER_CONTROLLER
 
 
 def karpenter_values(
@@ -31,8 +32,8 @@ def karpenter_values(
         },
         "controller": {
             "resources": {
-                "requests": {"cpu": "1", "memory": "1Gi"},
-                "limits": {"cpu": "1", "memory": "1Gi"},
+                "requests": KARPENTER_CONTROLLER.as_values(),
+                "limits": KARPENTER_CONTROLLER.as_values(),
             }
         },
         # Never on the nodes Karpenter manages: the chart's own affinity already avoids them; the

@@ -17,6 +17,7 @@ from config.conventions import (
     VLLM_PORT_NAME,
 )
 from config.observability import ObservabilityConfig
+from config.system_capacity import PROMETHEUS
 
 RELEASE = "kube-prometheus-stack"
 FULLNAME = "kube-prometheus-stack"
@@ -56,7 +57,7 @@ def kube_prometheus_stack_values(cfg: ObservabilityConfig) -> dict[str, Any]:
         # The StatefulSet's volume goes with the stack: `pulumi destroy` leaves no EBS volume behind;
         # scaling down keeps it.
         "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Delete", "whenScaled": "Retain"},
-        "resources": {"requests": {"cpu": "500m", "memory": "2Gi"}, "limits": {"memory": "4Gi"}},
+        "resources": {"requests": PROMETHEUS.as_values(), "limits": {"memory": "4Gi"}},
         "nodeSelector": system,
     }
     if cfg.retention_size:

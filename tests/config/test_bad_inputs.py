@@ -83,6 +83,7 @@ CASES: dict[str, Callable[[dict[str, Any]], object]] = {
         ingress={"scheme": "internet-facing", "allowedCidrs": ["10.0.0.0/8"], "certificateArn": ACM}
     ),
     "reserved-namespace": lambda d: m0(d).update(name="monitoring"),
+    "system-group-too-small": lambda d: d["cluster"]["systemNodeGroup"].update(instanceTypes=["m7i.large"]),
     "zones-count": lambda d: d["network"].update(availabilityZones=["us-east-1a"]),
     "zones-mixed": lambda d: d["network"].update(availabilityZones=["us-east-1a", "use1-az2"]),
     "zones-not-a-zone": lambda d: d["network"].update(availabilityZones=["us-east-1a", "east"]),
@@ -324,6 +325,12 @@ EXPECTED: dict[str, list[str]] = {
     "pool-zone-outside-the-vpc": [
         "gpuPools[gpu-l4-a10g].zones: us-east-1d is not among network.availabilityZones (us-east-1a, us-east-1b); the VPC has "
         "no subnet there, so Karpenter could never launch those nodes. Fix: list zones of the VPC only, or leave zones unset",
+    ],
+    "system-group-too-small": [
+        "cluster.systemNodeGroup: with one of its 2 nodes lost, 1 x m7i.large leave 1745m CPU and 6719 MiB for the system "
+        "pods, which request 2530m CPU and 4648 MiB (Karpenter, Prometheus, KEDA, the GPU operator, CoreDNS, the CSI "
+        "controller; see config/system_capacity.py): pods would stay Pending and nothing scales this group. Fix: set "
+        "instanceTypes to [m6i.xlarge] or raise minSize to 4",
     ],
     "reserved-namespace": [
         "models[monitoring].name: 'monitoring' is a namespace the platform or Kubernetes owns, and each model gets a namespace of its own name. Fix: choose another name",

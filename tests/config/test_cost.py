@@ -13,10 +13,10 @@ PRICE = {name: t.price_per_hour for name, t in catalog.INSTANCE_TYPES.items()}
 
 def test_dev_floor_and_ceiling() -> None:
     costs = summarize(parse(stack_data(DEV)))
-    # floor: 2 x m7i.large + 1 replica on one g6.xlarge, the cheapest single-GPU type
-    assert costs.floor == pytest.approx(2 * PRICE["m7i.large"] + PRICE["g6.xlarge"])
-    # ceiling: 3 x m7i.large + 3 replicas on three g5.2xlarge, the priciest allowed type
-    assert costs.ceiling == pytest.approx(3 * PRICE["m7i.large"] + 3 * PRICE["g5.2xlarge"])
+    # floor: 2 x m7i.xlarge + 1 replica on one g6.xlarge, the cheapest single-GPU type
+    assert costs.floor == pytest.approx(2 * PRICE["m7i.xlarge"] + PRICE["g6.xlarge"])
+    # ceiling: 3 x m7i.xlarge + 3 replicas on three g5.2xlarge, the priciest allowed type
+    assert costs.ceiling == pytest.approx(3 * PRICE["m7i.xlarge"] + 3 * PRICE["g5.2xlarge"])
     assert (costs.models[0].nodes_min, costs.models[0].nodes_max) == (1, 3)
 
 
