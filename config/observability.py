@@ -9,6 +9,11 @@ from pydantic import Field
 from config.base import ConfigModel
 from config.types import PromDuration, PromSize, Quantity
 
+# Control-plane parts EKS runs out of reach (and kube-proxy, whose metrics the managed add-on binds
+# to 127.0.0.1): kube-prometheus-stack scrapes them and renders their Down alerts only when
+# enabled, and on EKS those alerts would fire forever. The platform turns them off.
+EKS_UNREACHABLE_COMPONENTS = ("kubeControllerManager", "kubeScheduler", "kubeEtcd", "kubeProxy")
+
 
 class Slo(ConfigModel):
     """Latency objectives a model is alerted on (defaults in observability.slo, per-model overrides)."""

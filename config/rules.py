@@ -16,6 +16,7 @@ from config.exposure import exposed_models
 from config.gpu_pools import GpuPool
 from config.models import ModelConfig
 from config.network import NewVpc
+from config.observability import EKS_UNREACHABLE_COMPONENTS
 from config.scheduling import uncovered
 from config.stack import StackConfig
 from config.types import is_zone_id, public_cidr, zone_in_region
@@ -483,6 +484,28 @@ def rule_deploy_role(cfg: StackConfig) -> Iterator[Problem]:
         )
 
 
+def rule_observability_overrides(cfg: StackConfig) -> Iterator[Problem]:
+    """The monitoring escape hatch must not bring back what EKS cannot serve or what destroy leaks."""
+    extra = cfg.observability.extra_values
+    for component in EKS_UNREACHABLE_COMPONENTS:
+        section = extra.get(component)
+        if isinstance(section, dict) and section.get("enabled") is True:
+            yield Problem(
+                f"observability.extraValues.{component}.enabled",
+                "EKS does not expose this component to scrape, so its Down alert would fire forever and page on "
+                "nothing. Fix: remove the override",
+            )
+    spec = (extra.get("prometheus") or {}).get("prometheusSpec") if isinstance(extra.get("prometheus"), dict) else None
+    policy = spec.get("persistentVolumeClaimRetentionPolicy") if isinstance(spec, dict) else None
+    if isinstance(policy, dict) and policy.get("whenDeleted") == "Retain":
+        yield Problem(
+            "observability.extraValues.prometheus.prometheusSpec.persistentVolumeClaimRetentionPolicy.whenDeleted",
+            "is Retain: `pulumi destroy` would leave Prometheus's EBS volume behind, billed and outside the stack. "
+            "Fix: remove the override, or snapshot the volume before destroying if the metrics must be kept",
+            "warning",
+        )
+
+
 def rule_prod(cfg: StackConfig) -> Iterator[Problem]:
     if not cfg.is_prod:
         return
@@ -528,6 +551,7 @@ RULES: tuple[Callable[[StackConfig], Iterator[Problem]], ...] = (
     rule_pool_capacity,
     rule_exposure,
     rule_gpu_operator,
+    rule_observability_overrides,
     rule_zones,
     rule_system_capacity,
     rule_api_reachable,

@@ -16,7 +16,7 @@ from config.conventions import (
     VLLM_APP_LABEL,
     VLLM_PORT_NAME,
 )
-from config.observability import ObservabilityConfig
+from config.observability import EKS_UNREACHABLE_COMPONENTS, ObservabilityConfig
 from config.system_capacity import PROMETHEUS
 
 RELEASE = "kube-prometheus-stack"
@@ -24,10 +24,6 @@ FULLNAME = "kube-prometheus-stack"
 GRAFANA_ADMIN_SECRET = "grafana-admin"
 DASHBOARD_LABEL = {"grafana_dashboard": "1"}
 NODE_LABELS_FOR_METRICS = (POOL_LABEL, CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL)
-# Control-plane components EKS runs out of reach (and kube-proxy, whose metrics the managed add-on
-# binds to 127.0.0.1): the chart scrapes them and renders their Down alerts only when enabled, and
-# on EKS those alerts would fire forever.
-EKS_UNREACHABLE_COMPONENTS = ("kubeControllerManager", "kubeScheduler", "kubeEtcd", "kubeProxy")
 
 
 def prometheus_url(namespace: str) -> str:

@@ -83,6 +83,12 @@ CASES: dict[str, Callable[[dict[str, Any]], object]] = {
         ingress={"scheme": "internet-facing", "allowedCidrs": ["10.0.0.0/8"], "certificateArn": ACM}
     ),
     "reserved-namespace": lambda d: m0(d).update(name="monitoring"),
+    "scheduler-alerts-back-on": lambda d: d.update(observability={"extraValues": {"kubeScheduler": {"enabled": True}}}),
+    "prometheus-volume-retained": lambda d: d.update(
+        observability={
+            "extraValues": {"prometheus": {"prometheusSpec": {"persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Retain"}}}}
+        }
+    ),
     "system-group-too-small": lambda d: d["cluster"]["systemNodeGroup"].update(instanceTypes=["m7i.large"]),
     "zones-count": lambda d: d["network"].update(availabilityZones=["us-east-1a"]),
     "zones-mixed": lambda d: d["network"].update(availabilityZones=["us-east-1a", "use1-az2"]),
@@ -331,6 +337,15 @@ EXPECTED: dict[str, list[str]] = {
         "pods, which request 2530m CPU and 4648 MiB (Karpenter, Prometheus, KEDA, the GPU operator, CoreDNS, the CSI "
         "controller; see config/system_capacity.py): pods would stay Pending and nothing scales this group. Fix: set "
         "instanceTypes to [m6i.xlarge] or raise minSize to 4",
+    ],
+    "scheduler-alerts-back-on": [
+        "observability.extraValues.kubeScheduler.enabled: EKS does not expose this component to scrape, so its Down alert "
+        "would fire forever and page on nothing. Fix: remove the override",
+    ],
+    "prometheus-volume-retained": [
+        "observability.extraValues.prometheus.prometheusSpec.persistentVolumeClaimRetentionPolicy.whenDeleted: is Retain: "
+        "`pulumi destroy` would leave Prometheus's EBS volume behind, billed and outside the stack. Fix: remove the override, "
+        "or snapshot the volume before destroying if the metrics must be kept",
     ],
     "reserved-namespace": [
         "models[monitoring].name: 'monitoring' is a namespace the platform or Kubernetes owns, and each model gets a namespace of its own name. Fix: choose another name",
