@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from config import catalog
+from config.exposure import exposed_models
+from config.stack import StackConfig
 from config.types import parse_quantity
-
-if TYPE_CHECKING:
-    from config.stack import StackConfig
 
 MIB = 2**20
 
@@ -86,8 +85,6 @@ GPU_OPERATOR = "gpu-operator-v26.7.0"
 
 def workloads(cfg: StackConfig) -> list[SystemWorkload]:
     """Every pod the platform puts on the system nodes for this stack (pods without requests left out)."""
-    from config.exposure import exposed_models
-
     karpenter = SystemWorkload(
         "karpenter",
         "Deployment",
