@@ -65,6 +65,13 @@ def test_main_deploys_behind_environments() -> None:
     assert any("command" in (s.get("with") or {}) and s["with"]["command"] == "up" for s in up["steps"])
 
 
+def test_preview_checks_the_deploy_role_the_same_way() -> None:
+    preview = _load("pull-request.yml")["jobs"]["preview"]["steps"]  # type: ignore[index]
+    check = next(s for s in preview if s.get("name") == "Check the deploy role")
+    assert check["run"] == _deploy_role_check()
+    assert check["env"]["STACK_FILE"] == "Pulumi.${{ matrix.stack }}.yaml"
+
+
 def _deploy_role_check() -> str:
     steps = _load("up.yml")["jobs"]["up"]["steps"]  # type: ignore[index]
     found = [s for s in steps if s.get("name") == "Check the deploy role"]
