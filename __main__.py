@@ -5,8 +5,10 @@ Run with `pulumi up` (real) or `make render STACK=<stack>` (offline, under recor
 
 import pulumi
 
+from components.account import check as preflight_check
 from components.platform import build_platform
-from config.errors import ConfigError
+from config import preflight
+from config.errors import ConfigError, format_report
 from config.load import load
 
 try:
@@ -17,6 +19,16 @@ except ConfigError as err:
 
 for warning in loaded.warnings:
     pulumi.log.warn(str(warning))
+
+# Preflight: what only the account knows, checked before any resource is registered.
+try:
+    found = preflight.problems(preflight_check(loaded.config))
+except ConfigError as err:
+    raise pulumi.RunError(err.report()) from None
+if any(p.severity == "error" for p in found):
+    raise pulumi.RunError("Preflight against the account failed.\n" + format_report(found))
+for warning in found:
+    pulumi.log.warn(f"preflight: {warning}")
 
 outputs = build_platform(loaded.config, loaded.secrets)
 

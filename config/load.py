@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -27,6 +28,18 @@ RUNS_OFFLINE = False
 """True when the offline harness (offline/harness.py) hands the program its config, under mocks.
 Set by the harness, never read from the environment: a real `pulumi preview`/`up` stops on
 placeholder values, the offline render only warns about them."""
+
+
+@dataclass(frozen=True)
+class OfflineAccount:
+    """The account answers an offline run checks the stack against (set by the harness)."""
+
+    path: Path
+    authoritative: bool
+    """False for the default file: what it does not describe is "not checked", never failed."""
+
+
+OFFLINE_ACCOUNT: OfflineAccount | None = None
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,8 @@ class StackInput:
     secret_keys: list[str]
     placeholders: list[str] = field(default_factory=list)
     """Secret keys the stack file lacks, filled with placeholders so the render can run."""
+    account: Path | None = None
+    """Account answers to check the stack against (authoritative); None: the default file."""
 
 
 @dataclass
@@ -129,9 +131,14 @@ def _fill_secrets(raw: dict[str, Any], config: dict[str, str], secret_keys: list
     return filled
 
 
+DEFAULT_ACCOUNT = ROOT / "offline" / "account.yaml"
+
+
 def apply_config(inp: StackInput) -> None:
-    """Hand the program its config as the engine would, and tell it that it runs offline."""
+    """Hand the program its config as the engine would, and tell it that it runs offline and
+    which account answers stand in for the account."""
     config_load.RUNS_OFFLINE = True
+    config_load.OFFLINE_ACCOUNT = config_load.OfflineAccount(inp.account or DEFAULT_ACCOUNT, authoritative=inp.account is not None)
     pulumi.runtime.set_all_config(dict(inp.config), list(inp.secret_keys))
 
 

@@ -15,6 +15,8 @@ from typing import Any
 from pulumi.runtime import rpc
 from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs, Mocks
 
+from config.account import AccountFile
+
 SECRET_SIG = rpc._special_sig_key  # "4dabf18193072939515e22adb298388d"
 SECRET_VALUE_SIG = rpc._special_secret_sig
 REDACTED = "[secret]"
@@ -125,10 +127,14 @@ class Registration:
 class RecordingMocks(Mocks):
     """Plausible computed outputs for AWS, EKS and Kubernetes resources."""
 
-    def __init__(self, region: str = "us-east-1", stack_outputs: dict[str, dict[str, Any]] | None = None):
+    def __init__(
+        self, region: str = "us-east-1", stack_outputs: dict[str, dict[str, Any]] | None = None, account: AccountFile | None = None
+    ):
         self.region = region
         self.stack_outputs = stack_outputs or {}
         """Outputs of other stacks, by fully qualified name, for StackReference reads."""
+        self.account = account
+        """When set, the account data sources (quotas, offerings, roles, ...) answer from it."""
 
     # -- resources ---------------------------------------------------------------------------
     def new_resource(self, args: MockResourceArgs) -> tuple[str, dict[str, Any]]:
@@ -245,6 +251,8 @@ class RecordingMocks(Mocks):
 
     def _call(self, args: MockCallArgs) -> dict[str, Any]:
         region = self.region
+        if self.account is not None and args.token in ACCOUNT_TOKENS:
+            return _account_answer(self.account, args.token, dict(args.args))
         if args.token == "aws:index/getCallerIdentity:getCallerIdentity":
             return {"accountId": ACCOUNT_ID, "arn": f"arn:aws:iam::{ACCOUNT_ID}:user/offline", "userId": "OFFLINE", "id": ACCOUNT_ID}
         if args.token == "aws:index/getRegion:getRegion":
@@ -270,6 +278,91 @@ class RecordingMocks(Mocks):
                 "state": "available",
             }
         return {}
+
+
+ACCOUNT_TOKENS = frozenset(
+    {
+        "aws:index/getAvailabilityZones:getAvailabilityZones",
+        "aws:servicequotas/getServiceQuota:getServiceQuota",
+        "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings",
+        "aws:ssm/getParameter:getParameter",
+        "aws:eks/getAddonVersion:getAddonVersion",
+        "aws:iam/getRole:getRole",
+        "aws:iam/getUser:getUser",
+        "aws:acm/getCertificate:getCertificate",
+        "aws:ec2/getVpc:getVpc",
+        "aws:ec2/getSubnet:getSubnet",
+    }
+)
+
+
+class NotFoundError(Exception):
+    """What a data source does for something the account does not have."""
+
+
+def _account_answer(account: AccountFile, token: str, args: dict[str, Any]) -> dict[str, Any]:
+    """A data source's answer from account answers, shaped as pulumi-aws returns it."""
+    kind = token.split(":")[1]
+    if kind == "index/getAvailabilityZones":
+        return {"zoneIds": list(account.zones), "names": list(account.zones.values()), "id": account.region, "state": "available"}
+    if kind == "servicequotas/getServiceQuota":
+        code = args.get("quotaCode")
+        if code not in account.quotas:
+            raise NotFoundError(f"quota {code}")
+        return {"quotaCode": code, "serviceCode": "ec2", "value": account.quotas[code], "id": code}
+    if kind == "ec2/getInstanceTypeOfferings":
+        wanted = {v for f in args.get("filters") or [] if f.get("name") == "instance-type" for v in f.get("values", [])}
+        pairs = [(t, z) for z, types in sorted(account.offerings.items()) for t in types if not wanted or t in wanted]
+        return {
+            "instanceTypes": [t for t, _ in pairs],
+            "locations": [z for _, z in pairs],
+            "locationTypes": ["availability-zone"] * len(pairs),
+            "id": account.region,
+        }
+    if kind == "ssm/getParameter":
+        name = str(args.get("name"))
+        for family, releases in account.ami_releases.items():
+            for release in releases:
+                if (family == "bottlerocket" and f"-nvidia/x86_64/{release.removeprefix('v')}/" in name) or (
+                    family == "al2023" and "-nvidia-" in name and name.endswith(f"-{release}/image_id")
+                ):
+                    return {"name": name, "value": f"ami-{_hex(name)}", "insecureValue": f"ami-{_hex(name)}", "type": "String", "id": name}
+        raise NotFoundError(name)
+    if kind == "eks/getAddonVersion":
+        addon = str(args.get("addonName"))
+        if not account.addon_versions.get(addon):
+            raise NotFoundError(addon)
+        return {
+            "addonName": addon,
+            "kubernetesVersion": args.get("kubernetesVersion"),
+            "version": account.addon_versions[addon][-1],
+            "id": addon,
+        }
+    if kind in ("iam/getRole", "iam/getUser"):
+        name = str(args.get("name") or args.get("userName"))
+        if name == "AWSServiceRoleForEC2Spot" and account.spot_service_linked_role:
+            return {"name": name, "arn": f"arn:aws:iam::{ACCOUNT_ID}:role/aws-service-role/spot.amazonaws.com/{name}", "id": name}
+        found = next((a for a in account.roles if a.rsplit("/", 1)[-1] == name), None)
+        if found is None:
+            raise NotFoundError(name)
+        return {"name": name, "userName": name, "arn": found, "id": name}
+    if kind == "acm/getCertificate":
+        domain = args.get("domain")
+        cert = next((c for c in account.certificates if c.domain == domain), None)
+        if cert is None:
+            raise NotFoundError(str(domain))
+        return {"arn": cert.arn, "domain": cert.domain, "status": cert.status, "id": cert.arn}
+    if kind == "ec2/getVpc":
+        vpc = next((v for v in account.vpcs if v.id == args.get("id")), None)
+        if vpc is None:
+            raise NotFoundError(str(args.get("id")))
+        return {"id": vpc.id, "cidrBlock": vpc.cidr}
+    if kind == "ec2/getSubnet":
+        subnet = next((s for s in account.subnets if s.id == args.get("id")), None)
+        if subnet is None:
+            raise NotFoundError(str(args.get("id")))
+        return {"id": subnet.id, "vpcId": subnet.vpc_id, "availabilityZone": subnet.zone, "cidrBlock": subnet.cidr, "tags": subnet.tags}
+    raise NotFoundError(token)
 
 
 def _chain_of(urn: str) -> str:

@@ -16,12 +16,14 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from config import catalog, cost
+from components import account
+from config import catalog, cost, preflight
 from config import load as config_load
 from config.errors import ConfigError, format_report
 from offline import harness
@@ -132,11 +134,22 @@ def summary(stack: str, result: harness.RunResult, warnings: list[str], placehol
     return "\n".join(lines)
 
 
+def preflight_table(checks: list[preflight.Check]) -> str:
+    """One line per kind of check: how many passed, warned or were not checked."""
+    lines = ["Preflight against the account answers:"]
+    kinds = sorted({c.name for c in checks})
+    for kind in kinds:
+        results = Counter(c.result for c in checks if c.name == kind)
+        lines.append(f"  {kind:<14} " + ", ".join(f"{n} {r}" for r, n in sorted(results.items())))
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("stack", help="stack name: reads Pulumi.<stack>.yaml")
     parser.add_argument("--out", default=str(harness.ROOT / "build"), help="output folder (default: build/)")
     parser.add_argument("--file", help="stack file to read instead of Pulumi.<stack>.yaml")
+    parser.add_argument("--account", help="account answers to check the stack against (default: offline/account.yaml)")
     args = parser.parse_args(argv)
     stack_file = Path(args.file) if args.file else harness.ROOT / f"Pulumi.{args.stack}.yaml"
     if not stack_file.exists():
@@ -148,25 +161,34 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_CONFIG
     started = time.perf_counter()
     inp = harness.stack_input(args.stack, stack_file)
+    inp.account = Path(args.account) if args.account else None
     harness.apply_config(inp)
     try:
-        _, _, _, warnings = config_load.validate()
+        cfg, _, _, warnings = config_load.validate()
+        checks = account.check(cfg)
     except ConfigError as err:
         print(f"{stack_file.name}: " + err.report(), file=sys.stderr)
         return EXIT_CONFIG
+    found = preflight.problems(checks)
+    if any(p.severity == "error" for p in found):
+        print(f"{stack_file.name}: preflight against the account answers failed.\n" + format_report(found), file=sys.stderr)
+        return EXIT_CONFIG
+    warnings = [*warnings, *found]
     result = harness.run(inp)
     target = Path(args.out) / args.stack
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
         staging = Path(tmp) / args.stack
         write(result, staging)
+        (staging / "preflight.json").write_text(json.dumps([asdict(c) for c in checks], indent=2, sort_keys=True) + "\n")
         if target.exists():
             shutil.rmtree(target)
         staging.rename(target)
     elapsed = time.perf_counter() - started
     print(summary(args.stack, result, [format_report(warnings)] if warnings else [], inp.placeholders, elapsed))
+    print("\n" + preflight_table(checks))
     shown = target.resolve().relative_to(Path.cwd()) if target.resolve().is_relative_to(Path.cwd()) else target
-    print(f"\nWrote {shown}/: resources.json, manifests/, helm/, outputs.json")
+    print(f"\nWrote {shown}/: resources.json, manifests/, helm/, outputs.json, preflight.json")
     return 0
 
 

@@ -23,7 +23,7 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.parametrize("stack", FIXTURES)
 def test_writes_the_four_outputs(rendered: Path, stack: str) -> None:
     folder = rendered / stack
-    assert sorted(p.name for p in folder.iterdir()) == ["helm", "manifests", "outputs.json", "resources.json"]
+    assert sorted(p.name for p in folder.iterdir()) == ["helm", "manifests", "outputs.json", "preflight.json", "resources.json"]
     resources = json.loads((folder / "resources.json").read_text())
     assert isinstance(resources, list)
     for entry in resources:

@@ -1,0 +1,145 @@
+"""Preflight: read the target account and check the stack against it, before anything is created.
+
+At `pulumi preview`/`up` the answers come from pulumi-aws data sources (read-only calls with the
+deploy credentials); in the offline render they come from an account file the harness names
+(config/load.py OFFLINE_ACCOUNT). Either way the same pure checks (config/preflight.py) run on
+them. Data sources run as plain invokes here, so the program stops before registering anything.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pulumi_aws as aws
+
+from config import account as account_file
+from config import load as config_load
+from config import preflight, versions
+from config.account import AccountFile, Certificate, Subnet, Vpc
+from config.network import ExistingVpc
+from config.preflight import QUOTAS, SPOT_ROLE
+from config.stack import StackConfig
+
+STATUSES = ("ISSUED", "PENDING_VALIDATION", "EXPIRED", "REVOKED", "FAILED", "INACTIVE")
+
+
+@dataclass(frozen=True)
+class Answers:
+    """What the account says, and how far that can be trusted."""
+
+    account: AccountFile
+    authoritative: bool
+    addon_versions_complete: bool
+
+
+def _exists(read: Callable[[], object]) -> bool:
+    """Whether a data source finds the thing: a lookup of something missing fails the invoke."""
+    try:
+        read()
+    except Exception:
+        return False
+    return True
+
+
+def _ami_parameter(cfg: StackConfig, family: str, release: str) -> str:
+    """The SSM parameter Karpenter resolves for a pinned NVIDIA AMI (upstream-facts W2.7)."""
+    k8s = cfg.cluster.kubernetes_version
+    if family == "bottlerocket":
+        return f"/aws/service/bottlerocket/aws-k8s-{k8s}-nvidia/x86_64/{release.removeprefix('v')}/image_id"
+    name = f"amazon-eks-node-al2023-x86_64-nvidia-{k8s}-{release}"
+    return f"/aws/service/eks/optimized-ami/{k8s}/amazon-linux-2023/x86_64/nvidia/{name}/image_id"
+
+
+def read_account(cfg: StackConfig) -> AccountFile:
+    """The account's answers through pulumi-aws data sources (read-only)."""
+    zones = aws.get_availability_zones(state="available")
+    types = sorted({t.name for p in cfg.gpu_pools for t in p.resolved_instance_types()})
+    offers = aws.ec2.get_instance_type_offerings(
+        filters=[aws.ec2.GetInstanceTypeOfferingsFilterArgs(name="instance-type", values=types)], location_type="availability-zone"
+    )
+    offerings: dict[str, list[str]] = {}
+    for instance_type, zone in zip(offers.instance_types, offers.locations, strict=True):
+        offerings.setdefault(zone, []).append(instance_type)
+    quotas = {}
+    for code, _name in QUOTAS.values():
+        quotas[code] = aws.servicequotas.get_service_quota(service_code="ec2", quota_code=code).value
+    families = sorted({p.ami_family or cfg.karpenter.default_ami_family for p in cfg.gpu_pools})
+    ami_releases: dict[str, list[str]] = {}
+    for family in families:
+        release = str(getattr(cfg.karpenter.ami_versions, family))
+        name = _ami_parameter(cfg, family, release)
+        ami_releases[family] = [release] if _exists(functools.partial(aws.ssm.get_parameter, name=name)) else []
+    addon_versions = {
+        addon: [aws.eks.get_addon_version(addon_name=addon, kubernetes_version=cfg.cluster.kubernetes_version).version]
+        for addon in versions.EKS_ADDON_VERSIONS
+    }
+    principals = [*cfg.cluster.admin_role_arns, *([cfg.cluster.deploy_role_arn] if cfg.cluster.deploy_role_arn else [])]
+    principals += [g.principal_arn for g in cfg.cluster.access]
+    roles = [arn for arn in dict.fromkeys(principals) if _principal_exists(arn)]
+    certificates = _certificates(cfg)
+    spot = _exists(lambda: aws.iam.get_role(name=SPOT_ROLE))
+    vpcs: list[Vpc] = []
+    subnets: list[Subnet] = []
+    if isinstance(cfg.network, ExistingVpc):
+        net = cfg.network
+        if _exists(lambda: aws.ec2.get_vpc(id=net.vpc_id)):
+            vpcs.append(Vpc(id=net.vpc_id, cidr=aws.ec2.get_vpc(id=net.vpc_id).cidr_block))
+        for subnet_id in net.private_subnet_ids:
+            if _exists(functools.partial(aws.ec2.get_subnet, id=subnet_id)):
+                s = aws.ec2.get_subnet(id=subnet_id)
+                subnets.append(Subnet(id=subnet_id, vpc_id=s.vpc_id, zone=s.availability_zone, cidr=s.cidr_block, tags=dict(s.tags or {})))
+    return AccountFile(
+        region=cfg.region,
+        zones=dict(zip(zones.zone_ids, zones.names, strict=True)),
+        quotas=quotas,
+        offerings=offerings,
+        ami_releases=ami_releases,
+        addon_versions=addon_versions,
+        roles=roles,
+        certificates=certificates,
+        spot_service_linked_role=spot,
+        vpcs=vpcs,
+        subnets=subnets,
+    )
+
+
+def _principal_exists(arn: str) -> bool:
+    kind, _, name = arn.split(":", 5)[5].partition("/")
+    name = name.rsplit("/", 1)[-1]
+    if kind == "user":
+        return _exists(lambda: aws.iam.get_user(user_name=name))
+    return _exists(lambda: aws.iam.get_role(name=name))
+
+
+def _certificates(cfg: StackConfig) -> list[Certificate]:
+    arn, domain = cfg.ingress.certificate_arn, cfg.ingress.domain
+    if arn is None or arn.split(":")[3] != cfg.region:
+        return []
+    lookups = [f"*.{domain}", domain] if domain else []
+    found = []
+    for name in lookups:
+        try:
+            cert = aws.acm.get_certificate(domain=name, statuses=list(STATUSES))
+        except Exception:
+            continue
+        found.append(Certificate(arn=cert.arn, domain=cert.domain, status=cert.status, region=cfg.region))  # type: ignore[arg-type]
+    return found
+
+
+def answers(cfg: StackConfig) -> Answers:
+    """The answers this run checks against: the account itself, or the harness's account file."""
+    offline = config_load.OFFLINE_ACCOUNT
+    if offline is None:
+        return Answers(read_account(cfg), authoritative=True, addon_versions_complete=False)
+    loaded = account_file.load(offline.path)
+    if not offline.authoritative:
+        loaded = account_file.in_region(loaded, cfg.region)
+    return Answers(loaded, authoritative=offline.authoritative, addon_versions_complete=True)
+
+
+def check(cfg: StackConfig) -> list[preflight.Check]:
+    """Every preflight check of the stack against its account."""
+    found = answers(cfg)
+    return preflight.run(cfg, found.account, authoritative=found.authoritative, addon_versions_complete=found.addon_versions_complete)

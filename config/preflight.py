@@ -1,0 +1,423 @@
+"""Preflight: the stack config checked against what the target account says. Pure.
+
+Every check returns a result (ok, failed, warning, not checked) with its inputs, so the render can
+write them all (`build/<stack>/preflight.json`) and the program can stop with every failure at
+once, before any resource exists. `authoritative` says whether the answers describe everything:
+answers read from the real account (or an explicit account file) are; the default offline file
+is not, so what it does not describe (a principal, a certificate, a subnet) is "not checked".
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from config import capacity, catalog, versions
+from config.account import AccountFile
+from config.conventions import DISCOVERY_TAG, INTERNAL_ELB_TAG
+from config.errors import Problem
+from config.gpu_pools import GpuPool
+from config.karpenter import KarpenterConfig
+from config.network import ExistingVpc, NewVpc
+from config.rules import pool_path
+from config.stack import StackConfig
+from config.types import is_zone_id
+
+Result = Literal["ok", "failed", "warning", "not checked"]
+
+# EC2 vCPU quotas (service ec2), by purchase option and instance class (upstream-facts W2.7).
+QUOTAS = {
+    ("on-demand", "G"): ("L-DB2E81BA", "Running On-Demand G and VT instances"),
+    ("on-demand", "P"): ("L-417A185B", "Running On-Demand P instances"),
+    ("spot", "G"): ("L-3819A6DF", "All G and VT Spot Instance Requests"),
+    ("spot", "P"): ("L-7212CCBC", "All P Spot Instance Requests"),
+}
+SPOT_ROLE = "AWSServiceRoleForEC2Spot"
+
+
+@dataclass(frozen=True)
+class Check:
+    """One preflight check and what it found."""
+
+    name: str
+    path: str
+    result: Result
+    message: str
+    inputs: dict[str, Any] = field(default_factory=dict)
+
+    def problem(self) -> Problem | None:
+        if self.result == "failed":
+            return Problem(self.path, self.message)
+        if self.result == "warning":
+            return Problem(self.path, self.message, "warning")
+        return None
+
+
+def _instance_class(instance: catalog.InstanceType) -> str:
+    return "P" if instance.family.startswith("p") else "G"
+
+
+def _ami_family(pool: GpuPool, karpenter: KarpenterConfig) -> str:
+    return pool.ami_family or karpenter.default_ami_family
+
+
+# -- quotas -----------------------------------------------------------------------------------------
+@dataclass
+class _Need:
+    at_min: int = 0
+    at_limit: int = 0
+    pools: list[str] = field(default_factory=list)
+
+
+def _vcpu_needs(cfg: StackConfig) -> dict[tuple[str, str], _Need]:
+    """vCPUs per (purchase option, instance class): at the models' minimum replicas, and at each
+    pool's GPU limit (whole nodes of its largest-vCPU type per GPU)."""
+    needs: dict[tuple[str, str], _Need] = {}
+    for pool in cfg.gpu_pools:
+        types = pool.resolved_instance_types()
+        if not types:
+            continue
+        classes = sorted({_instance_class(t) for t in types})
+        at_limit = max(math.ceil(pool.gpu_limit / t.gpu_count) * t.vcpus for t in types)
+        at_min = 0
+        for model in (m for m in cfg.models if m.pool == pool.name):
+            hosts = capacity.packing_hosts(model, pool)
+            if hosts:
+                at_min += capacity.nodes_for(model, pool, hosts[0], model.replicas.min) * hosts[0].vcpus
+        for option in ("on-demand", "spot"):
+            if option not in pool.capacity_types:
+                continue
+            for cls in classes:
+                need = needs.setdefault((option, cls), _Need())
+                need.at_limit += at_limit
+                need.at_min += at_min
+                need.pools.append(pool.name)
+    return needs
+
+
+def _quotas(cfg: StackConfig, account: AccountFile) -> Iterator[Check]:
+    for (option, cls), need in sorted(_vcpu_needs(cfg).items()):
+        code, name = QUOTAS[(option, cls)]
+        path = f"gpuPools[{need.pools[0]}].gpuLimit" if len(need.pools) == 1 else "gpuPools"
+        inputs = {"quotaCode": code, "pools": need.pools, "vcpusAtMin": need.at_min, "vcpusAtLimit": need.at_limit}
+        have = account.quotas.get(code)
+        if have is None:
+            yield Check("quota", path, "not checked", f"{code} ({name}) is not in the account answers", inputs)
+            continue
+        inputs["quota"] = have
+        pools = ", ".join(need.pools)
+        # With on-demand beside it, a spot shortfall only means more on-demand nodes.
+        fallback = option == "spot" and all("on-demand" in p.capacity_types for p in cfg.gpu_pools if p.name in need.pools)
+        if have < need.at_min and not fallback:
+            yield Check(
+                "quota",
+                path,
+                "failed",
+                f"the account's {code} quota ({name}) is {have:g} vCPUs, below the {need.at_min} vCPUs the minimum replicas "
+                f"of {pools} need: Karpenter's launches would fail and the pods stay Pending. Fix: request {need.at_min:g} "
+                f"or more in Service Quotas (ec2, {code}), or lower the pools' minimum replicas",
+                inputs,
+            )
+        elif have < need.at_limit:
+            yield Check(
+                "quota",
+                path,
+                "warning",
+                f"the account's {code} quota ({name}) is {have:g} vCPUs: enough for the minimum replicas ({need.at_min}) "
+                f"but not for {pools} at their gpuLimit ({need.at_limit} vCPUs), where scale-out stops early. "
+                f"Fix: request {need.at_limit:g} in Service Quotas (ec2, {code}), or lower gpuLimit",
+                inputs,
+            )
+        else:
+            yield Check("quota", path, "ok", f"{code}: {have:g} vCPUs cover {need.at_limit}", inputs)
+
+
+# -- zones and offerings ----------------------------------------------------------------------------
+def _stack_zones(cfg: StackConfig, account: AccountFile) -> list[str]:
+    """Zone names the stack's nodes can use."""
+    if isinstance(cfg.network, NewVpc) and cfg.network.availability_zones:
+        zones = cfg.network.availability_zones
+        return [account.zones.get(z, z) if is_zone_id(z) else z for z in zones]
+    if isinstance(cfg.network, NewVpc):
+        return sorted(account.zones.values())[: cfg.network.az_count]
+    subnets = {s.id: s for s in account.subnets}
+    return sorted({subnets[s].zone for s in cfg.network.private_subnet_ids if s in subnets})
+
+
+def _offerings(cfg: StackConfig, account: AccountFile) -> Iterator[Check]:
+    zones = _stack_zones(cfg, account)
+    for pool in cfg.gpu_pools:
+        types = [t.name for t in pool.resolved_instance_types()]
+        pool_zones = list(pool.zones) or zones
+        offered = {z: sorted(set(types) & set(account.offerings.get(z, []))) for z in pool_zones}
+        usable = sorted(z for z, t in offered.items() if t)
+        inputs = {"instanceTypes": types, "zones": pool_zones, "offered": offered}
+        need = 2 if cfg.is_prod else 1
+        if not pool_zones:
+            yield Check("offerings", f"{pool_path(pool)}.instanceTypes", "not checked", "the stack's zones are not known", inputs)
+        elif not usable:
+            yield Check(
+                "offerings",
+                f"{pool_path(pool)}.instanceTypes",
+                "failed",
+                f"none of {', '.join(types)} is offered in {', '.join(pool_zones)}: Karpenter could never launch a node of "
+                "this pool. Fix: name zones that offer them (network.availabilityZones, the pool's zones) or choose "
+                "instance types offered there",
+                inputs,
+            )
+        elif len(usable) < need:
+            yield Check(
+                "offerings",
+                f"{pool_path(pool)}.instanceTypes",
+                "failed",
+                f"{', '.join(types)} {'is' if len(types) == 1 else 'are'} offered only in {usable[0]} of "
+                f"{', '.join(pool_zones)}; a prod pool needs two zones to survive a zone outage. Fix: name zones that "
+                "offer them (network.availabilityZones) or add instance types offered in a second zone",
+                inputs,
+            )
+        else:
+            yield Check("offerings", f"{pool_path(pool)}.instanceTypes", "ok", f"offered in {', '.join(usable)}", inputs)
+
+
+# -- AMI releases and add-ons -----------------------------------------------------------------------
+def _releases(cfg: StackConfig, account: AccountFile, addon_versions_complete: bool) -> Iterator[Check]:
+    k8s = cfg.cluster.kubernetes_version
+    for family in sorted({_ami_family(p, cfg.karpenter) for p in cfg.gpu_pools}):
+        pinned = getattr(cfg.karpenter.ami_versions, family)
+        published = account.ami_releases.get(family)
+        inputs = {"family": family, "pinned": pinned, "kubernetesVersion": k8s, "published": published}
+        path = f"karpenter.amiVersions.{family}"
+        if published is None:
+            yield Check("ami-release", path, "not checked", f"no {family} releases in the account answers", inputs)
+        elif pinned in published:
+            yield Check("ami-release", path, "ok", f"{family}@{pinned} is published for Kubernetes {k8s}", inputs)
+        else:
+            newest = ", ".join(sorted(published)[-3:])
+            yield Check(
+                "ami-release",
+                path,
+                "failed",
+                f"{family}@{pinned} is not published for Kubernetes {k8s} in {cfg.region}: Karpenter could not resolve "
+                f"the GPU nodes' AMI. Fix: pin a published release, e.g. {newest}",
+                inputs,
+            )
+    for addon, pinned in sorted(versions.EKS_ADDON_VERSIONS.items()):
+        known = account.addon_versions.get(addon)
+        inputs = {"addon": addon, "pinned": pinned, "kubernetesVersion": k8s, "available": known}
+        path = f"cluster.kubernetesVersion ({addon})"
+        if known is None:
+            yield Check("addon-version", path, "not checked", f"no {addon} versions in the account answers", inputs)
+        elif pinned in known:
+            yield Check("addon-version", path, "ok", f"{addon} {pinned} is available for {k8s}", inputs)
+        elif not addon_versions_complete:
+            # Read online, EKS names one version (its default); a different pin may still exist.
+            yield Check(
+                "addon-version",
+                path,
+                "warning",
+                f"{addon} is pinned to {pinned}, while EKS's default for Kubernetes {k8s} is {', '.join(known)}; the pin "
+                "could not be confirmed. Fix: check `aws eks describe-addon-versions --addon-name "
+                f"{addon} --kubernetes-version {k8s}`, and bump config/versions.py if the pin is gone",
+                inputs,
+            )
+        else:
+            yield Check(
+                "addon-version",
+                path,
+                "failed",
+                f"{addon} {pinned} (config/versions.py) is not available for Kubernetes {k8s}: the add-on would fail to "
+                f"install. Fix: pin one of {', '.join(sorted(known)[-3:])} in config/versions.py",
+                inputs,
+            )
+
+
+# -- principals, certificate, spot role -------------------------------------------------------------
+def _principals(cfg: StackConfig, account: AccountFile, authoritative: bool) -> Iterator[Check]:
+    cluster = cfg.cluster
+    named = [(f"cluster.adminRoleArns[{i}]", a) for i, a in enumerate(cluster.admin_role_arns)]
+    if cluster.deploy_role_arn:
+        named.append(("cluster.deployRoleArn", cluster.deploy_role_arn))
+    named += [(f"cluster.access[{i}].principalArn", g.principal_arn) for i, g in enumerate(cluster.access)]
+    for path, arn in named:
+        inputs = {"arn": arn}
+        if arn in account.roles:
+            yield Check("principal", path, "ok", "exists", inputs)
+        elif not authoritative:
+            yield Check("principal", path, "not checked", "not described by the default account answers", inputs)
+        else:
+            yield Check(
+                "principal",
+                path,
+                "failed",
+                f"'{arn}' does not exist in the account: EKS rejects an access entry for a missing principal and "
+                "pulumi up would stop half-way. Fix: create the role first, or correct the ARN",
+                inputs,
+            )
+
+
+def _certificate(cfg: StackConfig, account: AccountFile, authoritative: bool) -> Iterator[Check]:
+    arn = cfg.ingress.certificate_arn
+    if arn is None:
+        return
+    path = "ingress.certificateArn"
+    region = arn.split(":")[3]
+    inputs: dict[str, Any] = {"arn": arn, "region": region, "domain": cfg.ingress.domain}
+    if region != cfg.region:
+        yield Check(
+            "certificate",
+            path,
+            "failed",
+            f"the certificate is in {region}, but the ALB is in {cfg.region}; an ALB can only use a certificate of its "
+            f"own region. Fix: request or import the certificate in {cfg.region} and use its ARN",
+            inputs,
+        )
+        return
+    found = next((c for c in account.certificates if c.arn == arn), None)
+    if found is None:
+        result: Result = "failed" if authoritative else "not checked"
+        message = (
+            "does not exist in the account: the load balancer controller could not create the HTTPS listener. "
+            "Fix: use the ARN of an issued certificate in this account"
+            if authoritative
+            else "not described by the default account answers"
+        )
+        yield Check("certificate", path, result, message, inputs)
+        return
+    inputs |= {"status": found.status, "certificateDomain": found.domain}
+    if found.status != "ISSUED":
+        yield Check(
+            "certificate",
+            path,
+            "failed",
+            f"the certificate is {found.status}, not ISSUED: the HTTPS listener could not use it. Fix: complete its "
+            "validation (DNS records) or use an issued certificate",
+            inputs,
+        )
+        return
+    domain = cfg.ingress.domain
+    if domain is not None and found.domain not in (f"*.{domain}", domain):
+        yield Check(
+            "certificate",
+            path,
+            "failed",
+            f"the certificate is for {found.domain}, but models are served at <model>.{domain}: clients would get TLS "
+            f"errors. Fix: use a certificate for *.{domain}",
+            inputs,
+        )
+        return
+    yield Check("certificate", path, "ok", f"issued, {found.domain}", inputs)
+
+
+def _spot_role(cfg: StackConfig, account: AccountFile) -> Iterator[Check]:
+    spot = [p.name for p in cfg.gpu_pools if "spot" in p.capacity_types]
+    if not spot:
+        return
+    inputs = {"role": SPOT_ROLE, "pools": spot}
+    if account.spot_service_linked_role:
+        yield Check("spot-role", "gpuPools", "ok", f"{SPOT_ROLE} exists", inputs)
+    else:
+        yield Check(
+            "spot-role",
+            f"gpuPools[{spot[0]}].capacityTypes",
+            "failed",
+            f"{', '.join(spot)} may launch spot capacity, but the account has no {SPOT_ROLE}: every spot launch would "
+            "fail. Fix: run `aws iam create-service-linked-role --aws-service-name spot.amazonaws.com` once",
+            inputs,
+        )
+
+
+# -- an existing VPC --------------------------------------------------------------------------------
+def _existing_vpc(cfg: StackConfig, account: AccountFile, authoritative: bool) -> Iterator[Check]:
+    network = cfg.network
+    if not isinstance(network, ExistingVpc):
+        return
+    vpc = next((v for v in account.vpcs if v.id == network.vpc_id), None)
+    if vpc is None:
+        result: Result = "failed" if authoritative else "not checked"
+        message = (
+            f"{network.vpc_id} does not exist in {cfg.region}. Fix: correct network.vpcId"
+            if authoritative
+            else "not described by the default account answers"
+        )
+        yield Check("vpc", "network.vpcId", result, message, {"vpcId": network.vpc_id})
+        return
+    if vpc.cidr != network.vpc_cidr:
+        yield Check(
+            "vpc",
+            "network.vpcCidr",
+            "failed",
+            f"is {network.vpc_cidr}, but {vpc.id}'s CIDR is {vpc.cidr}: the NetworkPolicies would admit the wrong range. "
+            f"Fix: set network.vpcCidr to {vpc.cidr}",
+            {"vpcId": vpc.id, "cidr": vpc.cidr},
+        )
+    subnets = {s.id: s for s in account.subnets}
+    zones: set[str] = set()
+    for i, subnet_id in enumerate(network.private_subnet_ids):
+        path = f"network.privateSubnetIds[{i}]"
+        subnet = subnets.get(subnet_id)
+        if subnet is None or subnet.vpc_id != network.vpc_id:
+            yield Check(
+                "subnet",
+                path,
+                "failed",
+                f"{subnet_id} is not a subnet of {network.vpc_id}. Fix: list the VPC's private subnets",
+                {"subnetId": subnet_id},
+            )
+            continue
+        zones.add(subnet.zone)
+        inputs = {"subnetId": subnet_id, "zone": subnet.zone, "cidr": subnet.cidr, "tags": subnet.tags}
+        if not ipaddress.IPv4Network(subnet.cidr).subnet_of(ipaddress.IPv4Network(vpc.cidr)):
+            yield Check(
+                "subnet", path, "failed", f"{subnet_id} ({subnet.cidr}) is outside {vpc.cidr}. Fix: correct network.vpcCidr", inputs
+            )
+        missing = [f"{k}={v}" for k, v in ((INTERNAL_ELB_TAG, "1"), (DISCOVERY_TAG, cfg.cluster.name)) if subnet.tags.get(k) != v]
+        if missing:
+            yield Check(
+                "subnet",
+                path,
+                "failed",
+                f"{subnet_id} lacks the tag(s) {', '.join(missing)}: internal load balancers and Karpenter would not find "
+                "it. Fix: tag the subnet",
+                inputs,
+            )
+        else:
+            yield Check("subnet", path, "ok", f"{subnet.zone}, {subnet.cidr}, tagged", inputs)
+    if len(zones) == 1:
+        yield Check(
+            "subnet",
+            "network.privateSubnetIds",
+            "failed",
+            f"every listed subnet is in {zones.pop()}; EKS needs subnets in at least two zones. Fix: add a private subnet in another zone",
+            {"subnets": list(network.private_subnet_ids)},
+        )
+
+
+def run(cfg: StackConfig, account: AccountFile, *, authoritative: bool, addon_versions_complete: bool = True) -> list[Check]:
+    """Every preflight check of the stack against the account's answers."""
+    checks: list[Check] = []
+    if account.region != cfg.region:
+        return [
+            Check(
+                "region",
+                "aws:region",
+                "failed",
+                f"the account answers are for {account.region}, the stack deploys to {cfg.region}. Fix: use answers "
+                f"for {cfg.region} (make account STACK=<stack> captures them)",
+                {"answers": account.region, "stack": cfg.region},
+            )
+        ]
+    checks += _quotas(cfg, account)
+    checks += _offerings(cfg, account)
+    checks += _releases(cfg, account, addon_versions_complete)
+    checks += _principals(cfg, account, authoritative)
+    checks += _certificate(cfg, account, authoritative)
+    checks += _spot_role(cfg, account)
+    checks += _existing_vpc(cfg, account, authoritative)
+    return checks
+
+
+def problems(checks: list[Check]) -> list[Problem]:
+    return [p for c in checks if (p := c.problem()) is not None]

@@ -1,0 +1,243 @@
+"""Preflight: each check passing and failing against account answers, all problems at once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from config import account, preflight
+from config.errors import ConfigError
+from config.stack import StackConfig
+from offline import harness, render
+from tests.conftest import DEV, PROD, ROOT, fixture_input, parse, stack_data
+
+DEFAULT = ROOT / "offline" / "account.yaml"
+
+
+def _answers(region: str = "us-east-1", **changes: Any) -> account.AccountFile:
+    data = yaml.safe_load(DEFAULT.read_text())
+    data.update(changes)
+    return account.in_region(account.parse(data, "test"), region)
+
+
+def _run(cfg: StackConfig, answers: account.AccountFile, authoritative: bool = False) -> list[preflight.Check]:
+    return preflight.run(cfg, answers, authoritative=authoritative)
+
+
+def _failed(checks: list[preflight.Check]) -> list[str]:
+    return [f"{c.path}: {c.message}" for c in checks if c.result == "failed"]
+
+
+def test_the_default_answers_pass_every_fixture_stack() -> None:
+    for stack in ("minimal-dev", "full-prod", "existing-vpc-irsa-bottlerocket", "internet-facing-tls"):
+        cfg = parse(stack_data(stack))
+        checks = _run(cfg, account.in_region(account.load(DEFAULT), cfg.region), authoritative=False)
+        assert _failed(checks) == [], stack
+        assert {c.result for c in checks} <= {"ok", "not checked"}
+
+
+def test_a_p_quota_of_zero_fails_with_the_code_and_the_fix() -> None:
+    cfg = parse(stack_data(PROD))
+    quotas = {"L-DB2E81BA": 4096, "L-417A185B": 0, "L-3819A6DF": 4096, "L-7212CCBC": 4096}
+    assert _failed(_run(cfg, _answers(quotas=quotas))) == [
+        "gpuPools: the account's L-417A185B quota (Running On-Demand P instances) is 0 vCPUs, below the 288 vCPUs the "
+        "minimum replicas of gpu-h100, gpu-a100-mig need: Karpenter's launches would fail and the pods stay Pending. "
+        "Fix: request 288 or more in Service Quotas (ec2, L-417A185B), or lower the pools' minimum replicas"
+    ]
+
+
+def test_a_quota_that_covers_min_but_not_the_limit_is_a_warning() -> None:
+    cfg = parse(stack_data(DEV))
+    quotas = {"L-DB2E81BA": 16, "L-417A185B": 0, "L-3819A6DF": 4096, "L-7212CCBC": 0}
+    warned = [c for c in _run(cfg, _answers(quotas=quotas)) if c.result == "warning"]
+    assert [c.inputs["quotaCode"] for c in warned] == ["L-DB2E81BA"]
+    assert "enough for the minimum replicas (4)" in warned[0].message
+
+
+def test_a_short_spot_quota_with_on_demand_fallback_only_warns() -> None:
+    cfg = parse(stack_data(DEV))
+    quotas = {"L-DB2E81BA": 4096, "L-417A185B": 0, "L-3819A6DF": 0, "L-7212CCBC": 0}
+    checks = _run(cfg, _answers(quotas=quotas))
+    assert _failed(checks) == []
+    assert [c.inputs["quotaCode"] for c in checks if c.result == "warning"] == ["L-3819A6DF"]
+
+
+def test_no_zone_offering_the_pool_types_fails_naming_them() -> None:
+    cfg = parse(stack_data(DEV))
+    offerings = {f"us-east-1{z}": ["m7i.xlarge"] for z in "abcdef"}
+    assert _failed(_run(cfg, _answers(offerings=offerings))) == [
+        "gpuPools[gpu-l4-a10g].instanceTypes: none of g6.xlarge, g6.2xlarge, g5.xlarge, g5.2xlarge is offered in "
+        "us-east-1a, us-east-1b: Karpenter could never launch a node of this pool. Fix: name zones that offer them "
+        "(network.availabilityZones, the pool's zones) or choose instance types offered there"
+    ]
+
+
+def test_prod_pools_need_two_zones_that_offer_them() -> None:
+    cfg = parse(stack_data(PROD))  # zones named by id: use1-az1, use1-az2, use1-az4 = us-east-1a, b, c
+    offerings = {f"us-east-1{z}": ["g6.xlarge", "g5.xlarge", "g6e.xlarge", "g6e.2xlarge", "g6e.4xlarge", "p4d.24xlarge"] for z in "abc"}
+    offerings["us-east-1a"] = [*offerings["us-east-1a"], "p5.48xlarge"]
+    failed = _failed(_run(cfg, _answers(offerings=offerings)))
+    assert failed == [
+        "gpuPools[gpu-h100].instanceTypes: p5.48xlarge is offered only in us-east-1a of us-east-1a, us-east-1b, us-east-1c; "
+        "a prod pool needs two zones to survive a zone outage. Fix: name zones that offer them (network.availabilityZones) "
+        "or add instance types offered in a second zone"
+    ]
+
+
+def test_a_missing_ami_release_fails_naming_it() -> None:
+    cfg = parse(stack_data(DEV))
+    assert _failed(_run(cfg, _answers(amiReleases={"al2023": ["v20261001", "v20261015"], "bottlerocket": []}))) == [
+        "karpenter.amiVersions.al2023: al2023@v20260930 is not published for Kubernetes 1.35 in us-east-1: Karpenter "
+        "could not resolve the GPU nodes' AMI. Fix: pin a published release, e.g. v20261001, v20261015"
+    ]
+
+
+def test_a_missing_addon_version_fails_from_a_full_list_and_warns_from_a_default() -> None:
+    cfg = parse(stack_data(DEV))
+    versions_ = yaml.safe_load(DEFAULT.read_text())["addonVersions"]
+    versions_["coredns"] = ["v1.13.3-eksbuild.1"]
+    answers = _answers(addonVersions=versions_)
+    assert _failed(_run(cfg, answers)) == [
+        "cluster.kubernetesVersion (coredns): coredns v1.13.2-eksbuild.21 (config/versions.py) is not available for "
+        "Kubernetes 1.35: the add-on would fail to install. Fix: pin one of v1.13.3-eksbuild.1 in config/versions.py"
+    ]
+    weak = preflight.run(cfg, answers, authoritative=True, addon_versions_complete=False)
+    assert [c.result for c in weak if c.name == "addon-version" and "coredns" in c.path] == ["warning"]
+
+
+def test_certificate_in_another_region_not_issued_or_for_another_domain() -> None:
+    cfg = parse(stack_data(PROD))
+    arn = cfg.ingress.certificate_arn
+    assert arn is not None
+    west = cfg.model_copy(update={"ingress": cfg.ingress.model_copy(update={"certificate_arn": arn.replace("us-east-1", "us-west-2")})})
+    assert _failed(_run(west, _answers())) == [
+        "ingress.certificateArn: the certificate is in us-west-2, but the ALB is in us-east-1; an ALB can only use a "
+        "certificate of its own region. Fix: request or import the certificate in us-east-1 and use its ARN"
+    ]
+    pending = [{"arn": arn, "domain": "*.llm.internal.example.com", "status": "PENDING_VALIDATION", "region": "us-east-1"}]
+    assert "the certificate is PENDING_VALIDATION, not ISSUED" in _failed(_run(cfg, _answers(certificates=pending)))[0]
+    other = [{"arn": arn, "domain": "api.example.org", "status": "ISSUED", "region": "us-east-1"}]
+    assert "use a certificate for *.llm.internal.example.com" in _failed(_run(cfg, _answers(certificates=other)))[0]
+    good = [{"arn": arn, "domain": "*.llm.internal.example.com", "status": "ISSUED", "region": "us-east-1"}]
+    assert [c.result for c in _run(cfg, _answers(certificates=good)) if c.name == "certificate"] == ["ok"]
+
+
+def test_principals_are_not_checked_by_default_and_failed_when_the_answers_are_authoritative() -> None:
+    cfg = parse(stack_data(PROD))
+    assert {c.result for c in _run(cfg, _answers(), authoritative=False) if c.name == "principal"} == {"not checked"}
+    roles = ["arn:aws:iam::123456789012:role/platform-admin", "arn:aws:iam::123456789012:role/llm-platform-deploy"]
+    failed = [f for f in _failed(_run(cfg, _answers(roles=roles), authoritative=True)) if f.startswith("cluster.")]
+    assert failed == [
+        "cluster.access[0].principalArn: 'arn:aws:iam::123456789012:role/ml-oncall' does not exist in the account: EKS "
+        "rejects an access entry for a missing principal and pulumi up would stop half-way. Fix: create the role first, "
+        "or correct the ARN"
+    ]
+
+
+def test_spot_pools_need_the_spot_service_linked_role() -> None:
+    cfg = parse(stack_data(DEV))
+    assert _failed(_run(cfg, _answers(spotServiceLinkedRole=False))) == [
+        "gpuPools[gpu-l4-a10g].capacityTypes: gpu-l4-a10g may launch spot capacity, but the account has no "
+        "AWSServiceRoleForEC2Spot: every spot launch would fail. Fix: run `aws iam create-service-linked-role "
+        "--aws-service-name spot.amazonaws.com` once"
+    ]
+
+
+def test_an_existing_vpc_is_checked_subnet_by_subnet() -> None:
+    cfg = parse(stack_data("existing-vpc-irsa-bottlerocket"))
+    vpc = {"id": "vpc-0a1b2c3d4e5f60718", "cidr": "10.60.0.0/16"}
+    tags = {"kubernetes.io/role/internal-elb": "1", "karpenter.sh/discovery": "llm-staging"}
+    subnets = [
+        {"id": "subnet-0a1b2c3d4e5f60711", "vpcId": vpc["id"], "zone": "us-west-2a", "cidr": "10.60.0.0/18", "tags": tags},
+        {"id": "subnet-0a1b2c3d4e5f60712", "vpcId": vpc["id"], "zone": "us-west-2a", "cidr": "10.60.64.0/18", "tags": {}},
+        {"id": "subnet-0a1b2c3d4e5f60713", "vpcId": vpc["id"], "zone": "us-west-2a", "cidr": "10.99.0.0/18", "tags": tags},
+    ]
+    failed = _failed(_run(cfg, _answers("us-west-2", vpcs=[vpc], subnets=subnets)))
+    assert failed == [
+        "network.privateSubnetIds[1]: subnet-0a1b2c3d4e5f60712 lacks the tag(s) kubernetes.io/role/internal-elb=1, "
+        "karpenter.sh/discovery=llm-staging: internal load balancers and Karpenter would not find it. Fix: tag the subnet",
+        "network.privateSubnetIds[2]: subnet-0a1b2c3d4e5f60713 (10.99.0.0/18) is outside 10.60.0.0/16. Fix: correct network.vpcCidr",
+        "network.privateSubnetIds: every listed subnet is in us-west-2a; EKS needs subnets in at least two zones. Fix: add a "
+        "private subnet in another zone",
+    ]
+
+
+def test_answers_for_another_region_fail_at_once() -> None:
+    cfg = parse(stack_data(DEV))
+    answers = account.parse({**yaml.safe_load(DEFAULT.read_text()), "region": "eu-west-1"}, "test")
+    assert _failed(_run(cfg, answers)) == [
+        "aws:region: the account answers are for eu-west-1, the stack deploys to us-east-1. Fix: use answers for us-east-1 "
+        "(make account STACK=<stack> captures them)"
+    ]
+
+
+def test_the_account_file_is_validated_with_paths() -> None:
+    data = yaml.safe_load(DEFAULT.read_text())
+    data["quotas"]["L-417A185B"] = "lots"
+    data["spotServiceLinkedRoll"] = True
+    with pytest.raises(ConfigError) as err:
+        account.parse(data, "mine.yaml")
+    assert [str(p) for p in err.value.problems] == [
+        "mine.yaml: quotas.L-417A185B: expected a number, got a string. Fix: write a number without quotes",
+        "mine.yaml: spotServiceLinkedRoll: unknown key (did you mean 'spotServiceLinkedRole'?); it would otherwise be "
+        "ignored silently. Fix: correct or remove it (see the config reference in README.md)",
+    ]
+
+
+# -- the render and the program -----------------------------------------------------------------------
+
+
+def _account_file(tmp_path: Path, **changes: Any) -> Path:
+    data = yaml.safe_load(DEFAULT.read_text())
+    data.update(changes)
+    path = tmp_path / "account.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_render_exits_2_on_every_problem_at_once_and_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    quotas = {"L-DB2E81BA": 4096, "L-417A185B": 0, "L-3819A6DF": 4096, "L-7212CCBC": 4096}
+    path = _account_file(tmp_path, quotas=quotas, amiReleases={"al2023": ["v20261001"]}, spotServiceLinkedRole=False)
+    out = tmp_path / "build"
+    stack = ROOT / "tests" / "fixtures" / "stacks" / "full-prod.yaml"
+    assert render.main(["full-prod", "--file", str(stack), "--account", str(path), "--out", str(out)]) == 2
+    assert not out.exists()
+    err = capsys.readouterr().err
+    assert "preflight against the account answers failed" in err
+    for needle in ("L-417A185B", "al2023@v20260930", "AWSServiceRoleForEC2Spot", "ingress.certificateArn"):
+        assert needle in err
+    assert "Traceback" not in err
+
+
+def test_render_writes_the_checks(tmp_path: Path) -> None:
+    stack = ROOT / "tests" / "fixtures" / "stacks" / "minimal-dev.yaml"
+    assert render.main(["minimal-dev", "--file", str(stack), "--out", str(tmp_path)]) == 0
+    checks = yaml.safe_load((tmp_path / "minimal-dev" / "preflight.json").read_text())
+    assert {c["name"] for c in checks} == {"quota", "offerings", "ami-release", "addon-version", "principal", "spot-role"}
+    assert all(set(c) == {"name", "path", "result", "message", "inputs"} for c in checks)
+
+
+def test_the_program_stops_before_registering_anything(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import pulumi
+
+    from offline import mocks
+
+    monitors: list[mocks.RecordingMonitor] = []
+
+    class Kept(mocks.RecordingMonitor):
+        def __init__(self, m: mocks.RecordingMocks) -> None:
+            super().__init__(m)
+            monitors.append(self)
+
+    monkeypatch.setattr(harness, "RecordingMonitor", Kept)
+    inp = fixture_input(DEV)
+    inp.account = _account_file(tmp_path, spotServiceLinkedRole=False)
+    with pytest.raises(pulumi.RunError) as info:
+        harness.run(inp)
+    assert str(info.value).startswith("Preflight against the account failed.")
+    assert "AWSServiceRoleForEC2Spot" in str(info.value)
+    assert len(monitors) == 1
+    assert monitors[0].registrations == []  # not one resource: the stack stays as it was
