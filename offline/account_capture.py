@@ -1,0 +1,199 @@
+"""`make account STACK=<s> OUT=<file>`: capture a real account's answers for offline preflight.
+
+    python -m offline.account_capture <stack> --out my-account.yaml [--file Pulumi.<stack>.yaml]
+
+With the caller's AWS credentials (read-only calls: describe, get, list), in the stack's region,
+it records what the preflight checks read (config/account.py) for this stack: zones, the four
+EC2 GPU vCPU quotas, the offerings of the pools' instance types, the published EKS AMI releases
+and add-on versions for the cluster's Kubernetes version, which of the stack's principals exist,
+its certificate, the EC2 Spot service-linked role, and an existing VPC with its subnets. Then
+`make render STACK=<s> ACCOUNT=my-account.yaml` checks the stack against that account offline,
+and a pull request can show what a change needs ("96 more P vCPUs").
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from config import account, stack_file, versions
+from config.errors import ConfigError
+from config.network import ExistingVpc
+from config.preflight import QUOTAS, SPOT_ROLE
+from config.stack import StackConfig
+from config.validate import parse_stack_config
+from offline import harness
+
+ClientFactory = Callable[[str], Any]
+"""Returns a boto3 client for a service name (tests pass botocore-stubbed clients)."""
+
+
+MISSING = ("NoSuchEntity", "NoSuchEntityException", "ResourceNotFoundException", "InvalidVpcID.NotFound", "InvalidSubnetID.NotFound")
+
+
+def _missing(error: Exception) -> bool:
+    code = getattr(error, "response", {}).get("Error", {}).get("Code", "")
+    return code in (
+        "NoSuchEntity",
+        "NoSuchEntityException",
+        "ResourceNotFoundException",
+        "InvalidVpcID.NotFound",
+        "InvalidSubnetID.NotFound",
+    )
+
+
+def _ami_releases(ssm: Any, family: str, k8s: str) -> list[str]:
+    """Published NVIDIA AMI releases under the SSM paths Karpenter resolves (upstream-facts W2.7)."""
+    if family == "bottlerocket":
+        path, prefix = f"/aws/service/bottlerocket/aws-k8s-{k8s}-nvidia/x86_64/", ""
+    else:
+        path = f"/aws/service/eks/optimized-ami/{k8s}/amazon-linux-2023/x86_64/nvidia/"
+        prefix = f"amazon-eks-node-al2023-x86_64-nvidia-{k8s}-"
+    found: set[str] = set()
+    for page in ssm.get_paginator("get_parameters_by_path").paginate(Path=path, Recursive=True):
+        for parameter in page["Parameters"]:
+            parts = parameter["Name"][len(path) :].split("/")
+            if len(parts) == 2 and parts[1] == "image_id" and parts[0].startswith(prefix):
+                release = parts[0][len(prefix) :]
+                if release not in ("latest", "recommended"):
+                    found.add(release if release.startswith("v") else f"v{release}")
+    return sorted(found)
+
+
+def capture(cfg: StackConfig, client: ClientFactory) -> dict[str, Any]:
+    """The account answers for this stack, in the account-file shape (camelCase)."""
+    ec2, quotas_client, ssm, eks, iam, acm = (client(s) for s in ("ec2", "service-quotas", "ssm", "eks", "iam", "acm"))
+    zones = ec2.describe_availability_zones(Filters=[{"Name": "state", "Values": ["available"]}])["AvailabilityZones"]
+    types = sorted({t.name for p in cfg.gpu_pools for t in p.resolved_instance_types()})
+    offerings: dict[str, list[str]] = {}
+    for page in ec2.get_paginator("describe_instance_type_offerings").paginate(
+        LocationType="availability-zone", Filters=[{"Name": "instance-type", "Values": types}]
+    ):
+        for offer in page["InstanceTypeOfferings"]:
+            offerings.setdefault(offer["Location"], []).append(offer["InstanceType"])
+    quotas = {code: quotas_client.get_service_quota(ServiceCode="ec2", QuotaCode=code)["Quota"]["Value"] for code, _name in QUOTAS.values()}
+    k8s = cfg.cluster.kubernetes_version
+    families = sorted({p.ami_family or cfg.karpenter.default_ami_family for p in cfg.gpu_pools})
+    addon_versions = {}
+    for addon in versions.EKS_ADDON_VERSIONS:
+        listed = eks.describe_addon_versions(addonName=addon, kubernetesVersion=k8s)["addons"]
+        addon_versions[addon] = sorted({v["addonVersion"] for a in listed for v in a["addonVersions"]})
+    principals = [*cfg.cluster.admin_role_arns, *([cfg.cluster.deploy_role_arn] if cfg.cluster.deploy_role_arn else [])]
+    principals += [g.principal_arn for g in cfg.cluster.access]
+    roles = [arn for arn in dict.fromkeys(principals) if _principal_exists(iam, arn)]
+    answers: dict[str, Any] = {
+        "region": cfg.region,
+        "zones": {z["ZoneId"]: z["ZoneName"] for z in zones},
+        "quotas": quotas,
+        "offerings": {z: sorted(t) for z, t in sorted(offerings.items())},
+        "amiReleases": {family: _ami_releases(ssm, family, k8s) for family in families},
+        "addonVersions": addon_versions,
+        "roles": roles,
+        "certificates": _certificates(acm, cfg),
+        "spotServiceLinkedRole": _role_exists(iam, SPOT_ROLE),
+    }
+    if isinstance(cfg.network, ExistingVpc):
+        answers |= _existing_vpc(ec2, cfg.network)
+    account.parse(answers, "captured answers")  # the file written is one the render accepts
+    return answers
+
+
+def _role_exists(iam: Any, name: str) -> bool:
+    try:
+        iam.get_role(RoleName=name)
+    except Exception as error:
+        if _missing(error):
+            return False
+        raise
+    return True
+
+
+def _principal_exists(iam: Any, arn: str) -> bool:
+    kind, _, path_name = arn.split(":", 5)[5].partition("/")
+    name = path_name.rsplit("/", 1)[-1]
+    if kind != "user":
+        return _role_exists(iam, name)
+    try:
+        iam.get_user(UserName=name)
+    except Exception as error:
+        if _missing(error):
+            return False
+        raise
+    return True
+
+
+def _certificates(acm: Any, cfg: StackConfig) -> list[dict[str, str]]:
+    arn = cfg.ingress.certificate_arn
+    if arn is None or arn.split(":")[3] != cfg.region:
+        return []
+    try:
+        cert = acm.describe_certificate(CertificateArn=arn)["Certificate"]
+    except Exception as error:
+        if _missing(error):
+            return []
+        raise
+    return [{"arn": arn, "domain": cert["DomainName"], "status": cert["Status"], "region": cfg.region}]
+
+
+def _existing_vpc(ec2: Any, network: ExistingVpc) -> dict[str, Any]:
+    try:
+        vpcs = ec2.describe_vpcs(VpcIds=[network.vpc_id])["Vpcs"]
+    except Exception as error:
+        if _missing(error):
+            return {"vpcs": [], "subnets": []}
+        raise
+    subnets = ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [network.vpc_id]}])["Subnets"]
+    return {
+        "vpcs": [{"id": v["VpcId"], "cidr": v["CidrBlock"]} for v in vpcs],
+        "subnets": [
+            {
+                "id": s["SubnetId"],
+                "vpcId": s["VpcId"],
+                "zone": s["AvailabilityZone"],
+                "cidr": s["CidrBlock"],
+                "tags": {t["Key"]: t["Value"] for t in s.get("Tags", [])},
+            }
+            for s in subnets
+        ],
+    }
+
+
+def stack_config(stack: str, path: Path) -> StackConfig:
+    """The stack's validated config, from its file (no secrets needed)."""
+    inp = harness.stack_input(stack, path)
+    data, _, _ = stack_file.split(inp.config, lambda key: key in inp.secret_keys)
+    cfg, _ = parse_stack_config(data)
+    return cfg
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("stack", help="stack name: reads Pulumi.<stack>.yaml")
+    parser.add_argument("--out", required=True, help="account file to write")
+    parser.add_argument("--file", help="stack file to read instead of Pulumi.<stack>.yaml")
+    args = parser.parse_args(argv)
+    path = Path(args.file) if args.file else harness.ROOT / f"Pulumi.{args.stack}.yaml"
+    try:
+        cfg = stack_config(args.stack, path)
+    except ConfigError as err:
+        print(f"{path.name}: {err.report()}", file=sys.stderr)
+        return 2
+    import boto3  # type: ignore[import-untyped]
+
+    session = boto3.session.Session(region_name=cfg.region)
+    answers = capture(cfg, session.client)
+    Path(args.out).write_text(
+        f"# Account answers for stack {args.stack} ({cfg.region}), captured by `make account`.\n"
+        + yaml.safe_dump(answers, sort_keys=False, width=120)
+    )
+    print(f"Wrote {args.out}: render against it with `make render STACK={args.stack} ACCOUNT={args.out}`")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
