@@ -135,7 +135,7 @@ class Cluster(pulumi.ComponentResource):
         ).vpc_config.cluster_security_group_id
 
         # Who may reach the private endpoint: the cluster security group admits only itself.
-        for rule in builders.api_access_rules(cfg):
+        api_rules = [
             aws.vpc.SecurityGroupIngressRule(
                 f"{name}-{rule.key}",
                 security_group_id=self.cluster_security_group_id,
@@ -148,6 +148,8 @@ class Cluster(pulumi.ComponentResource):
                 tags=tags,
                 opts=pulumi.ResourceOptions(parent=self),
             )
+            for rule in builders.api_access_rules(cfg)
+        ]
 
         before, after = self._addons(name, partition, tags, cluster)
         self.system_node_group = self._system_nodes(name, args, partition, before)
@@ -158,7 +160,8 @@ class Cluster(pulumi.ComponentResource):
             f"{name}-k8s",
             kubeconfig=self.kubeconfig,
             enable_server_side_apply=True,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.system_node_group]),
+            # Kubernetes objects go through the API endpoint: after the rules that let pulumi up reach it.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.system_node_group, *api_rules]),
         )
         sc = builders.gp3_storage_class()
         k8s.storage.v1.StorageClass(

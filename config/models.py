@@ -10,7 +10,7 @@ from pydantic import Field, field_validator, model_validator
 from config import versions
 from config.base import ConfigModel
 from config.observability import Slo
-from config.types import Fraction, K8sName, Quantity, config_error
+from config.types import Fraction, K8sName, Quantity, config_error, parse_quantity
 
 _HF_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 _REVISION = re.compile(r"^[0-9a-f]{40}$")
@@ -85,6 +85,15 @@ class Resources(ConfigModel):
 
     cpu: Quantity = Field(description="CPU cores, e.g. 4 or 3500m.")
     memory: Quantity = Field(description="Memory, e.g. 32Gi (the weights pass through host memory while loading).")
+
+    @field_validator("cpu", "memory")
+    @classmethod
+    def _positive(cls, value: str) -> str:
+        if parse_quantity(value) <= 0:
+            raise config_error(
+                f"'{value}' is not a positive quantity; vLLM needs CPU and memory to start", "request e.g. cpu 4, memory 32Gi"
+            )
+        return value
 
 
 class Replicas(ConfigModel):

@@ -47,7 +47,7 @@ class NewVpc(ConfigModel):
                 f"availabilityZones lists {len(zones)} zone{'s' if len(zones) != 1 else ''} but azCount is {self.az_count}; "
                 "each zone gets one public "
                 "and one private subnet",
-                f"list {self.az_count} zones, or set azCount to {len(zones)}",
+                f"list {self.az_count} zones" + (f", or set azCount to {len(zones)}" if len(zones) >= 2 else ""),
             )
         if len(set(zones)) != len(zones):
             raise config_error("availabilityZones lists a zone twice", "list each zone once")

@@ -57,6 +57,9 @@ def find(cfg: StackConfig) -> list[Problem]:
     for i, grant in enumerate(cluster.access):
         found += _arn(f"cluster.access[{i}].principalArn", grant.principal_arn, "the role or user to grant access")
     found += _cidrs("cluster.endpoint.publicCidrs", endpoint.public_cidrs, "the egress CIDRs of your offices, VPN or CI runners")
+    found += _cidrs(
+        "cluster.endpoint.privateAccessCidrs", endpoint.private_access_cidrs, "the range of the network pulumi up runs from (VPN, CI)"
+    )
     found += _cidrs("ingress.allowedCidrs", ingress.allowed_cidrs, "the CIDRs your model clients call from")
     found += _arn("ingress.certificateArn", ingress.certificate_arn, "your issued ACM certificate for the endpoints' domain")
     found += _domain("ingress.domain", ingress.domain)

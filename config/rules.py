@@ -5,6 +5,7 @@ Each rule returns Problems instead of raising, so one run reports everything at 
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterator
 
@@ -249,9 +250,16 @@ def rule_startup_budget(cfg: StackConfig) -> Iterator[Problem]:
             )
 
 
+def _gpus_on(model: ModelConfig, pool: GpuPool, replicas: int, instance: catalog.InstanceType) -> int:
+    """GPUs of the nodes of this type that `replicas` replicas need."""
+    return capacity.nodes_for(model, pool, instance, replicas) * instance.gpu_count
+
+
 def rule_gpu_limits(cfg: StackConfig) -> Iterator[Problem]:
     """A NodePool's limit counts the GPUs of the nodes Karpenter launches, so count whole nodes:
-    at minimum replicas, and at maximum replicas plus the largest rolling update's surge."""
+    at minimum replicas (on the cheapest type, Karpenter's pick), and at maximum replicas plus a
+    rolling update's surge of every model of the pool (a platform change rolls them all at once),
+    on whichever of the pool's types needs the most GPUs."""
     for pool in cfg.gpu_pools:
         on_pool = [m for m in cfg.models if m.pool == pool.name]
         if not on_pool or catalog_problems(pool):
@@ -262,26 +270,28 @@ def rule_gpu_limits(cfg: StackConfig) -> Iterator[Problem]:
             hosts = capacity.packing_hosts(m, pool)
             if not hosts:
                 continue  # reported by the fit and node-room rules
-            host = hosts[0]  # the cheapest type that holds a replica: Karpenter's pick
-            at_min += capacity.nodes_for(m, pool, host, m.replicas.min) * host.gpu_count
-            at_max += capacity.nodes_for(m, pool, host, m.replicas.max) * host.gpu_count
-            surge = max(surge, capacity.rollout_surge_nodes(m, pool, host) * host.gpu_count)
-            per_node.append(f"{m.name}: {capacity.replicas_per_node(m, pool, host)} per {host.name}")
+            cheapest = hosts[0]
+            at_min += capacity.nodes_for(m, pool, cheapest, m.replicas.min) * cheapest.gpu_count
+            peak = m.replicas.max + capacity.ROLLOUT_MAX_SURGE
+            worst = max(hosts, key=functools.partial(_gpus_on, m, pool, peak))
+            at_max += capacity.nodes_for(m, pool, worst, m.replicas.max) * worst.gpu_count
+            surge += capacity.rollout_surge_nodes(m, pool, worst) * worst.gpu_count
+            per_node.append(f"{m.name}: {capacity.replicas_per_node(m, pool, worst)} per {worst.name}")
         packing = "; ".join(per_node)
         if at_min > pool.gpu_limit:
             yield Problem(
                 f"{pool_path(pool)}.gpuLimit",
                 f"gpuLimit ({pool.gpu_limit}) is below the {at_min} GPUs of the nodes its models need at minimum "
-                f"replicas ({packing}); Karpenter would stop launching nodes and replicas would stay Pending. "
+                f"replicas; Karpenter would stop launching nodes and replicas would stay Pending. "
                 f"Fix: raise gpuLimit to at least {at_min}",
             )
         elif at_max + surge > pool.gpu_limit:
             yield Problem(
                 f"{pool_path(pool)}.gpuLimit",
                 f"gpuLimit ({pool.gpu_limit}) is below the {at_max + surge} GPUs of the nodes its models need at maximum "
-                f"replicas ({at_max}) plus a rolling update's surge of {capacity.ROLLOUT_MAX_SURGE} replica ({surge}), in "
-                f"whole nodes ({packing}); Karpenter would stop at the limit and scale-out or the rollout would stall. "
-                f"Fix: raise gpuLimit to at least {at_max + surge}, or lower replicas.max",
+                f"replicas ({at_max}) plus a rolling update's surge of {capacity.ROLLOUT_MAX_SURGE} replica per model "
+                f"({surge}), in whole nodes ({packing}); Karpenter would stop at the limit and scale-out or the rollout "
+                f"would stall. Fix: raise gpuLimit to at least {at_max + surge}, or lower replicas.max",
             )
 
 
@@ -400,10 +410,17 @@ def rule_zones(cfg: StackConfig) -> Iterator[Problem]:
 
 def rule_system_capacity(cfg: StackConfig) -> Iterator[Problem]:
     """The system node group holds every system pod with one node lost (config/system_capacity.py)."""
+    group = cfg.cluster.system_node_group
+    if group.min_size == 1 and not cfg.is_prod:
+        yield Problem(
+            "cluster.systemNodeGroup.minSize",
+            "is 1: there is no spare node, so losing it stops Karpenter, KEDA, CoreDNS and monitoring at once "
+            "(the capacity check counts that one node). Fix: set minSize: 2 for a cluster that must keep scaling",
+            "warning",
+        )
     short = system_capacity.shortfall(cfg)
     if short is None:
         return
-    group = cfg.cluster.system_node_group
     fix = _system_fix(cfg)
     yield Problem(
         "cluster.systemNodeGroup",
@@ -465,22 +482,27 @@ def rule_api_reachable(cfg: StackConfig) -> Iterator[Problem]:
 
 
 def rule_deploy_role(cfg: StackConfig) -> Iterator[Problem]:
-    """The role CI deploys with must stay a cluster admin, whoever created the cluster."""
+    """The role that deploys is the one that creates the cluster: EKS (through pulumi-eks, which
+    always asks for it) gives the creator an admin access entry of its own, so the stack must not
+    declare a second one for it, or EKS refuses it (409) right after creating the cluster."""
     role = cfg.cluster.deploy_role_arn
     if role is None:
         if cfg.is_prod:
             yield Problem(
                 "cluster.deployRoleArn",
-                "is not set; prod is deployed by CI, and only the principal that created the cluster is an admin "
-                "without an access entry, so CI could lose access to the Kubernetes API. Fix: set it to the role "
-                "the workflows assume (vars.AWS_ROLE_ARN) and list it in cluster.adminRoleArns",
+                "is not set; prod is deployed by CI, and the Kubernetes objects are created as the principal that "
+                "creates the cluster. Fix: set it to the role the workflows assume (vars.AWS_ROLE_ARN), and run the "
+                "first pulumi up as that role",
             )
         return
-    if role not in cfg.cluster.admin_role_arns:
+    declared = [f"cluster.adminRoleArns[{i}]" for i, arn in enumerate(cfg.cluster.admin_role_arns) if arn == role]
+    declared += [f"cluster.access[{i}]" for i, grant in enumerate(cfg.cluster.access) if grant.principal_arn == role]
+    for path in declared:
         yield Problem(
-            "cluster.deployRoleArn",
-            "is not one of cluster.adminRoleArns, so pulumi up as this role has cluster access only if it created "
-            "the cluster (EKS makes the creator an admin, and nothing else). Fix: add it to cluster.adminRoleArns",
+            path,
+            "is the deploy role (cluster.deployRoleArn): EKS already gives the principal that creates the cluster an "
+            "admin access entry, and a second entry for it fails with 409 ResourceInUseException right after the "
+            "cluster is created. Fix: remove it here, and run the first pulumi up as the deploy role",
         )
 
 

@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from config import catalog
+from config import catalog, versions
 from config.exposure import exposed_models
 from config.stack import StackConfig
 from config.types import parse_quantity
@@ -79,8 +79,8 @@ def _row(
     return SystemWorkload(name, kind, replicas, Requests(cpu, memory), source, chart_default=chart_default)
 
 
-KEDA = "keda-2.20.2"
-GPU_OPERATOR = "gpu-operator-v26.7.0"
+KEDA = f"keda-{versions.KEDA_VERSION}"
+GPU_OPERATOR = f"gpu-operator-{versions.GPU_OPERATOR_VERSION}"
 
 
 def workloads(cfg: StackConfig) -> list[SystemWorkload]:

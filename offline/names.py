@@ -38,7 +38,7 @@ class NameCheck:
             f"{fixture}: {identity} is no longer registered and no resource aliases it, so `pulumi up` on an existing "
             "stack would delete and recreate it. Fix: give the renamed resource "
             "`opts=pulumi.ResourceOptions(aliases=[pulumi.Alias(name=<old name>, parent=<old parent>)])`, "
-            "or, for a deliberate removal, run `python -m offline.golden --accept-removals`"
+            "or, for a deliberate removal, run `python -m offline.golden --write --accept-removals`"
             for identity in self.removed
         ]
         if self.added:

@@ -82,13 +82,26 @@ def _deploy_role_check() -> str:
     return str(found[0]["run"])
 
 
+DEPLOY = "arn:aws:iam::123456789012:role/llm-platform-deploy"
+
+
 @pytest.mark.parametrize(
-    ("role", "passes"),
-    [("arn:aws:iam::123456789012:role/llm-platform-deploy", True), ("arn:aws:iam::123456789012:role/someone-else", False)],
+    ("line", "role", "passes"),
+    [
+        (f"    deployRoleArn: {DEPLOY}", DEPLOY, True),
+        (f'    deployRoleArn: "{DEPLOY}"', DEPLOY, True),  # quoted
+        (f"    deployRoleArn: {DEPLOY}  # CI", DEPLOY, True),  # trailing comment
+        (f"    deployRoleArn: {DEPLOY}", "arn:aws:iam::123456789012:role/someone-else", False),
+        (f"    deployRoleArn: {DEPLOY}", "arn:aws:iam::123456789012:role/llm", False),  # a prefix is not the role
+        (f"    deployRoleArn: {DEPLOY}", "", False),  # no role configured
+        (f"    # deployRoleArn: {DEPLOY}", DEPLOY, False),  # commented out
+    ],
 )
-def test_the_deploy_workflow_refuses_a_role_that_is_not_the_stacks_deploy_role(role: str, passes: bool) -> None:
-    env = {"ROLE": role, "STACK_FILE": str(ROOT / "tests" / "fixtures" / "stacks" / "full-prod.yaml"), "PATH": "/usr/bin:/bin"}
+def test_the_deploy_workflow_accepts_only_the_stacks_deploy_role(tmp_path: Path, line: str, role: str, passes: bool) -> None:
+    stack = tmp_path / "Pulumi.x.yaml"
+    stack.write_text(f"config:\n  llm-platform:cluster:\n    name: x\n{line}\n")
+    env = {"ROLE": role, "STACK_FILE": str(stack), "PATH": "/usr/bin:/bin"}
     result = subprocess.run(["bash", "-c", _deploy_role_check()], env=env, capture_output=True, text=True, check=False)
-    assert (result.returncode == 0) is passes
+    assert (result.returncode == 0) is passes, result.stdout + result.stderr
     if not passes:
         assert "is not cluster.deployRoleArn" in result.stdout

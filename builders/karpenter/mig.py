@@ -10,8 +10,9 @@ is kept off those nodes (label nvidia.com/gpu.deploy.mig-manager=false); the dev
 the `mixed` strategy, advertises the instances as nvidia.com/mig-<profile>.
 
 Unconfirmed upstream (to check on hardware): whether p4d/p5 need a reboot rather than a GPU reset
-for the mode change, and whether fabric manager must be stopped for the reset on NVSwitch systems;
-the script stops the host's GPU clients around a reset only when the mode did not switch.
+for the mode change, and whether fabric manager must be stopped for the reset on NVSwitch systems.
+The script tries the switch, then a reset with the host's GPU clients stopped, then one reboot
+(the mode persists across it); a node whose mode still did not switch stays out of the cluster.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ HOST_GPU_CLIENTS = ("nvidia-persistenced", "nvidia-fabricmanager")
 # nodeadm-run.service starts kubelet, after cloud-final (AL2023 boot order).
 KUBELET_STARTER = "nodeadm-run.service"
 DRIVER_WAIT_SECONDS = 300
+REBOOT_MARKER = "/var/lib/llm-platform/mig-rebooted"
+"""Set before the one reboot a pending MIG mode may need, so a node never reboots in a loop."""
 
 
 def partition_script(profile: str, per_gpu: int) -> str:
@@ -33,6 +36,7 @@ def partition_script(profile: str, per_gpu: int) -> str:
     return f"""#!/bin/bash
 # Partition every GPU into MIG instances of {profile} before kubelet starts (llm-platform).
 set -euo pipefail
+MARKER="${{LLM_PLATFORM_MIG_MARKER:-{REBOOT_MARKER}}}"
 # The driver's modules load beside the boot, not before it: wait until the GPUs answer.
 for _ in $(seq 1 {tries}); do
   if nvidia-smi -L >/dev/null 2>&1; then break; fi
@@ -46,15 +50,23 @@ mig_off() {{
   grep -qv '^Enabled$' <<<"$modes"
 }}
 if mig_off; then
-  nvidia-smi -mig 1
+  nvidia-smi -mig 1 || true
   if mig_off; then
     # The mode switches on a GPU reset, which needs the GPUs free of the host's own clients.
     systemctl stop {clients} || true
-    nvidia-smi --gpu-reset
+    nvidia-smi --gpu-reset || true
     systemctl start {clients} || true
   fi
 fi
 if mig_off; then
+  # Some GPUs apply a pending MIG mode only across a reboot (the mode then persists): reboot once.
+  if [ ! -e "$MARKER" ]; then
+    mkdir -p "$(dirname "$MARKER")"
+    touch "$MARKER"
+    echo "MIG mode is pending; rebooting once to apply it" >&2
+    systemctl --no-block reboot
+    exit 1
+  fi
   echo "MIG mode did not switch on; the node stays out of the cluster" >&2
   exit 1
 fi

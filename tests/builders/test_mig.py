@@ -62,8 +62,10 @@ echo "nvidia-smi $*" >> "$LOG"
 case "$*" in
   "-L") echo "GPU 0: NVIDIA A100-SXM4-40GB"; echo "GPU 1: NVIDIA A100-SXM4-40GB" ;;
   "--query-gpu=mig.mode.current --format=csv,noheader")
-    if [ -f "$STATE/enabled" ]; then echo Enabled; echo Enabled; else echo Disabled; echo Disabled; fi ;;
-  "-mig 1") if [ "$MODE" = switches ]; then touch "$STATE/enabled"; else touch "$STATE/pending"; fi ;;
+    if [ -f "$STATE/enabled" ] || { [ "$MODE" = reboot ] && [ -f "$STATE/pending" ] && [ -f "$LLM_PLATFORM_MIG_MARKER" ]; }; then
+      echo Enabled; echo Enabled; else echo Disabled; echo Disabled; fi ;;
+  "-mig 1") if [ "$MODE" = switches ]; then touch "$STATE/enabled"; else touch "$STATE/pending"; fi
+    if [ "$MODE" = refuses ]; then exit 6; fi ;;
   "--gpu-reset") if [ "$MODE" = reset ] && [ -f "$STATE/pending" ]; then touch "$STATE/enabled"; fi ;;
   "--query-gpu=index --format=csv,noheader") echo 0; echo 1 ;;
 esac
@@ -73,16 +75,22 @@ exit 0
 
 def _run(tmp_path: Path, mode: str) -> tuple[int, list[str], str]:
     bin_dir, state = tmp_path / "bin", tmp_path / "state"
-    bin_dir.mkdir()
-    state.mkdir()
+    bin_dir.mkdir(exist_ok=True)
+    state.mkdir(exist_ok=True)
     (bin_dir / "nvidia-smi").write_text(STUB)
     (bin_dir / "systemctl").write_text('#!/bin/bash\necho "systemctl $*" >> "$LOG"\n')
     (bin_dir / "sleep").write_text("#!/bin/bash\n")
     for tool in bin_dir.iterdir():
         tool.chmod(0o755)
     log = tmp_path / "log"
-    log.touch()
-    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "LOG": str(log), "STATE": str(state), "MODE": mode}
+    log.write_text("")
+    env = {
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "LOG": str(log),
+        "STATE": str(state),
+        "MODE": mode,
+        "LLM_PLATFORM_MIG_MARKER": str(tmp_path / "marker" / "rebooted"),
+    }
     result = subprocess.run(["bash", "-c", mig.partition_script("3g.20gb", 2)], env=env, capture_output=True, text=True, check=False)
     return result.returncode, log.read_text().splitlines(), result.stderr
 
@@ -109,8 +117,30 @@ def test_a_pending_mode_is_applied_by_a_reset_with_the_host_clients_stopped(tmp_
     assert stop < reset < start
 
 
+def test_a_mode_that_needs_a_reboot_gets_exactly_one(tmp_path: Path) -> None:
+    code, calls, stderr = _run(tmp_path, "reboot")
+    assert code == 1  # kubelet must not start before the reboot
+    assert "systemctl --no-block reboot" in calls
+    assert "rebooting once" in stderr
+    # after the reboot the mode is on: the instances are created and the node joins
+    code, calls, _ = _run(tmp_path, "reboot")
+    assert code == 0
+    assert "systemctl --no-block reboot" not in calls
+    assert [c for c in calls if "-cgi" in c]
+
+
+def test_a_failing_mode_switch_still_reaches_the_reset(tmp_path: Path) -> None:
+    # nvidia-smi -mig 1 may exit non-zero while the mode is pending: set -e must not stop there
+    _code, calls, _ = _run(tmp_path, "refuses")
+    assert "nvidia-smi --gpu-reset" in calls
+
+
 def test_a_node_whose_mig_mode_never_switches_stays_out_of_the_cluster(tmp_path: Path) -> None:
-    code, calls, stderr = _run(tmp_path, "stuck")
+    code, calls, _ = _run(tmp_path, "stuck")
+    assert code == 1
+    assert calls.count("systemctl --no-block reboot") == 1
+    code, calls, stderr = _run(tmp_path, "stuck")  # after the one reboot: no second one
     assert code == 1
     assert "MIG mode did not switch on" in stderr
+    assert "systemctl --no-block reboot" not in calls
     assert not [c for c in calls if "-cgi" in c]

@@ -67,17 +67,7 @@ def test_access_entries(prod_run: harness.RunResult) -> None:
                 }
             },
         },
-        # the deploy role (cluster.deployRoleArn) is an admin too, so CI keeps access
-        "admin-llm-platform-deploy": {
-            "principalArn": "arn:aws:iam::123456789012:role/llm-platform-deploy",
-            "type": "STANDARD",
-            "accessPolicies": {
-                "policy": {
-                    "policyArn": "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy",
-                    "accessScope": {"type": "cluster"},
-                }
-            },
-        },
+        # no entry for the deploy role: EKS gives the cluster's creator one of its own
         "access-ml-oncall": {
             "principalArn": "arn:aws:iam::123456789012:role/ml-oncall",
             "type": "STANDARD",
@@ -239,11 +229,11 @@ def test_the_deploy_network_may_reach_the_private_endpoint(prod_run: harness.Run
     cluster_sg = values(prod_run.one(EKS))  # the security group id comes from the cluster lookup
     assert cluster_sg["endpointPublicAccess"] is False
     rule = prod_run.one(RULE)
-    assert rule.name == "cluster-api-from-10-100-0-0-16"
+    assert rule.name == "cluster-api-from-192-0-2-0-24"
     assert rule.parent == "llmplatform:index:Cluster::cluster"
     inputs = values(rule)
     assert {k: inputs[k] for k in ("cidrIpv4", "ipProtocol", "fromPort", "toPort")} == {
-        "cidrIpv4": "10.100.0.0/16",
+        "cidrIpv4": "192.0.2.0/24",
         "ipProtocol": "tcp",
         "fromPort": 443,
         "toPort": 443,

@@ -83,6 +83,8 @@ CASES: dict[str, Callable[[dict[str, Any]], object]] = {
         ingress={"scheme": "internet-facing", "allowedCidrs": ["10.0.0.0/8"], "certificateArn": ACM}
     ),
     "reserved-namespace": lambda d: m0(d).update(name="monitoring"),
+    "zero-cpu": lambda d: m0(d)["resources"].update(cpu="0"),
+    "one-system-node": lambda d: d["cluster"]["systemNodeGroup"].update(minSize=1, desiredSize=1),
     "scheduler-alerts-back-on": lambda d: d.update(observability={"extraValues": {"kubeScheduler": {"enabled": True}}}),
     "prometheus-volume-retained": lambda d: d.update(
         observability={
@@ -114,7 +116,7 @@ CASES: dict[str, Callable[[dict[str, Any]], object]] = {
         ),
     ),
     "private-access-not-a-security-group": lambda d: d["cluster"]["endpoint"].update(privateAccessSecurityGroupIds=["runner-sg"]),
-    "deploy-role-not-an-admin": lambda d: d["cluster"].update(deployRoleArn="arn:aws:iam::123456789012:role/ci-deploy"),
+    "deploy-role-declared-again": lambda d: d["cluster"].update(deployRoleArn="arn:aws:iam::123456789012:role/platform-admin"),
     "sse-keep-alive-in-extra-args": lambda d: m0(d).update(extraArgs=["--sse-keep-alive-interval=5"]),
     "model-named-like-custom-gpu-operator-namespace": lambda d: (
         d.update(gpuOperator={"namespace": "nvidia-gpu"}),
@@ -183,9 +185,10 @@ EXPECTED: dict[str, list[str]] = {
     "zero-queue-threshold": ["models[llama-3-1-8b].autoscaling.queueDepthPerReplica: must be > 0.0. Fix: change the value"],
     "duplicate-model": [
         "models[1].name: 'llama-3-1-8b' is already used by models[0]; names must be unique, because each becomes Kubernetes object names (two ScaledObjects on one Deployment fight each other). Fix: rename one",
-        "gpuPools[gpu-l4-a10g].gpuLimit: gpuLimit (4) is below the 7 GPUs of the nodes its models need at maximum replicas (6) plus a "
-        "rolling update's surge of 1 replica (1), in whole nodes (llama-3-1-8b: 1 per g6.xlarge; llama-3-1-8b: 1 per g6.xlarge); "
-        "Karpenter would stop at the limit and scale-out or the rollout would stall. Fix: raise gpuLimit to at least 7, or lower replicas.max",
+        "gpuPools[gpu-l4-a10g].gpuLimit: gpuLimit (4) is below the 8 GPUs of the nodes its models need at maximum replicas (6) plus a "
+        "rolling update's surge of 1 replica per model (2), in whole nodes (llama-3-1-8b: 1 per g6.xlarge; llama-3-1-8b: 1 per "
+        "g6.xlarge); Karpenter would stop at the limit and scale-out or the rollout would stall. Fix: raise gpuLimit to at least 8, "
+        "or lower replicas.max",
         "ingress.certificateArn: is not set: llama-3-1-8b, llama-3-1-8b are served over plain HTTP inside the VPC. Fix: set an ACM certificate ARN to serve HTTPS (HTTP then redirects)",
     ],
     "hpa-name-too-long": [
@@ -265,9 +268,8 @@ EXPECTED: dict[str, list[str]] = {
         "models[llama-3-1-8b].gpuMemoryUtilization: gpuMemoryUtilization 0.92 x 2 time-slice replicas of pool gpu-l4-a10g = 1.84 of one GPU; time-slicing does not split memory, so the replicas sharing a GPU would run out of memory at startup. Fix: set gpuMemoryUtilization to at most 0.47"
     ],
     "gpu-limit-below-min": [
-        "gpuPools[gpu-l4-a10g].gpuLimit: gpuLimit (1) is below the 2 GPUs of the nodes its models need at minimum replicas "
-        "(llama-3-1-8b: 1 per g6.xlarge); Karpenter would stop launching nodes and replicas would stay Pending. "
-        "Fix: raise gpuLimit to at least 2"
+        "gpuPools[gpu-l4-a10g].gpuLimit: gpuLimit (1) is below the 2 GPUs of the nodes its models need at minimum replicas; "
+        "Karpenter would stop launching nodes and replicas would stay Pending. Fix: raise gpuLimit to at least 2"
     ],
     "internet-facing-open": [
         "ingress: scheme is internet-facing but allowedCidrs is empty; the models would be open to the whole internet. Fix: list client CIDRs in ingress.allowedCidrs, or use scheme internal"
@@ -295,9 +297,10 @@ EXPECTED: dict[str, list[str]] = {
     "private-access-not-a-security-group": [
         "cluster.endpoint.privateAccessSecurityGroupIds[0]: 'runner-sg' is not a security group id. Fix: write sg-<8 or 17 hex digits>",
     ],
-    "deploy-role-not-an-admin": [
-        "cluster.deployRoleArn: is not one of cluster.adminRoleArns, so pulumi up as this role has cluster access only if it "
-        "created the cluster (EKS makes the creator an admin, and nothing else). Fix: add it to cluster.adminRoleArns",
+    "deploy-role-declared-again": [
+        "cluster.adminRoleArns[0]: is the deploy role (cluster.deployRoleArn): EKS already gives the principal that creates "
+        "the cluster an admin access entry, and a second entry for it fails with 409 ResourceInUseException right after the "
+        "cluster is created. Fix: remove it here, and run the first pulumi up as the deploy role",
     ],
     "gpu-operator-mig-manager-on": [
         "gpuOperator.extraValues.migManager.enabled: must stay false: with the AMI's host driver the MIG manager restarts "
@@ -306,12 +309,11 @@ EXPECTED: dict[str, list[str]] = {
     ],
     "rollout-surge-beyond-the-limit": [
         "gpuPools[gpu-l4-a10g].gpuLimit: gpuLimit (3) is below the 4 GPUs of the nodes its models need at maximum replicas (3) plus a "
-        "rolling update's surge of 1 replica (1), in whole nodes (llama-3-1-8b: 1 per g6.xlarge); Karpenter would stop at the limit "
-        "and scale-out or the rollout would stall. Fix: raise gpuLimit to at least 4, or lower replicas.max",
+        "rolling update's surge of 1 replica per model (1), in whole nodes (llama-3-1-8b: 1 per g6.xlarge); Karpenter would stop at "
+        "the limit and scale-out or the rollout would stall. Fix: raise gpuLimit to at least 4, or lower replicas.max",
     ],
     "zones-count": [
-        "network: availabilityZones lists 1 zone but azCount is 2; each zone gets one public and one private subnet. "
-        "Fix: list 2 zones, or set azCount to 1",
+        "network: availabilityZones lists 1 zone but azCount is 2; each zone gets one public and one private subnet. Fix: list 2 zones",
     ],
     "zones-mixed": ["network: availabilityZones mixes zone names and zone ids. Fix: use names only or ids only"],
     "zones-not-a-zone": [
@@ -347,6 +349,14 @@ EXPECTED: dict[str, list[str]] = {
         "`pulumi destroy` would leave Prometheus's EBS volume behind, billed and outside the stack. Fix: remove the override, "
         "or snapshot the volume before destroying if the metrics must be kept",
     ],
+    "one-system-node": [
+        "cluster.systemNodeGroup.minSize: is 1: there is no spare node, so losing it stops Karpenter, KEDA, CoreDNS and "
+        "monitoring at once (the capacity check counts that one node). Fix: set minSize: 2 for a cluster that must keep scaling",
+    ],
+    "zero-cpu": [
+        "models[llama-3-1-8b].resources.cpu: '0' is not a positive quantity; vLLM needs CPU and memory to start. "
+        "Fix: request e.g. cpu 4, memory 32Gi",
+    ],
     "reserved-namespace": [
         "models[monitoring].name: 'monitoring' is a namespace the platform or Kubernetes owns, and each model gets a namespace of its own name. Fix: choose another name",
         "ingress.certificateArn: is not set: monitoring is served over plain HTTP inside the VPC. Fix: set an ACM certificate ARN to serve HTTPS (HTTP then redirects)",
@@ -381,9 +391,9 @@ EXPECTED: dict[str, list[str]] = {
     ],
     "prod-one-system-node": [
         "ingress.certificateArn: is not set, so llama-3-1-8b would be served over plain HTTP; prod endpoints must use TLS. Fix: set an ACM certificate ARN for the endpoints' domain",
-        "cluster.deployRoleArn: is not set; prod is deployed by CI, and only the principal that created the cluster is an admin "
-        "without an access entry, so CI could lose access to the Kubernetes API. Fix: set it to the role the workflows assume "
-        "(vars.AWS_ROLE_ARN) and list it in cluster.adminRoleArns",
+        "cluster.deployRoleArn: is not set; prod is deployed by CI, and the Kubernetes objects are created as the principal "
+        "that creates the cluster. Fix: set it to the role the workflows assume (vars.AWS_ROLE_ARN), and run the first "
+        "pulumi up as that role",
         "cluster.systemNodeGroup.minSize: prod needs at least 2 system nodes (got 1); Karpenter, KEDA and the monitoring stack would all go down with one node. Fix: set minSize: 2",
         "network.azCount: prod spans fewer than 3 AZs; an AZ outage halves capacity. Fix: set azCount: 3",
         "network.natGateways: prod with a single NAT gateway loses egress in an AZ outage. Fix: set natGateways: perAz",
@@ -398,9 +408,9 @@ EXPECTED: dict[str, list[str]] = {
     ],
     "prod-without-tls": [
         "ingress.certificateArn: is not set, so llama-3-1-8b would be served over plain HTTP; prod endpoints must use TLS. Fix: set an ACM certificate ARN for the endpoints' domain",
-        "cluster.deployRoleArn: is not set; prod is deployed by CI, and only the principal that created the cluster is an admin "
-        "without an access entry, so CI could lose access to the Kubernetes API. Fix: set it to the role the workflows assume "
-        "(vars.AWS_ROLE_ARN) and list it in cluster.adminRoleArns",
+        "cluster.deployRoleArn: is not set; prod is deployed by CI, and the Kubernetes objects are created as the principal "
+        "that creates the cluster. Fix: set it to the role the workflows assume (vars.AWS_ROLE_ARN), and run the first "
+        "pulumi up as that role",
         "network.azCount: prod spans fewer than 3 AZs; an AZ outage halves capacity. Fix: set azCount: 3",
         "network.natGateways: prod with a single NAT gateway loses egress in an AZ outage. Fix: set natGateways: perAz",
         "models[llama-3-1-8b].replicas.min: prod model with fewer than 2 minimum replicas: one node loss is an outage. Fix: set min: 2",

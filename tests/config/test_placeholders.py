@@ -21,8 +21,8 @@ def test_every_kind_of_placeholder_is_found_with_what_belongs_there() -> None:
     assert sorted(found) == [
         "cluster.access[0].principalArn",
         "cluster.adminRoleArns[0]",
-        "cluster.adminRoleArns[1]",
         "cluster.deployRoleArn",
+        "cluster.endpoint.privateAccessCidrs[0]",
         "ingress.certificateArn",
         "ingress.domain",
     ]
