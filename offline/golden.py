@@ -59,7 +59,7 @@ def write(name: str, result: harness.RunResult, accept_removals: bool) -> list[s
     snapshot = NAMES / f"{name}.txt"
     if snapshot.exists():
         check = names.compare(names.read_snapshot(snapshot), result.registrations)
-        if check.removed and not accept_removals:
+        if (check.removed or check.dropped_aliases) and not accept_removals:
             return [e for e in check.errors(name) if "Fix: run `make golden`" not in e]
     target = TREES / name
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -385,6 +385,8 @@ class RecordingMonitor(MockMonitor):
         # The mock's own URNs keep only the parent's last type; the engine keeps the whole chain.
         self._chains: dict[str, str] = {}
         self._alias_chains: dict[str, list[str]] = {}
+        """Old identities of each registered resource, which its children inherit."""
+        self._names: dict[str, str] = {}
 
     def _identity(self, request: Any) -> tuple[str, str, list[str]]:
         """(type chain, identity, old identities) of a registration, as the engine computes them."""
@@ -404,10 +406,15 @@ class RecordingMonitor(MockMonitor):
                 alias_parent = parent_chain
             alias_chain = _join(alias_parent, spec.type or request.type)
             old.append(f"{alias_chain}::{spec.name or request.name}")
-        # A parent's aliases carry over to its children (same name, the parent's old type chain).
+        # A parent's aliases carry over to its children: the parent's old type chain, and, for a child
+        # named after its parent (`<parent>-role`), the parent's old name in front (as the engine does).
+        parent_name = self._names.get(request.parent, "") if request.parent else ""
         for parent_old in self._alias_chains.get(request.parent, []) if request.parent else []:
-            inherited = _join(parent_old, request.type)
-            old.append(f"{inherited}::{request.name}")
+            old_chain, old_parent_name = parent_old.rsplit("::", 1)
+            name = request.name
+            if parent_name and name.startswith(parent_name):
+                name = old_parent_name + name[len(parent_name) :]
+            old.append(f"{_join(old_chain, request.type)}::{name}")
         return chain, f"{chain}::{request.name}", old
 
     def RegisterResource(self, request: Any) -> Any:  # noqa: N802 (gRPC method name)
@@ -431,6 +438,7 @@ class RecordingMonitor(MockMonitor):
         response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
         registration.id = response.id or None
         self._chains[response.urn] = chain
-        self._alias_chains[response.urn] = sorted({o.rsplit("::", 1)[0] for o in old})
+        self._alias_chains[response.urn] = sorted(set(old))
+        self._names[response.urn] = request.name
         self.registrations.append(registration)
         return response

@@ -11,15 +11,17 @@ and an identity may leave the snapshot only when a resource of the new render na
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from offline.mocks import Registration
 
 HEADER = (
     "# Resource identities (type chain::name) this fixture stack registers; checked by tests/offline/test_names.py.\n"
-    "# Regenerate with `make golden`. An identity may only disappear when a resource aliases it.\n"
+    "# Regenerate with `make golden`. An identity may only disappear when a resource aliases it; `alias` lines are\n"
+    "# the old identities aliases keep, which must stay aliased until every stack has been updated.\n"
 )
+ALIAS = "alias "
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,8 @@ class NameCheck:
     """In the snapshot, gone from the render, but aliased: existing stacks keep them (state is moved)."""
     added: list[str]
     """New in the render: the snapshot must be regenerated to record them."""
+    dropped_aliases: list[str] = field(default_factory=list)
+    """Old identities the snapshot records as aliased that no resource aliases any more."""
 
     def errors(self, fixture: str) -> list[str]:
         found = [
@@ -40,6 +44,12 @@ class NameCheck:
             "`opts=pulumi.ResourceOptions(aliases=[pulumi.Alias(name=<old name>, parent=<old parent>)])`, "
             "or, for a deliberate removal, run `python -m offline.golden --write --accept-removals`"
             for identity in self.removed
+        ]
+        found += [
+            f"{fixture}: the alias for {identity} was removed, so a stack not yet updated since that rename would have it "
+            "deleted and recreated. Fix: keep the alias until every stack has run pulumi up with it, then run "
+            "`python -m offline.golden --write --accept-removals`"
+            for identity in self.dropped_aliases
         ]
         if self.added:
             found.append(f"{fixture}: {len(self.added)} new resource(s) are not in the snapshot. Fix: run `make golden`")
@@ -50,15 +60,22 @@ def identities(registrations: Iterable[Registration]) -> list[str]:
     return sorted(r.identity for r in registrations)
 
 
+def aliased(registrations: Iterable[Registration]) -> set[str]:
+    return {alias for r in registrations for alias in r.aliases}
+
+
 def compare(snapshot: Iterable[str], registrations: list[Registration]) -> NameCheck:
-    recorded = set(snapshot)
+    lines = list(snapshot)
+    recorded = {line for line in lines if not line.startswith(ALIAS)}
+    recorded_aliases = {line[len(ALIAS) :] for line in lines if line.startswith(ALIAS)}
     current = set(identities(registrations))
-    aliased = {alias for r in registrations for alias in r.aliases}
+    kept = aliased(registrations)
     gone = recorded - current
     return NameCheck(
-        removed=sorted(gone - aliased),
-        renamed=sorted(gone & aliased),
+        removed=sorted(gone - kept),
+        renamed=sorted(gone & kept),
         added=sorted(current - recorded),
+        dropped_aliases=sorted(recorded_aliases - kept - current),
     )
 
 
@@ -68,4 +85,6 @@ def read_snapshot(path: Path) -> list[str]:
 
 def write_snapshot(path: Path, registrations: list[Registration]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(HEADER + "".join(f"{identity}\n" for identity in identities(registrations)))
+    current = identities(registrations)
+    kept = sorted(aliased(registrations) - set(current))
+    path.write_text(HEADER + "".join(f"{identity}\n" for identity in current) + "".join(f"{ALIAS}{old}\n" for old in kept))

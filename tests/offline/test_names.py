@@ -54,6 +54,21 @@ other = Other("other")
 aws.kms.Key("{name}", opts=pulumi.ResourceOptions(parent={parent}{aliases}))
 """
 
+COMPONENT = """
+import pulumi
+import pulumi_aws as aws
+
+
+class Holder(pulumi.ComponentResource):
+    def __init__(self, name, opts=None):
+        super().__init__("llmplatform:index:Holder", name, None, opts)
+        aws.kms.Key(f"{{name}}-secrets", opts=pulumi.ResourceOptions(parent=self))
+        self.register_outputs({{}})
+
+
+Holder("{name}"{opts})
+"""
+
 
 def _run(tmp_path: Path, name: str, parent: str = "holder", aliases: str = "") -> harness.RunResult:
     main = tmp_path / f"main-{name}-{parent}-{len(aliases)}.py"
@@ -100,4 +115,37 @@ def test_make_golden_refuses_an_unaliased_removal(tmp_path: Path, monkeypatch: p
     assert "cluster-old-key is no longer registered" in refused[0]
     assert not (tmp_path / "render").exists()
     assert golden.write(stack, result, accept_removals=True) == []
-    assert names.read_snapshot(snapshot) == names.identities(result.registrations)
+    written = names.read_snapshot(snapshot)
+    assert [line for line in written if not line.startswith(names.ALIAS)] == names.identities(result.registrations)
+    assert names.compare(written, result.registrations).errors(stack) == []
+
+
+def _component(tmp_path: Path, name: str, opts: str = "") -> harness.RunResult:
+    main = tmp_path / f"component-{name}-{len(opts)}.py"
+    main.write_text(textwrap.dedent(COMPONENT.format(name=name, opts=opts)))
+    return harness.run_program(main, "guard-test", harness.StackInput("guard", {"aws:region": "us-east-1"}, []))
+
+
+def test_renaming_a_component_carries_its_children_named_after_it(tmp_path: Path) -> None:
+    before = names.identities(_component(tmp_path, "cluster").registrations)
+    assert "llmplatform:index:Holder$aws:kms/key:Key::cluster-secrets" in before
+    # renamed with an alias: the child `eks-secrets` inherits `cluster-secrets` as its old identity
+    renamed = _component(tmp_path, "eks", ', opts=pulumi.ResourceOptions(aliases=[pulumi.Alias(name="cluster")])').registrations
+    check = names.compare(before, renamed)
+    assert check.removed == []
+    assert sorted(check.renamed) == ["llmplatform:index:Holder$aws:kms/key:Key::cluster-secrets", "llmplatform:index:Holder::cluster"]
+    # without the alias, both the component and its key would be replaced
+    assert len(names.compare(before, _component(tmp_path, "eks").registrations).removed) == 2
+
+
+def test_an_alias_stays_until_it_is_removed_on_purpose(tmp_path: Path) -> None:
+    renamed = _component(tmp_path, "eks", ', opts=pulumi.ResourceOptions(aliases=[pulumi.Alias(name="cluster")])').registrations
+    snapshot = tmp_path / "names.txt"
+    names.write_snapshot(snapshot, renamed)
+    recorded = names.read_snapshot(snapshot)
+    assert "alias llmplatform:index:Holder::cluster" in recorded
+    assert names.compare(recorded, renamed).errors("guard") == []
+    # dropping the alias later would replace the resource in stacks not yet updated
+    dropped = names.compare(recorded, _component(tmp_path, "eks").registrations)
+    assert dropped.dropped_aliases == ["llmplatform:index:Holder$aws:kms/key:Key::cluster-secrets", "llmplatform:index:Holder::cluster"]
+    assert "the alias for llmplatform:index:Holder::cluster was removed" in " ".join(dropped.errors("guard"))
