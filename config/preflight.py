@@ -183,6 +183,15 @@ def _offerings(cfg: StackConfig, account: AccountFile) -> Iterator[Check]:
 
 
 # -- AMI releases and add-ons -----------------------------------------------------------------------
+def _pin(kind: str, path: str, what: str, pinned: str, known: list[str] | None, inputs: dict[str, Any]) -> Check | None:
+    """The common part of checking a pin against what the account publishes: unknown, or present."""
+    if known is None:
+        return Check(kind, path, "not checked", f"no {what} in the account answers", inputs)
+    if pinned in known:
+        return Check(kind, path, "ok", f"{pinned} is published", inputs)
+    return None
+
+
 def _releases(cfg: StackConfig, account: AccountFile, addon_versions_complete: bool) -> Iterator[Check]:
     k8s = cfg.cluster.kubernetes_version
     for family in sorted({_ami_family(p, cfg.karpenter) for p in cfg.gpu_pools}):
@@ -190,36 +199,29 @@ def _releases(cfg: StackConfig, account: AccountFile, addon_versions_complete: b
         published = account.ami_releases.get(family)
         inputs = {"family": family, "pinned": pinned, "kubernetesVersion": k8s, "published": published}
         path = f"karpenter.amiVersions.{family}"
-        if published is None:
-            yield Check("ami-release", path, "not checked", f"no {family} releases in the account answers", inputs)
-        elif pinned in published:
-            yield Check("ami-release", path, "ok", f"{family}@{pinned} is published for Kubernetes {k8s}", inputs)
-        else:
-            newest = ", ".join(sorted(published)[-3:])
-            yield Check(
-                "ami-release",
-                path,
-                "failed",
-                f"{family}@{pinned} is not published for Kubernetes {k8s} in {cfg.region}: Karpenter could not resolve "
-                f"the GPU nodes' AMI. Fix: pin a published release, e.g. {newest}",
-                inputs,
-            )
+        yield _pin("ami-release", path, f"{family} releases", pinned, published, inputs) or Check(
+            "ami-release",
+            path,
+            "failed",
+            f"{family}@{pinned} is not published for Kubernetes {k8s} in {cfg.region}: Karpenter could not resolve "
+            f"the GPU nodes' AMI. Fix: pin a published release, e.g. {', '.join(sorted(published or [])[-3:])}",
+            inputs,
+        )
     for addon, pinned in sorted(versions.EKS_ADDON_VERSIONS.items()):
         known = account.addon_versions.get(addon)
         inputs = {"addon": addon, "pinned": pinned, "kubernetesVersion": k8s, "available": known}
         path = f"cluster.kubernetesVersion ({addon})"
-        if known is None:
-            yield Check("addon-version", path, "not checked", f"no {addon} versions in the account answers", inputs)
-        elif pinned in known:
-            yield Check("addon-version", path, "ok", f"{addon} {pinned} is available for {k8s}", inputs)
+        found = _pin("addon-version", path, f"{addon} versions", pinned, known, inputs)
+        if found is not None:
+            yield found
         elif not addon_versions_complete:
             # Read online, EKS names one version (its default); a different pin may still exist.
             yield Check(
                 "addon-version",
                 path,
                 "warning",
-                f"{addon} is pinned to {pinned}, while EKS's default for Kubernetes {k8s} is {', '.join(known)}; the pin "
-                "could not be confirmed. Fix: check `aws eks describe-addon-versions --addon-name "
+                f"{addon} is pinned to {pinned}, while EKS's default for Kubernetes {k8s} is {', '.join(known or [])}; the "
+                "pin could not be confirmed. Fix: check `aws eks describe-addon-versions --addon-name "
                 f"{addon} --kubernetes-version {k8s}`, and bump config/versions.py if the pin is gone",
                 inputs,
             )
@@ -229,7 +231,7 @@ def _releases(cfg: StackConfig, account: AccountFile, addon_versions_complete: b
                 path,
                 "failed",
                 f"{addon} {pinned} (config/versions.py) is not available for Kubernetes {k8s}: the add-on would fail to "
-                f"install. Fix: pin one of {', '.join(sorted(known)[-3:])} in config/versions.py",
+                f"install. Fix: pin one of {', '.join(sorted(known or [])[-3:])} in config/versions.py",
                 inputs,
             )
 

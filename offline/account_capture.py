@@ -103,28 +103,27 @@ def capture(cfg: StackConfig, client: ClientFactory) -> dict[str, Any]:
     return answers
 
 
-def _role_exists(iam: Any, name: str) -> bool:
+def _found(call: Callable[[], object]) -> bool:
+    """Whether a read finds the thing; a not-found error is "no", any other error is raised."""
     try:
-        iam.get_role(RoleName=name)
+        call()
     except Exception as error:
         if _missing(error):
             return False
         raise
     return True
+
+
+def _role_exists(iam: Any, name: str) -> bool:
+    return _found(lambda: iam.get_role(RoleName=name))
 
 
 def _principal_exists(iam: Any, arn: str) -> bool:
     kind, _, path_name = arn.split(":", 5)[5].partition("/")
     name = path_name.rsplit("/", 1)[-1]
-    if kind != "user":
-        return _role_exists(iam, name)
-    try:
-        iam.get_user(UserName=name)
-    except Exception as error:
-        if _missing(error):
-            return False
-        raise
-    return True
+    if kind == "user":
+        return _found(lambda: iam.get_user(UserName=name))
+    return _role_exists(iam, name)
 
 
 def _certificates(acm: Any, cfg: StackConfig) -> list[dict[str, str]]:
