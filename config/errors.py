@@ -9,6 +9,7 @@ secret must not end up in a CI log).
 from __future__ import annotations
 
 import difflib
+import re
 import types
 import typing
 from dataclasses import dataclass
@@ -29,6 +30,30 @@ RETIRED_KEYS = {
 _UNION_TAGS = {"network": ("new", "existing")}
 
 
+# Shapes of credentials a user may paste into the wrong field: never printed back, whichever field.
+_CREDENTIALS = re.compile(
+    r"hf_[A-Za-z0-9]{20,}"  # Hugging Face
+    r"|sk-[A-Za-z0-9_-]{20,}"  # OpenAI-style API keys
+    r"|(?:AKIA|ASIA)[A-Z0-9]{16}"  # AWS access key ids
+    r"|gh[pousr]_[A-Za-z0-9]{30,}"  # GitHub tokens
+    r"|(?<![A-Za-z0-9/+=_-])[A-Za-z0-9/+=_-]{32,}(?![A-Za-z0-9/+=_-])"  # long tokens (checked for entropy below)
+)
+HIDDEN = "[a value shaped like a credential, not shown]"
+
+
+def _looks_secret(token: str) -> bool:
+    if re.match(r"^(hf_|sk-|AKIA|ASIA|gh[pousr]_)", token):
+        return True
+    # A long token mixing upper case, lower case and digits (an AWS secret key, a random API key);
+    # lower-case hex (commit ids, digests) and words joined by dashes are not.
+    return bool(re.search(r"[A-Z]", token) and re.search(r"[a-z]", token) and re.search(r"[0-9]", token))
+
+
+def scrub(text: str) -> str:
+    """The text with every credential-shaped value replaced by a description."""
+    return _CREDENTIALS.sub(lambda m: HIDDEN if _looks_secret(m.group(0)) else m.group(0), text)
+
+
 @dataclass(frozen=True)
 class Problem:
     """One finding about the stack config."""
@@ -38,7 +63,8 @@ class Problem:
     severity: Severity = "error"
 
     def __str__(self) -> str:
-        return f"{self.path}: {self.message}" if self.path else self.message
+        text = f"{self.path}: {self.message}" if self.path else self.message
+        return scrub(text)
 
 
 class ConfigError(Exception):

@@ -22,8 +22,9 @@ _AMI_PATTERNS = {
 def _ami_version(family: str, value: str) -> str:
     pattern, example = _AMI_PATTERNS[family]
     if value == "latest" or not pattern.match(value):
+        shown = value.split("@", 1)[1] if value.startswith(f"{family}@") else value
         raise config_error(
-            f"{family}@{value} must be pinned to a release; the latest alias (or a malformed version) "
+            f"{family}@{shown} must be pinned to a release; the latest alias (or a malformed version) "
             "drifts every GPU node on each AMI release and replaces them all at once",
             f"pin {family}@{example}",
         )

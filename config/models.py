@@ -16,6 +16,8 @@ _HF_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 _REVISION = re.compile(r"^[0-9a-f]{40}$")
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 _TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
+_RELEASE = re.compile(r"^v?([0-9]+)\.([0-9]+)\.([0-9]+)(?:[-.+].*)?$")
+_REPOSITORY = re.compile(r"^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)*$")
 
 # Flags the platform sets itself (from typed fields) or must never see in extraArgs.
 MANAGED_FLAGS = {
@@ -56,6 +58,20 @@ class Image(ConfigModel):
     tag: str = Field(default=versions.VLLM_IMAGE_TAG, description="Image tag (never `latest`).")
     digest: str | None = Field(default=None, description="Optional sha256 digest; pins the exact bytes (recommended in prod).")
 
+    @field_validator("repository")
+    @classmethod
+    def _repository(cls, value: str) -> str:
+        last = value.rsplit("/", 1)[-1]
+        if "@" in value or ":" in last:
+            raise config_error(
+                f"repository '{value}' carries a tag or digest; the image reference would become "
+                f"'{value}:<tag>', which no registry resolves",
+                "put the tag in image.tag and the digest in image.digest, and only the repository here",
+            )
+        if not _REPOSITORY.match(value):
+            raise config_error(f"'{value}' is not an image repository", "write e.g. vllm/vllm-openai or <registry>/<path>")
+        return value
+
     @field_validator("tag")
     @classmethod
     def _tag(cls, value: str) -> str:
@@ -65,7 +81,26 @@ class Image(ConfigModel):
                 "vLLM release can change metric names and flags mid-rollout",
                 f"pin a release tag such as {versions.VLLM_IMAGE_TAG}, optionally with digest sha256:<64 hex>",
             )
+        release = _RELEASE.match(value)
+        if release and tuple(int(n) for n in release.groups()) < versions.VLLM_MIN_VERSION:
+            oldest = "v" + ".".join(map(str, versions.VLLM_MIN_VERSION))
+            raise config_error(
+                f"vLLM {value} is older than {oldest}, the oldest release with every flag and metric the platform "
+                "uses (--shutdown-timeout, --sse-keep-alive-interval, vllm:kv_cache_usage_perc): the pods would not "
+                "start, or autoscaling would read metrics that are never emitted",
+                f"use {oldest} or newer (the pinned default is {versions.VLLM_IMAGE_TAG})",
+            )
         return value
+
+    @model_validator(mode="after")
+    def _release_known(self) -> Image:
+        if self.repository == versions.VLLM_IMAGE_REPOSITORY and not _RELEASE.match(self.tag):
+            raise config_error(
+                f"tag '{self.tag}' of the upstream vLLM image is not a release (vX.Y.Z), so it cannot be checked against "
+                "the flags and metrics the platform uses",
+                f"pin a release tag such as {versions.VLLM_IMAGE_TAG}",
+            )
+        return self
 
     @field_validator("digest")
     @classmethod
@@ -119,6 +154,15 @@ class ScalePolicy(ConfigModel):
     percent: int | None = Field(default=None, ge=1, description="Most replicas added/removed per period, in percent.")
     pods: int | None = Field(default=None, ge=1, description="Most replicas added/removed per period, in pods.")
     period_seconds: int = Field(ge=1, le=1800, description="Length of the period the limits apply to.")
+
+    @model_validator(mode="after")
+    def _limited(self) -> ScalePolicy:
+        if self.percent is None and self.pods is None:
+            raise config_error(
+                "neither percent nor pods is set, so the HPA would get no policy for this direction and move without any step limit",
+                "set pods (e.g. 1 for one replica per period) or percent",
+            )
+        return self
 
 
 class Fallback(ConfigModel):

@@ -56,6 +56,16 @@ class NewVpc(ConfigModel):
         return self
 
 
+def _listed_once(ids: list[str], field: str) -> None:
+    repeated = sorted({i for i in ids if ids.count(i) > 1})
+    if repeated:
+        raise config_error(
+            f"{', '.join(repeated)} {'is' if len(repeated) == 1 else 'are'} listed more than once in {field}; the rule of "
+            "subnets in two zones counts distinct subnets",
+            "list each subnet once",
+        )
+
+
 class ExistingVpc(ConfigModel):
     """Use an existing VPC and subnets; the stack creates no network resources."""
 
@@ -72,6 +82,25 @@ class ExistingVpc(ConfigModel):
         description=f"Public subnets for internet-facing load balancers (tag `{PUBLIC_ELB_TAG}=1`); "
         "may be empty when every endpoint is internal.",
     )
+
+    @model_validator(mode="after")
+    def _distinct(self) -> ExistingVpc:
+        _listed_once(list(self.private_subnet_ids), "privateSubnetIds")
+        _listed_once(list(self.public_subnet_ids), "publicSubnetIds")
+        both = sorted(set(self.private_subnet_ids) & set(self.public_subnet_ids))
+        if both:
+            raise config_error(
+                f"{', '.join(both)} {'is' if len(both) == 1 else 'are'} listed as both private and public; nodes and "
+                "internet-facing load balancers must not share subnets",
+                "list each subnet under one of privateSubnetIds or publicSubnetIds",
+            )
+        if len(set(self.private_subnet_ids)) < 2:
+            raise config_error(
+                "privateSubnetIds needs two distinct subnets (in two zones): EKS places control-plane interfaces in two "
+                "zones and refuses a cluster with fewer",
+                "list private subnets of at least two zones",
+            )
+        return self
 
 
 NetworkConfig = Annotated[NewVpc | ExistingVpc, Field(discriminator="mode")]

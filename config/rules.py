@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from config import capacity, catalog, system_capacity
 from config.capacity import ALLOCATABLE_CPU, ALLOCATABLE_MEMORY, OVERHEAD_GIB_PER_GPU
@@ -16,7 +17,7 @@ from config.errors import Problem
 from config.exposure import exposed_models
 from config.gpu_pools import GpuPool
 from config.models import ModelConfig
-from config.network import NewVpc
+from config.network import ExistingVpc, NewVpc
 from config.observability import EKS_UNREACHABLE_COMPONENTS
 from config.scheduling import uncovered
 from config.stack import StackConfig
@@ -175,6 +176,10 @@ def _models(cfg: StackConfig) -> Iterator[tuple[str, ModelConfig, GpuPool | None
 
 
 def rule_unique_names(cfg: StackConfig) -> Iterator[Problem]:
+    reasons = {
+        "models": "each becomes Kubernetes object names (two ScaledObjects on one Deployment fight each other)",
+        "gpuPools": "each becomes a NodePool, and models pick their pool by name (the second would replace the first)",
+    }
     named = (("models", [m.name for m in cfg.models]), ("gpuPools", [p.name for p in cfg.gpu_pools]))
     for kind, names in named:
         seen: dict[str, int] = {}
@@ -182,9 +187,7 @@ def rule_unique_names(cfg: StackConfig) -> Iterator[Problem]:
             if name in seen:
                 yield Problem(
                     f"{kind}[{i}].name",
-                    f"'{name}' is already used by {kind}[{seen[name]}]; names must be unique, because "
-                    "each becomes Kubernetes object names (two ScaledObjects on one Deployment fight "
-                    "each other). Fix: rename one",
+                    f"'{name}' is already used by {kind}[{seen[name]}]; names must be unique, because {reasons[kind]}. Fix: rename one",
                 )
             seen.setdefault(name, i)
 
@@ -327,6 +330,13 @@ def rule_pool_capacity(cfg: StackConfig) -> Iterator[Problem]:
 
 def rule_exposure(cfg: StackConfig) -> Iterator[Problem]:
     exposed = [m.name for m in exposed_models(cfg)]
+    if exposed and cfg.ingress.scheme == "internet-facing" and isinstance(cfg.network, ExistingVpc) and not cfg.network.public_subnet_ids:
+        yield Problem(
+            "network.publicSubnetIds",
+            "is empty, but ingress.scheme is internet-facing: the load balancer controller needs public subnets (tag "
+            "kubernetes.io/role/elb=1) for an internet-facing ALB and would leave the Ingress without an address. "
+            "Fix: list the VPC's public subnets, or use ingress.scheme internal",
+        )
     if exposed and cfg.ingress.certificate_arn is None:
         if cfg.is_prod:
             yield Problem(
@@ -506,6 +516,56 @@ def rule_deploy_role(cfg: StackConfig) -> Iterator[Problem]:
         )
 
 
+# Chart values the program derives and other parts rely on: an escape hatch may not replace them.
+# (section, dotted values path) -> the config field (or fact) to change instead.
+DERIVED_VALUES: dict[tuple[str, str], str] = {
+    ("ingress", "clusterName"): "cluster.name",
+    ("ingress", "region"): "aws:region",
+    ("ingress", "vpcId"): "network (the VPC the stack creates or network.vpcId)",
+    ("ingress", "serviceAccount.name"): "nothing: its Pod Identity association names this service account",
+    ("karpenter", "settings.clusterName"): "cluster.name",
+    ("karpenter", "settings.interruptionQueue"): "nothing: the stack creates the queue and names it after the cluster",
+    ("karpenter", "serviceAccount.name"): "nothing: its Pod Identity association or IRSA trust names this service account",
+    ("karpenter", "serviceAccount.annotations"): "karpenter.identity",
+    ("karpenter", "replicas"): "karpenter.replicas",
+    ("karpenter", "nodeSelector"): "nothing: Karpenter runs on the system nodes, never on the nodes it manages",
+    ("keda", "operator.replicaCount"): "keda.operatorReplicas",
+    ("observability", "fullnameOverride"): "nothing: the Prometheus address KEDA and the outputs use is derived from it",
+    ("observability", "prometheus.prometheusSpec.retention"): "observability.retention",
+    ("observability", "prometheus.prometheusSpec.retentionSize"): "observability.retentionSize",
+    ("observability", "prometheus.prometheusSpec.storageSpec"): "observability.storageSize",
+    ("observability", "grafana.admin"): "the grafanaAdminPassword secret",
+    ("gpuOperator", "devicePlugin.config"): "gpuPools[].sharing (the device-plugin configs are rendered from the pools)",
+    ("gpuOperator", "mig.strategy"): "nothing: MIG slices are requested as nvidia.com/mig-<profile> (mixed strategy)",
+}
+_SECTION_VALUES = {
+    "ingress": lambda cfg: cfg.ingress.extra_values,
+    "karpenter": lambda cfg: cfg.karpenter.extra_values,
+    "keda": lambda cfg: cfg.keda.extra_values,
+    "observability": lambda cfg: cfg.observability.extra_values,
+    "gpuOperator": lambda cfg: cfg.gpu_operator.extra_values,
+}
+
+
+def _has_path(values: Any, dotted: str) -> bool:
+    for key in dotted.split("."):
+        if not isinstance(values, dict) or key not in values:
+            return False
+        values = values[key]
+    return True
+
+
+def rule_escape_hatches(cfg: StackConfig) -> Iterator[Problem]:
+    """extraValues may tune a chart, not replace what the program derives and other parts rely on."""
+    for (section, dotted), instead in DERIVED_VALUES.items():
+        if _has_path(_SECTION_VALUES[section](cfg), dotted):
+            yield Problem(
+                f"{section}.extraValues.{dotted}",
+                "is derived by the platform, and other resources rely on the value it sets (an override would point "
+                f"them at something that does not exist). Fix: remove the override; to change it, set {instead}",
+            )
+
+
 def rule_observability_overrides(cfg: StackConfig) -> Iterator[Problem]:
     """The monitoring escape hatch must not bring back what EKS cannot serve or what destroy leaks."""
     extra = cfg.observability.extra_values
@@ -573,6 +633,7 @@ RULES: tuple[Callable[[StackConfig], Iterator[Problem]], ...] = (
     rule_pool_capacity,
     rule_exposure,
     rule_gpu_operator,
+    rule_escape_hatches,
     rule_observability_overrides,
     rule_zones,
     rule_system_capacity,

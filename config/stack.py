@@ -17,7 +17,7 @@ from config.keda import KedaConfig
 from config.models import ModelConfig
 from config.network import ExistingVpc, NetworkConfig
 from config.observability import ObservabilityConfig
-from config.types import config_error
+from config.types import Region, config_error
 
 Environment = Literal["dev", "staging", "prod"]
 
@@ -26,7 +26,7 @@ class StackConfig(ConfigModel):
     """Everything one stack (environment) builds, validated before any resource exists."""
 
     environment: Environment = Field(description="dev, staging or prod; prod turns on stricter checks and safer defaults.")
-    region: str = Field(description="AWS region (from aws:region).")
+    region: Region = Field(description="AWS region (from aws:region).")
     tags: dict[str, str] = Field(default_factory=dict, description="Tags on every AWS resource the stack creates.")
     network: NetworkConfig = Field(description="A new VPC (mode new) or an existing one (mode existing).")
     cluster: ClusterConfig = Field(description="The EKS cluster.")

@@ -7,12 +7,16 @@ them from a stack file. Both then call `split` here, so they interpret them the 
 
 from __future__ import annotations
 
+import difflib
 import json
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import yaml
+
 from config.conventions import PROJECT, SECRET_KEYS
-from config.errors import Problem
+from config.errors import ConfigError, Problem
 
 SCALAR_SECTIONS = ("environment",)
 
@@ -60,3 +64,85 @@ def split(values: Mapping[str, Any], is_secret: Callable[[str], bool]) -> tuple[
             Problem("aws:region", "is not set; every AWS resource needs a region. Fix: run `pulumi config set aws:region us-east-1`")
         )
     return data, secrets, problems
+
+
+# -- the stack file itself ----------------------------------------------------------------------
+KNOWN_NAMESPACES = ("aws", "pulumi", "kubernetes", "eks")
+"""Namespaces of the providers and the engine that a stack file may also configure."""
+
+
+def read_document(text: str, name: str) -> dict[str, Any]:
+    """The `config:` mapping of a stack file; a problem with the file itself says where and what."""
+    if re.search(r"^(<{7}|={7}|>{7})( |$)", text, re.MULTILINE):
+        line = next(i for i, t in enumerate(text.splitlines(), 1) if re.match(r"^(<{7}|={7}|>{7})( |$)", t))
+        raise ConfigError(
+            [Problem(f"{name}:{line}", "has merge-conflict markers (<<<<<<<, =======, >>>>>>>). Fix: resolve the conflict, keep one side")]
+        )
+    try:
+        document = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{name}:{mark.line + 1}" if mark is not None else name
+        problem = str(getattr(exc, "problem", "") or "")
+        tab = "\t" in problem or (mark is not None and "\t" in text.splitlines()[mark.line][: mark.column + 1])
+        fix = "indent with spaces, not tabs" if tab else "correct the YAML at that line"
+        raise ConfigError([Problem(where, f"is not valid YAML ({problem or 'cannot parse'}). Fix: {fix}")]) from None
+    if document is None:
+        raise ConfigError([Problem(name, "is empty. Fix: add a `config:` section (see the README)")])
+    if not isinstance(document, dict):
+        raise ConfigError([Problem(name, "is not a mapping of keys. Fix: start the file with `config:`")])
+    if "config" not in document:
+        stray = [k for k in document if isinstance(k, str) and ":" in k]
+        detail = f" ({', '.join(sorted(stray)[:3])} sit at the top level)" if stray else ""
+        raise ConfigError(
+            [
+                Problem(
+                    name,
+                    f"has no `config:` section{detail}; Pulumi reads stack settings only under it. Fix: indent every key under `config:`",
+                )
+            ]
+        )
+    config = document["config"] or {}
+    if not isinstance(config, dict):
+        raise ConfigError([Problem(f"{name}: config", "is not a mapping. Fix: list `<namespace>:<key>: value` lines under it")])
+    return config
+
+
+def namespace_problems(keys: list[str]) -> list[Problem]:
+    """Keys in a namespace no provider or this project reads: ignored silently otherwise."""
+    problems = []
+    for key in keys:
+        namespace = key.split(":", 1)[0] if ":" in key else ""
+        if namespace == PROJECT or namespace in KNOWN_NAMESPACES:
+            continue
+        match = difflib.get_close_matches(namespace, [PROJECT, *KNOWN_NAMESPACES], n=1, cutoff=0.6)
+        hint = f" (did you mean '{match[0]}:{key.split(':', 1)[-1]}'?)" if match else ""
+        problems.append(
+            Problem(
+                key,
+                f"is in namespace '{namespace}', which nothing reads{hint}; the setting would be ignored silently. "
+                f"Fix: use {PROJECT}:<key> for this program's settings",
+            )
+        )
+    return problems
+
+
+def mixed_secret_problems(raw: dict[str, Any]) -> list[Problem]:
+    """Secret keys whose value mixes encrypted (`secure:`) and plain-text leaves."""
+    problems = []
+    for key in SECRET_KEYS:
+        value = raw.get(f"{PROJECT}:{key}")
+        if not isinstance(value, dict) or set(value) == {"secure"}:
+            continue
+        for sub, leaf in value.items():
+            if not (isinstance(leaf, dict) and set(leaf) == {"secure"}) and any(
+                isinstance(v, dict) and set(v) == {"secure"} for v in value.values()
+            ):
+                problems.append(
+                    Problem(
+                        f"{key}.{sub}",
+                        "is plain text beside encrypted values, readable by anyone with the repository. Fix: run "
+                        f"`pulumi config set --secret --path '{key}.{sub}' <value>`",
+                    )
+                )
+    return problems

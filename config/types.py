@@ -70,10 +70,9 @@ def _quantity(value: str) -> str:
 
 def _duration(value: str) -> str:
     if not _DURATION.match(value):
-        raise config_error(
-            f"'{value}' is not a duration Karpenter accepts (pattern <n>s|m|h, e.g. 90s, 10m, 24h)",
-            "write e.g. 24h instead of 1d",
-        )
+        days = re.fullmatch(r"([0-9]+)d", value)
+        fix = f"write {int(days.group(1)) * 24}h instead of {value}" if days else "write hours, minutes or seconds, e.g. 24h, 90m or 45s"
+        raise config_error(f"'{value}' is not a duration Karpenter accepts (pattern <n>s|m|h, e.g. 90s, 10m, 24h)", fix)
     return value
 
 
@@ -207,6 +206,18 @@ def _acm_arn(value: str) -> str:
     return value
 
 
+_REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]$")
+
+
+def _region(value: str) -> str:
+    if not _REGION.match(value):
+        zone = re.fullmatch(r"([a-z]{2}(?:-gov)?-[a-z]+-[0-9])[a-z]", value)
+        problem = f"'{value}' is an availability zone, not a region" if zone else f"'{value}' is not an AWS region"
+        fix = f"set aws:region to {zone.group(1)}" if zone else "set aws:region to a region such as us-east-1"
+        raise config_error(problem, fix)
+    return value
+
+
 def _vpc_id(value: str) -> str:
     if not _VPC_ID.match(value):
         raise config_error(f"'{value}' is not a VPC id", "write vpc-<8 or 17 hex digits>")
@@ -269,6 +280,7 @@ NetworkCidr = Annotated[str, AfterValidator(_network_cidr)]
 AllowedCidr = Annotated[str, AfterValidator(_allowed_cidr)]
 VpcId = Annotated[str, AfterValidator(_vpc_id)]
 SubnetId = Annotated[str, AfterValidator(_subnet_id)]
+Region = Annotated[str, AfterValidator(_region)]
 Zone = Annotated[str, AfterValidator(_zone)]
 SecurityGroupId = Annotated[str, AfterValidator(_security_group_id)]
 DnsDomain = Annotated[str, AfterValidator(_dns_domain)]

@@ -50,6 +50,10 @@ AWS_LOAD_BALANCER_CONTROLLER: Final = Chart(
 
 VLLM_IMAGE_REPOSITORY: Final = "vllm/vllm-openai"
 VLLM_IMAGE_TAG: Final = "v0.33.0"  # metric vllm:kv_cache_usage_perc; entrypoint `vllm serve`
+# The oldest vLLM release known to support every flag and metric the program uses:
+# vllm:kv_cache_usage_perc since 0.9.2, --shutdown-timeout since 0.18.0, --sse-keep-alive-interval
+# verified in 0.33.0 (its first release is not confirmed), so 0.33.0.
+VLLM_MIN_VERSION: Final = (0, 33, 0)
 
 # EKS AMI releases (awslabs/amazon-eks-ami tags vYYYYMMDD; Bottlerocket vX.Y.Z). Karpenter
 # resolves the standard and NVIDIA variants of the alias from SSM.

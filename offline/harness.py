@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pulumi
-import yaml
 from pulumi.runtime import settings
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
@@ -88,9 +87,11 @@ def _mask_secure(value: Any) -> tuple[Any, bool]:
 def stack_input(stack: str, path: Path | None = None, overrides: dict[str, Any] | None = None) -> StackInput:
     """Read Pulumi.<stack>.yaml into engine-style config, filling missing required secrets."""
     path = path or ROOT / f"Pulumi.{stack}.yaml"
-    document = yaml.safe_load(path.read_text()) or {}
-    raw: dict[str, Any] = dict(document.get("config") or {})
+    raw: dict[str, Any] = dict(stack_file.read_document(path.read_text(), path.name))
     raw.update(overrides or {})
+    file_problems = stack_file.namespace_problems([str(k) for k in raw]) + stack_file.mixed_secret_problems(raw)
+    if file_problems:
+        raise ConfigError(file_problems)
     config: dict[str, str] = {}
     secret_keys: list[str] = []
     for key, value in raw.items():

@@ -160,10 +160,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         return EXIT_CONFIG
     started = time.perf_counter()
-    inp = harness.stack_input(args.stack, stack_file)
-    inp.account = Path(args.account) if args.account else None
-    harness.apply_config(inp)
     try:
+        inp = harness.stack_input(args.stack, stack_file)
+        inp.account = Path(args.account) if args.account else None
+        harness.apply_config(inp)
         cfg, _, _, warnings = config_load.validate()
         checks = account.check(cfg)
     except ConfigError as err:

@@ -223,7 +223,7 @@ EXPECTED: dict[str, list[str]] = {
         'gpuPools[gpu-l4-a10g].requirements[0]: label domain "karpenter.k8s.aws" is restricted; the API server would reject the NodePool. Fix: use another key; Karpenter sets or reserves this one itself'
     ],
     "consolidate-after-1d": [
-        "gpuPools[gpu-l4-a10g].disruption.consolidateAfter: '1d' is not a duration Karpenter accepts (pattern <n>s|m|h, e.g. 90s, 10m, 24h). Fix: write e.g. 24h instead of 1d"
+        "gpuPools[gpu-l4-a10g].disruption.consolidateAfter: '1d' is not a duration Karpenter accepts (pattern <n>s|m|h, e.g. 90s, 10m, 24h). Fix: write 24h instead of 1d"
     ],
     "budget-nodes-words": [
         "gpuPools[gpu-l4-a10g].disruption.budgets[0].nodes: '10 percent' is not a node count or percentage. Fix: write e.g. 1 or 10%"
