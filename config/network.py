@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from config.base import ConfigModel
 from config.conventions import DISCOVERY_TAG, INTERNAL_ELB_TAG, PUBLIC_ELB_TAG
@@ -73,7 +73,6 @@ class ExistingVpc(ConfigModel):
     vpc_id: VpcId = Field(description="The VPC id.")
     vpc_cidr: NetworkCidr = Field(description="The VPC's IPv4 CIDR (model NetworkPolicies admit the load balancer from it).")
     private_subnet_ids: list[SubnetId] = Field(
-        min_length=2,
         description="Private subnets (two or more AZs) for nodes and internal load balancers. "
         f"They must carry the tags `{INTERNAL_ELB_TAG}=1` and `{DISCOVERY_TAG}=<cluster>`.",
     )
@@ -83,22 +82,32 @@ class ExistingVpc(ConfigModel):
         "may be empty when every endpoint is internal.",
     )
 
+    @field_validator("private_subnet_ids")
+    @classmethod
+    def _private(cls, value: list[str]) -> list[str]:
+        _listed_once(value, "privateSubnetIds")
+        if len(value) < 2:
+            raise config_error(
+                "lists one subnet; EKS places the control plane's network interfaces in at least two zones and refuses "
+                "a cluster with fewer",
+                "list private subnets of at least two zones",
+            )
+        return value
+
+    @field_validator("public_subnet_ids")
+    @classmethod
+    def _public(cls, value: list[str]) -> list[str]:
+        _listed_once(value, "publicSubnetIds")
+        return value
+
     @model_validator(mode="after")
     def _distinct(self) -> ExistingVpc:
-        _listed_once(list(self.private_subnet_ids), "privateSubnetIds")
-        _listed_once(list(self.public_subnet_ids), "publicSubnetIds")
         both = sorted(set(self.private_subnet_ids) & set(self.public_subnet_ids))
         if both:
             raise config_error(
                 f"{', '.join(both)} {'is' if len(both) == 1 else 'are'} listed as both private and public; nodes and "
                 "internet-facing load balancers must not share subnets",
                 "list each subnet under one of privateSubnetIds or publicSubnetIds",
-            )
-        if len(set(self.private_subnet_ids)) < 2:
-            raise config_error(
-                "privateSubnetIds needs two distinct subnets (in two zones): EKS places control-plane interfaces in two "
-                "zones and refuses a cluster with fewer",
-                "list private subnets of at least two zones",
             )
         return self
 

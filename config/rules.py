@@ -394,7 +394,22 @@ def rule_gpu_operator(cfg: StackConfig) -> Iterator[Problem]:
 
 
 def rule_zones(cfg: StackConfig) -> Iterator[Problem]:
-    """Named zones must be in the stack's region, and pools may only narrow them."""
+    """Named zones and the certificate must be in the stack's region, and pools may only narrow the zones."""
+    arn = cfg.ingress.certificate_arn
+    if arn is not None and arn.split(":")[3] != cfg.region:
+        yield Problem(
+            "ingress.certificateArn",
+            f"is a certificate of {arn.split(':')[3]}, but the stack (aws:region) is in {cfg.region}; an ALB can only "
+            f"use a certificate of its own region. Fix: request or import the certificate in {cfg.region}",
+        )
+    for pool in cfg.gpu_pools:
+        for i, zone in enumerate(pool.zones):
+            if not zone_in_region(zone, cfg.region):
+                yield Problem(
+                    f"{pool_path(pool)}.zones[{i}]",
+                    f"'{zone}' is not a zone of {cfg.region} (aws:region); no node of the pool could launch there. "
+                    f"Fix: use a zone of {cfg.region}",
+                )
     zones = cfg.network.availability_zones if isinstance(cfg.network, NewVpc) else None
     if zones is None:
         return
@@ -559,10 +574,15 @@ def rule_escape_hatches(cfg: StackConfig) -> Iterator[Problem]:
     """extraValues may tune a chart, not replace what the program derives and other parts rely on."""
     for (section, dotted), instead in DERIVED_VALUES.items():
         if _has_path(_SECTION_VALUES[section](cfg), dotted):
+            fix = (
+                f"remove the override ({instead.removeprefix('nothing: ')})"
+                if instead.startswith("nothing:")
+                else (f"remove the override and set {instead} instead")
+            )
             yield Problem(
                 f"{section}.extraValues.{dotted}",
                 "is derived by the platform, and other resources rely on the value it sets (an override would point "
-                f"them at something that does not exist). Fix: remove the override; to change it, set {instead}",
+                f"them at something that does not exist). Fix: {fix}",
             )
 
 

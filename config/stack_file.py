@@ -81,10 +81,14 @@ def read_document(text: str, name: str) -> dict[str, Any]:
     try:
         document = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{name}:{mark.line + 1}" if mark is not None else name
         problem = str(getattr(exc, "problem", "") or "")
-        tab = "\t" in problem or (mark is not None and "\t" in text.splitlines()[mark.line][: mark.column + 1])
+        mark: Any = getattr(exc, "problem_mark", None)
+        if "<stream end>" in problem and getattr(exc, "context_mark", None) is not None:
+            mark = getattr(exc, "context_mark", None)  # what was left open, rather than the end of the file
+        where = f"{name}:{mark.line + 1}" if mark is not None else name
+        source_lines = text.splitlines()
+        at = source_lines[mark.line] if mark is not None and mark.line < len(source_lines) else ""
+        tab = "\t" in problem or "\t" in at[: (mark.column + 1) if mark is not None else 0]
         fix = "indent with spaces, not tabs" if tab else "correct the YAML at that line"
         raise ConfigError([Problem(where, f"is not valid YAML ({problem or 'cannot parse'}). Fix: {fix}")]) from None
     if document is None:

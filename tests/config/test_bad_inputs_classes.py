@@ -1,0 +1,359 @@
+"""Bad stack files, class by class: each case with its exact message, and valid variants that must render.
+
+Classes: the file itself, namespaces, pasted credentials, escape hatches over derived values, secrets half in
+plain text, region consistency, image references and vLLM releases, networks, autoscaling step limits, and
+messages that must say why. (tests/config/test_bad_inputs.py holds the earlier catalog.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from config.errors import HIDDEN
+from offline import harness, render
+from tests.conftest import DEV, ROOT, fixture_input, new_problems_after, parse, stack_data
+
+ACM_WEST = "arn:aws:acm:us-west-2:123456789012:certificate/0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+EXISTING = {
+    "mode": "existing",
+    "vpcId": "vpc-0a1b2c3d4e5f60718",
+    "vpcCidr": "10.60.0.0/16",
+    "privateSubnetIds": ["subnet-0a1b2c3d4e5f60711", "subnet-0a1b2c3d4e5f60712"],
+}
+
+
+def m0(d: dict[str, Any]) -> dict[str, Any]:
+    return d["models"][0]  # type: ignore[no-any-return]
+
+
+def p0(d: dict[str, Any]) -> dict[str, Any]:
+    return d["gpuPools"][0]  # type: ignore[no-any-return]
+
+
+CASES: dict[str, Callable[[dict[str, Any]], object]] = {
+    "region-is-a-zone": lambda d: d.update(region="us-east-1a"),
+    "region-free-text": lambda d: d.update(region="virginia"),
+    "image-repository-with-tag": lambda d: m0(d).update(image={"repository": "vllm/vllm-openai:latest"}),
+    "image-repository-with-digest": lambda d: m0(d).update(image={"repository": "vllm/vllm-openai@sha256:" + "a" * 64}),
+    "image-repository-not-a-reference": lambda d: m0(d).update(image={"repository": "Vllm Images/openai"}),
+    "vllm-too-old": lambda d: m0(d).update(image={"tag": "v0.8.5"}),
+    "vllm-not-a-release": lambda d: m0(d).update(image={"tag": "nightly-2026-11-01"}),
+    "subnet-listed-twice": lambda d: d.update(
+        network={**EXISTING, "privateSubnetIds": ["subnet-0a1b2c3d4e5f60711", "subnet-0a1b2c3d4e5f60711"]}
+    ),
+    "subnet-public-and-private": lambda d: d.update(network={**EXISTING, "publicSubnetIds": ["subnet-0a1b2c3d4e5f60711"]}),
+    "internet-facing-without-public-subnets": lambda d: (
+        d.update(network=dict(EXISTING)),
+        d.update(
+            ingress={
+                "scheme": "internet-facing",
+                "allowedCidrs": ["198.51.100.0/24"],
+                "certificateArn": "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d",
+            }
+        ),
+    ),
+    "scale-down-without-a-limit": lambda d: m0(d).update(
+        autoscaling={"scaleDown": {"stabilizationWindowSeconds": 300, "periodSeconds": 60}}
+    ),
+    "scale-up-without-a-limit": lambda d: m0(d).update(autoscaling={"scaleUp": {"stabilizationWindowSeconds": 0, "periodSeconds": 15}}),
+    "hf-token-pasted-as-repository": lambda d: m0(d).update(huggingFaceId="hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"),
+    "aws-key-pasted-as-cluster-name": lambda d: d["cluster"].update(name="AKIAIOSFODNN7EXAMPLE"),
+    "openai-key-pasted-as-revision": lambda d: m0(d).update(revision="sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz012345"),
+    "aws-secret-pasted-as-domain": lambda d: d.update(ingress={"domain": "wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY12"}),
+    "escape-lbc-vpc-id": lambda d: d.update(ingress={"extraValues": {"vpcId": "vpc-0123456789abcdef0"}}),
+    "escape-lbc-cluster-name": lambda d: d.update(ingress={"extraValues": {"clusterName": "other"}}),
+    "escape-lbc-region": lambda d: d.update(ingress={"extraValues": {"region": "eu-west-1"}}),
+    "escape-lbc-service-account": lambda d: d.update(ingress={"extraValues": {"serviceAccount": {"name": "lbc"}}}),
+    "escape-karpenter-queue": lambda d: d.update(karpenter={"extraValues": {"settings": {"interruptionQueue": "other"}}}),
+    "escape-karpenter-cluster-name": lambda d: d.update(karpenter={"extraValues": {"settings": {"clusterName": "other"}}}),
+    "escape-karpenter-replicas": lambda d: d.update(karpenter={"extraValues": {"replicas": 3}}),
+    "escape-karpenter-node-selector": lambda d: d.update(karpenter={"extraValues": {"nodeSelector": {"x": "y"}}}),
+    "escape-keda-replicas": lambda d: d.update(keda={"extraValues": {"operator": {"replicaCount": 3}}}),
+    "escape-kps-fullname": lambda d: d.update(observability={"extraValues": {"fullnameOverride": "prom"}}),
+    "escape-kps-retention": lambda d: d.update(observability={"extraValues": {"prometheus": {"prometheusSpec": {"retention": "90d"}}}}),
+    "escape-grafana-admin": lambda d: d.update(observability={"extraValues": {"grafana": {"admin": {"existingSecret": "x"}}}}),
+    "escape-device-plugin-config": lambda d: d.update(gpuOperator={"extraValues": {"devicePlugin": {"config": {"name": "mine"}}}}),
+    "escape-mig-strategy": lambda d: d.update(gpuOperator={"extraValues": {"mig": {"strategy": "single"}}}),
+    "duplicate-pool": lambda d: d["gpuPools"].append(dict(p0(d))),
+    "consolidate-after-2d": lambda d: p0(d).update(disruption={"consolidateAfter": "2d"}),
+    "expire-after-weeks": lambda d: p0(d).update(disruption={"expireAfter": "4w"}),
+    "ami-with-family-prefix": lambda d: d.update(karpenter={"amiVersions": {"al2023": "al2023@latest"}}),
+    "certificate-other-region": lambda d: d.update(ingress={"certificateArn": ACM_WEST}),
+    "pool-zone-other-region": lambda d: p0(d).update(zones=["us-west-2a"]),
+    "zero-memory": lambda d: m0(d)["resources"].update(memory="0"),
+    "single-private-subnet-existing": lambda d: d.update(network={**EXISTING, "privateSubnetIds": ["subnet-0a1b2c3d4e5f60711"]}),
+}
+
+EXPECTED: dict[str, list[str]] = {
+    "region-is-a-zone": [
+        "region: 'us-east-1a' is an availability zone, not a region. Fix: set aws:region to us-east-1",
+    ],
+    "region-free-text": [
+        "region: 'virginia' is not an AWS region. Fix: set aws:region to a region such as us-east-1",
+    ],
+    "image-repository-with-tag": [
+        "models[llama-3-1-8b].image.repository: repository 'vllm/vllm-openai:latest' carries a tag or digest; the image reference would become 'vllm/vllm-openai:latest:<tag>', which no registry resolves. Fix: put the tag in image.tag and the digest in image.digest, and only the repository here",
+    ],
+    "image-repository-with-digest": [
+        "models[llama-3-1-8b].image.repository: repository 'vllm/vllm-openai@sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa' carries a tag or digest; the image reference would become 'vllm/vllm-openai@sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa:<tag>', which no registry resolves. Fix: put the tag in image.tag and the digest in image.digest, and only the repository here",
+    ],
+    "image-repository-not-a-reference": [
+        "models[llama-3-1-8b].image.repository: 'Vllm Images/openai' is not an image repository. Fix: write e.g. vllm/vllm-openai or <registry>/<path>",
+    ],
+    "vllm-too-old": [
+        "models[llama-3-1-8b].image.tag: vLLM v0.8.5 is older than v0.33.0, the oldest release with every flag and metric the platform uses (--shutdown-timeout, --sse-keep-alive-interval, vllm:kv_cache_usage_perc): the pods would not start, or autoscaling would read metrics that are never emitted. Fix: use v0.33.0 or newer (the pinned default is v0.33.0)",
+    ],
+    "vllm-not-a-release": [
+        "models[llama-3-1-8b].image: tag 'nightly-2026-11-01' of the upstream vLLM image is not a release (vX.Y.Z), so it cannot be checked against the flags and metrics the platform uses. Fix: pin a release tag such as v0.33.0",
+    ],
+    "subnet-listed-twice": [
+        "network.privateSubnetIds: subnet-0a1b2c3d4e5f60711 is listed more than once in privateSubnetIds; the rule of subnets in two zones counts distinct subnets. Fix: list each subnet once",
+    ],
+    "subnet-public-and-private": [
+        "network: subnet-0a1b2c3d4e5f60711 is listed as both private and public; nodes and internet-facing load balancers must not share subnets. Fix: list each subnet under one of privateSubnetIds or publicSubnetIds",
+    ],
+    "internet-facing-without-public-subnets": [
+        "network.publicSubnetIds: is empty, but ingress.scheme is internet-facing: the load balancer controller needs public subnets (tag kubernetes.io/role/elb=1) for an internet-facing ALB and would leave the Ingress without an address. Fix: list the VPC's public subnets, or use ingress.scheme internal",
+    ],
+    "scale-down-without-a-limit": [
+        "models[llama-3-1-8b].autoscaling.scaleDown: neither percent nor pods is set, so the HPA would get no policy for this direction and move without any step limit. Fix: set pods (e.g. 1 for one replica per period) or percent",
+    ],
+    "scale-up-without-a-limit": [
+        "models[llama-3-1-8b].autoscaling.scaleUp: neither percent nor pods is set, so the HPA would get no policy for this direction and move without any step limit. Fix: set pods (e.g. 1 for one replica per period) or percent",
+    ],
+    "hf-token-pasted-as-repository": [
+        "models[llama-3-1-8b].huggingFaceId: '[a value shaped like a credential, not shown]' is not a Hugging Face repository id. Fix: write <org>/<name>",
+    ],
+    "aws-key-pasted-as-cluster-name": [
+        "cluster.name: '[a value shaped like a credential, not shown]' is not a valid cluster name here. Fix: use lowercase letters, digits and '-', starting with a letter",
+    ],
+    "openai-key-pasted-as-revision": [
+        "models[llama-3-1-8b].revision: '[a value shaped like a credential, not shown]' is not a pinned commit; a branch such as main can change the weights under a running fleet. Fix: use the 40-hex commit id shown on the model's Hugging Face 'Files' history",
+    ],
+    "aws-secret-pasted-as-domain": [
+        "ingress.domain: '[a value shaped like a credential, not shown]' is not a DNS domain. Fix: write e.g. llm.example.com (lowercase, no scheme, no trailing dot)",
+    ],
+    "escape-lbc-vpc-id": [
+        "ingress.extraValues.vpcId: is derived by the platform, and other resources rely on the value it sets (an override would point them at something that does not exist). Fix: remove the override and set network (the VPC the stack creates or network.vpcId) instead",
+    ],
+    "escape-lbc-cluster-name": [
+        "ingress.extraValues.clusterName: is derived by the platform, and other resources rely on the value it sets (an override would point them at something that does not exist). Fix: remove the override and set cluster.name instead",
+    ],
+    "escape-lbc-region": [
+        "ingress.extraValues.region: is derived by the platform, and other resources rely on the value it sets (an override would point them at something that does not exist). Fix: remove the override and set aws:region instead",
+    ],
+    "escape-lbc-service-account": [
+        "ingress.extraValues.serviceAccount.name: is derived by the platform, and other resources rely on the value it sets (an override would point them at something that does not exist). Fix: remove the override (its Pod Identity association names this service account)",
+    ],
+    "escape-karpenter-queue": [
+        "karpenter.extraValues.settings.interruptionQueue: is derived by the platform, and other resources rely on the value it sets (an override would point them at something that does not exist). Fix: remove the override (the stack creates the queue and names it after the cluster)",
+    ],
+    "escape-karpenter-cluster-name": [
+        "karpenter.extraValues.settings.clusterName: is derived by the platform, and other resources rely on the value it sets (an override would point them at something that does not exist). Fix: remove the override and set cluster.name instead",
+    ],
+    "escape-karpenter-replicas": [
+        "karpenter.extraValues.replicas: is derived by the platform, and other resources rely on the value it sets (an override would point them at something that does not exist). Fix: remove the override and set karpenter.replicas instead",
+    ],
+    "escape-karpenter-node-selector": [
+        "karpenter.extraValues.nodeSelector: is derived by the platform, and other resources rely on the value it sets (an override would point them at something that does not exist). Fix: remove the override (Karpenter runs on the system nodes, never on the nodes it manages)",
+    ],
+    "escape-keda-replicas": [
+        "keda.extraValues.operator.replicaCount: is derived by the platform, and other resources rely on the value it sets (an override would point them at something that does not exist). Fix: remove the override and set keda.operatorReplicas instead",
+    ],
+    "escape-kps-fullname": [
+        "observability.extraValues.fullnameOverride: is derived by the platform, and other resources rely on the value it sets (an override would point them at something that does not exist). Fix: remove the override (the Prometheus address KEDA and the outputs use is derived from it)",
+    ],
+    "escape-kps-retention": [
+        "observability.extraValues.prometheus.prometheusSpec.retention: is derived by the platform, and other resources rely on the value it sets (an override would point them at something that does not exist). Fix: remove the override and set observability.retention instead",
+    ],
+    "escape-grafana-admin": [
+        "observability.extraValues.grafana.admin: is derived by the platform, and other resources rely on the value it sets (an override would point them at something that does not exist). Fix: remove the override and set the grafanaAdminPassword secret instead",
+    ],
+    "escape-device-plugin-config": [
+        "gpuOperator.extraValues.devicePlugin.config: is derived by the platform, and other resources rely on the value it sets (an override would point them at something that does not exist). Fix: remove the override and set gpuPools[].sharing (the device-plugin configs are rendered from the pools) instead",
+    ],
+    "escape-mig-strategy": [
+        "gpuOperator.extraValues.mig.strategy: is derived by the platform, and other resources rely on the value it sets (an override would point them at something that does not exist). Fix: remove the override (MIG slices are requested as nvidia.com/mig-<profile> (mixed strategy))",
+    ],
+    "duplicate-pool": [
+        "gpuPools[1].name: 'gpu-l4-a10g' is already used by gpuPools[0]; names must be unique, because each becomes a NodePool, and models pick their pool by name (the second would replace the first). Fix: rename one",
+    ],
+    "consolidate-after-2d": [
+        "gpuPools[gpu-l4-a10g].disruption.consolidateAfter: '2d' is not a duration Karpenter accepts (pattern <n>s|m|h, e.g. 90s, 10m, 24h). Fix: write 48h instead of 2d",
+    ],
+    "expire-after-weeks": [
+        "gpuPools[gpu-l4-a10g].disruption.expireAfter: '4w' is not a duration Karpenter accepts (pattern <n>s|m|h, e.g. 90s, 10m, 24h). Fix: write hours, minutes or seconds, e.g. 24h, 90m or 45s",
+    ],
+    "ami-with-family-prefix": [
+        "karpenter.amiVersions.al2023: al2023@latest must be pinned to a release; the latest alias (or a malformed version) drifts every GPU node on each AMI release and replaces them all at once. Fix: pin al2023@vYYYYMMDD, e.g. v20260930",
+    ],
+    "certificate-other-region": [
+        "ingress.certificateArn: is a certificate of us-west-2, but the stack (aws:region) is in us-east-1; an ALB can only use a certificate of its own region. Fix: request or import the certificate in us-east-1",
+    ],
+    "pool-zone-other-region": [
+        "gpuPools[gpu-l4-a10g].zones[0]: 'us-west-2a' is not a zone of us-east-1 (aws:region); no node of the pool could launch there. Fix: use a zone of us-east-1",
+    ],
+    "zero-memory": [
+        "models[llama-3-1-8b].resources.memory: '0' is not a positive quantity; vLLM needs CPU and memory to start. Fix: request e.g. cpu 4, memory 32Gi",
+    ],
+    "single-private-subnet-existing": [
+        "network.privateSubnetIds: lists one subnet; EKS places the control plane's network interfaces in at least two zones and refuses a cluster with fewer. Fix: list private subnets of at least two zones",
+    ],
+}
+
+
+def test_every_case_has_an_expectation() -> None:
+    assert set(CASES) == set(EXPECTED)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bad_input_message(case: str) -> None:
+    assert new_problems_after(CASES[case]) == EXPECTED[case]
+
+
+def test_no_credential_is_printed_back() -> None:
+    for case in (
+        "hf-token-pasted-as-repository",
+        "aws-key-pasted-as-cluster-name",
+        "openai-key-pasted-as-revision",
+        "aws-secret-pasted-as-domain",
+    ):
+        text = " ".join(new_problems_after(CASES[case]))
+        assert HIDDEN in text
+        for secret in ("hf_AbCd", "AKIAIOSFODNN7", "sk-proj-", "wJalrXUtnFEMI"):
+            assert secret not in text
+
+
+# -- the file itself, namespaces and secrets: through the render, as a user runs it ----------------
+
+FILE_CASES: dict[str, tuple[str, list[str]]] = {
+    "merge-conflict-markers": (
+        "config:\n  aws:region: us-east-1\n<<<<<<< HEAD\n  llm-platform:environment: dev\n=======\n  llm-platform:environment: prod\n>>>>>>> b\n",
+        ["  - Pulumi.x.yaml:3: has merge-conflict markers (<<<<<<<, =======, >>>>>>>). Fix: resolve the conflict, keep one side"],
+    ),
+    "tab-indentation": (
+        "config:\n  aws:region: us-east-1\n\tllm-platform:environment: dev\n",
+        ["  - Pulumi.x.yaml:3: is not valid YAML (found character '\\t' that cannot start any token). Fix: indent with spaces, not tabs"],
+    ),
+    "no-config-section": (
+        "aws:region: us-east-1\nllm-platform:environment: dev\n",
+        [
+            "  - Pulumi.x.yaml: has no `config:` section (aws:region, llm-platform:environment sit at the top level); Pulumi reads "
+            "stack settings only under it. Fix: indent every key under `config:`"
+        ],
+    ),
+    "empty-file": ("", ["  - Pulumi.x.yaml: is empty. Fix: add a `config:` section (see the README)"]),
+    "config-not-a-mapping": (
+        "config: [a, b]\n",
+        ["  - Pulumi.x.yaml: config: is not a mapping. Fix: list `<namespace>:<key>: value` lines under it"],
+    ),
+    "unclosed-bracket": (
+        "config:\n  aws:region: us-east-1\n  llm-platform:tags: {a: b\n",
+        None,  # any YAML error: checked by its shape below
+    ),
+}
+
+
+def _render(tmp_path: Path, text: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str]]:
+    path = tmp_path / "Pulumi.x.yaml"
+    path.write_text(text)
+    out = tmp_path / "build"
+    code = render.main(["x", "--file", str(path), "--out", str(out)])
+    assert not out.exists()
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return code, [line for line in err.splitlines() if line.startswith("  - ")]
+
+
+@pytest.mark.parametrize("case", sorted(FILE_CASES))
+def test_a_broken_file_exits_2_with_where_and_why(case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text, expected = FILE_CASES[case]
+    code, lines = _render(tmp_path, text, capsys)
+    assert code == 2
+    if expected is None:
+        assert len(lines) == 1
+        assert lines[0].startswith("  - Pulumi.x.yaml:3: is not valid YAML (")
+    else:
+        assert lines == expected
+
+
+def _shipped_with(raw_changes: dict[str, Any]) -> str:
+    document = yaml.safe_load((ROOT / "tests" / "fixtures" / "stacks" / "minimal-dev.yaml").read_text())
+    document["config"].update(raw_changes)
+    return yaml.safe_dump(document)
+
+
+NAMESPACE_CASES: dict[str, tuple[dict[str, Any], list[str]]] = {
+    "misspelled-project-namespace": (
+        {"llm_platform:observability": {"retention": "30d"}},
+        [
+            "  - llm_platform:observability: is in namespace 'llm_platform', which nothing reads (did you mean "
+            "'llm-platform:observability'?); the setting would be ignored silently. Fix: use llm-platform:<key> for this "
+            "program's settings"
+        ],
+    ),
+    "unknown-namespace": (
+        {"acme:owner": "team-a"},
+        [
+            "  - acme:owner: is in namespace 'acme', which nothing reads; the setting would be ignored silently. "
+            "Fix: use llm-platform:<key> for this program's settings"
+        ],
+    ),
+    "api-keys-half-plain": (
+        {"llm-platform:apiKeys": {"llama-3-1-8b": {"secure": "v1:AAAA"}, "other": "plain-key"}},
+        [
+            "  - apiKeys.other: is plain text beside encrypted values, readable by anyone with the repository. Fix: run "
+            "`pulumi config set --secret --path 'apiKeys.other' <value>`"
+        ],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NAMESPACE_CASES))
+def test_namespaces_and_half_plain_secrets(case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    changes, expected = NAMESPACE_CASES[case]
+    code, lines = _render(tmp_path, _shipped_with(changes), capsys)
+    assert code == 2
+    assert lines == expected
+
+
+def test_known_provider_namespaces_are_accepted() -> None:
+    inp = fixture_input(DEV, overrides={"aws:profile": "ops", "kubernetes:context": "x", "pulumi:disable-default-providers": "[]"})
+    assert "aws:profile" in inp.config
+
+
+# -- valid variants: no false positives ---------------------------------------------------------------
+
+VALID: dict[str, Callable[[dict[str, Any]], object]] = {
+    "existing-vpc-with-public-subnets": lambda d: d.update(
+        network={**EXISTING, "publicSubnetIds": ["subnet-0a1b2c3d4e5f60721", "subnet-0a1b2c3d4e5f60722"]}
+    ),
+    "bottlerocket-default": lambda d: d.update(karpenter={"defaultAmiFamily": "bottlerocket"}),
+    "irsa": lambda d: d.update(karpenter={"identity": "irsa"}),
+    "instance-families": lambda d: p0(d).update(instanceTypes=None, instanceFamilies=["g6", "g5"], gpuCounts=[1]),
+    "awq-model": lambda d: m0(d).update(quantization="awq"),
+    "fp8-kv-cache": lambda d: m0(d).update(kvCacheDtype="fp8"),
+    "own-registry-image": lambda d: m0(d).update(
+        image={"repository": "123456789012.dkr.ecr.us-east-1.amazonaws.com/vllm/vllm-openai", "tag": "v0.33.0"}
+    ),
+    "newer-vllm": lambda d: m0(d).update(image={"tag": "v0.34.1"}),
+    "no-models": lambda d: d.update(models=[]),
+    "zone-ids": lambda d: d["network"].update(availabilityZones=["use1-az1", "use1-az4"]),
+    "extra-values-still-tune": lambda d: d.update(karpenter={"extraValues": {"logLevel": "debug"}}),
+    "expire-never": lambda d: p0(d).update(disruption={"expireAfter": "Never"}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(VALID))
+def test_valid_variants_render(case: str) -> None:
+    data = stack_data(DEV)
+    VALID[case](data)
+    parse(data)  # no error
+    overrides = {f"llm-platform:{k}": v for k, v in data.items() if k not in ("region", "environment")}
+    result = harness.run(fixture_input(DEV, overrides=overrides))
+    assert result.outputs["clusterName"] == data["cluster"]["name"]
