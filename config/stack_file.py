@@ -27,7 +27,7 @@ def secret_command(key: str) -> str:
 
 def split(values: Mapping[str, Any], is_secret: Callable[[str], bool]) -> tuple[dict[str, Any], dict[str, Any], list[Problem]]:
     """Split raw config into model input and secret values; report problems that need no model."""
-    problems: list[Problem] = []
+    problems: list[Problem] = namespace_problems([str(k) for k in values])
     data: dict[str, Any] = {}
     secrets: dict[str, Any] = {}
     prefix = f"{PROJECT}:"

@@ -89,7 +89,7 @@ def stack_input(stack: str, path: Path | None = None, overrides: dict[str, Any] 
     path = path or ROOT / f"Pulumi.{stack}.yaml"
     raw: dict[str, Any] = dict(stack_file.read_document(path.read_text(), path.name))
     raw.update(overrides or {})
-    file_problems = stack_file.namespace_problems([str(k) for k in raw]) + stack_file.mixed_secret_problems(raw)
+    file_problems = stack_file.mixed_secret_problems(raw)
     if file_problems:
         raise ConfigError(file_problems)
     config: dict[str, str] = {}

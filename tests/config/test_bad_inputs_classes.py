@@ -267,7 +267,15 @@ def _render(tmp_path: Path, text: str, capsys: pytest.CaptureFixture[str]) -> tu
     assert not out.exists()
     err = capsys.readouterr().err
     assert "Traceback" not in err
-    return code, [line for line in err.splitlines() if line.startswith("  - ")]
+    errors, in_errors = [], False
+    for line in err.splitlines():
+        if " error" in line and line.rstrip().endswith(":") and not line.startswith("  - "):
+            in_errors = True
+        elif "warning" in line and line.rstrip().endswith(":") and not line.startswith("  - "):
+            in_errors = False
+        elif in_errors and line.startswith("  - "):
+            errors.append(line)
+    return code, errors
 
 
 @pytest.mark.parametrize("case", sorted(FILE_CASES))
