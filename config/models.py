@@ -10,11 +10,8 @@ from pydantic import Field, field_validator, model_validator
 from config import versions
 from config.base import ConfigModel
 from config.observability import Slo
-from config.types import Fraction, K8sName, Quantity, config_error, parse_quantity
+from config.types import CommitRevision, Fraction, HuggingFaceId, ImageDigest, K8sName, Quantity, config_error, parse_quantity
 
-_HF_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
-_REVISION = re.compile(r"^[0-9a-f]{40}$")
-_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 _TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 _RELEASE = re.compile(r"^v?([0-9]+)\.([0-9]+)\.([0-9]+)(?:[-.+].*)?$")
 _REPOSITORY = re.compile(r"^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)*$")
@@ -56,7 +53,7 @@ class Image(ConfigModel):
 
     repository: str = Field(default=versions.VLLM_IMAGE_REPOSITORY, description="Image repository.")
     tag: str = Field(default=versions.VLLM_IMAGE_TAG, description="Image tag (never `latest`).")
-    digest: str | None = Field(default=None, description="Optional sha256 digest; pins the exact bytes (recommended in prod).")
+    digest: ImageDigest | None = Field(default=None, description="Optional sha256 digest; pins the exact bytes (recommended in prod).")
 
     @field_validator("repository")
     @classmethod
@@ -101,13 +98,6 @@ class Image(ConfigModel):
                 f"pin a release tag such as {versions.VLLM_IMAGE_TAG}",
             )
         return self
-
-    @field_validator("digest")
-    @classmethod
-    def _digest(cls, value: str | None) -> str | None:
-        if value is not None and not _DIGEST.match(value):
-            raise config_error(f"'{value}' is not an image digest", "write sha256:<64 lowercase hex>")
-        return value
 
     @property
     def reference(self) -> str:
@@ -245,8 +235,8 @@ class ModelConfig(ConfigModel):
     """A model served by vLLM with an OpenAI-compatible API."""
 
     name: K8sName = Field(description="Served model name (API `model` field and the `model_name` metric label); also the namespace.")
-    hugging_face_id: str = Field(description="Hugging Face repository, e.g. meta-llama/Llama-3.1-8B-Instruct.")
-    revision: str = Field(description="Pinned 40-hex commit of the Hugging Face repository.")
+    hugging_face_id: HuggingFaceId = Field(description="Hugging Face repository, e.g. meta-llama/Llama-3.1-8B-Instruct.")
+    revision: CommitRevision = Field(description="Pinned 40-hex commit of the Hugging Face repository.")
     gated: bool = Field(default=False, description="The repository needs a Hugging Face token (the hfToken secret).")
     parameters_billions: float = Field(gt=0, le=2000, description="Parameter count in billions (sizes the weights).")
     architecture: Architecture = Field(description="Layers and KV heads, for the KV-cache part of the fit check.")
@@ -276,23 +266,6 @@ class ModelConfig(ConfigModel):
     slo: Slo | None = Field(default=None, description="Latency objectives; unset: observability.slo.")
     expose: bool = Field(default=True, description="Serve the model's /v1 API through the shared ALB.")
     extra_args: list[str] = Field(default_factory=list, description="Further vLLM flags (not the ones the platform manages).")
-
-    @field_validator("hugging_face_id")
-    @classmethod
-    def _hf_id(cls, value: str) -> str:
-        if not _HF_ID.match(value):
-            raise config_error(f"'{value}' is not a Hugging Face repository id", "write <org>/<name>")
-        return value
-
-    @field_validator("revision")
-    @classmethod
-    def _revision(cls, value: str) -> str:
-        if not _REVISION.match(value):
-            raise config_error(
-                f"'{value}' is not a pinned commit; a branch such as main can change the weights under a running fleet",
-                "use the 40-hex commit id shown on the model's Hugging Face 'Files' history",
-            )
-        return value
 
     @field_validator("extra_args")
     @classmethod

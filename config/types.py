@@ -218,6 +218,35 @@ def _region(value: str) -> str:
     return value
 
 
+def _matching(pattern: str, problem: str, fix: str) -> AfterValidator:
+    """A string type checked by one regular expression, with the house message."""
+    compiled = re.compile(pattern)
+
+    def check(value: str) -> str:
+        if not compiled.match(value):
+            raise config_error(problem.format(value=value), fix)
+        return value
+
+    return AfterValidator(check)
+
+
+HuggingFaceId = Annotated[
+    str,
+    _matching(
+        r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$", "'{value}' is not a Hugging Face repository id", "write <org>/<name>"
+    ),
+]
+CommitRevision = Annotated[
+    str,
+    _matching(
+        r"^[0-9a-f]{40}$",
+        "'{value}' is not a pinned commit; a branch such as main can change the weights under a running fleet",
+        "use the 40-hex commit id shown on the model's Hugging Face 'Files' history",
+    ),
+]
+ImageDigest = Annotated[str, _matching(r"^sha256:[0-9a-f]{64}$", "'{value}' is not an image digest", "write sha256:<64 lowercase hex>")]
+
+
 def _vpc_id(value: str) -> str:
     if not _VPC_ID.match(value):
         raise config_error(f"'{value}' is not a VPC id", "write vpc-<8 or 17 hex digits>")

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from tests.config import test_bad_inputs_classes as classes
 from tests.conftest import new_problems_after
 
 
@@ -426,13 +427,18 @@ EXPECTED: dict[str, list[str]] = {
 }
 
 
+ALL_CASES = {**CASES, **classes.CASES}
+ALL_EXPECTED = {**EXPECTED, **classes.EXPECTED}
+
+
 def test_every_case_has_an_expectation() -> None:
-    assert set(CASES) == set(EXPECTED)
+    assert not set(CASES) & set(classes.CASES)
+    assert set(ALL_CASES) == set(ALL_EXPECTED)
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("case", sorted(ALL_CASES))
 def test_bad_input_message(case: str) -> None:
-    assert new_problems_after(CASES[case]) == EXPECTED[case]
+    assert new_problems_after(ALL_CASES[case]) == ALL_EXPECTED[case]
 
 
 def test_problems_are_reported_all_at_once() -> None:
