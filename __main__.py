@@ -25,6 +25,8 @@ try:
     found = preflight.problems(preflight_check(loaded.config))
 except ConfigError as err:
     raise pulumi.RunError(err.report()) from None
+except Exception as err:  # a data source failed outright: say so, without a traceback
+    raise pulumi.RunError(f"Preflight could not read the account: {str(err).splitlines()[0][:300]}") from None
 if any(p.severity == "error" for p in found):
     raise pulumi.RunError("Preflight against the account failed.\n" + format_report(found))
 for warning in found:

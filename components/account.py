@@ -12,6 +12,7 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import pulumi
 import pulumi_aws as aws
 
 from config import account as account_file
@@ -22,7 +23,11 @@ from config.network import ExistingVpc
 from config.preflight import QUOTAS, SPOT_ROLE
 from config.stack import StackConfig
 
-STATUSES = ("ISSUED", "PENDING_VALIDATION", "EXPIRED", "REVOKED", "FAILED", "INACTIVE")
+STATUSES = ("ISSUED", "PENDING_VALIDATION", "EXPIRED", "REVOKED", "FAILED", "INACTIVE", "VALIDATION_TIMED_OUT")
+KEY_TYPES = ("RSA_1024", "RSA_2048", "RSA_3072", "RSA_4096", "EC_prime256v1", "EC_secp384r1", "EC_secp521r1")
+# What a data source says when the thing is not there; anything else (no permission, throttling)
+# proves nothing, so the fact counts as there and a warning says it could not be checked.
+NOT_FOUND = ("NoSuchEntity", "ParameterNotFound", "NotFound", "not found", "no matching", "couldn't find", "does not exist")
 
 
 @dataclass(frozen=True)
@@ -32,14 +37,20 @@ class Answers:
     account: AccountFile
     authoritative: bool
     addon_versions_complete: bool
+    certificates_complete: bool
+    """False online: ACM is searched by domain (the most recent match), not by the configured ARN."""
 
 
-def _exists(read: Callable[[], object]) -> bool:
-    """Whether a data source finds the thing: a lookup of something missing fails the invoke."""
+def _exists(read: Callable[[], object], what: str) -> bool:
+    """Whether a data source finds the thing: not-found is False; any other failure cannot tell,
+    so it counts as found, with a warning (preflight must not fail a stack on a missing permission)."""
     try:
         read()
-    except Exception:
-        return False
+    except Exception as error:
+        text = str(error)
+        if any(marker in text for marker in NOT_FOUND):
+            return False
+        pulumi.log.warn(f"preflight: could not check {what} ({text.splitlines()[0][:200]}); it is assumed to exist")
     return True
 
 
@@ -70,7 +81,8 @@ def read_account(cfg: StackConfig) -> AccountFile:
     for family in families:
         release = str(getattr(cfg.karpenter.ami_versions, family))
         name = _ami_parameter(cfg, family, release)
-        ami_releases[family] = [release] if _exists(functools.partial(aws.ssm.get_parameter, name=name)) else []
+        found = _exists(functools.partial(aws.ssm.get_parameter, name=name), f"AMI parameter {name}")
+        ami_releases[family] = [release] if found else []
     addon_versions = {
         addon: [aws.eks.get_addon_version(addon_name=addon, kubernetes_version=cfg.cluster.kubernetes_version).version]
         for addon in versions.EKS_ADDON_VERSIONS
@@ -79,15 +91,15 @@ def read_account(cfg: StackConfig) -> AccountFile:
     principals += [g.principal_arn for g in cfg.cluster.access]
     roles = [arn for arn in dict.fromkeys(principals) if _principal_exists(arn)]
     certificates = _certificates(cfg)
-    spot = _exists(lambda: aws.iam.get_role(name=SPOT_ROLE))
+    spot = _exists(lambda: aws.iam.get_role(name=SPOT_ROLE), f"role {SPOT_ROLE}")
     vpcs: list[Vpc] = []
     subnets: list[Subnet] = []
     if isinstance(cfg.network, ExistingVpc):
         net = cfg.network
-        if _exists(lambda: aws.ec2.get_vpc(id=net.vpc_id)):
+        if _exists(lambda: aws.ec2.get_vpc(id=net.vpc_id), f"VPC {net.vpc_id}"):
             vpcs.append(Vpc(id=net.vpc_id, cidr=aws.ec2.get_vpc(id=net.vpc_id).cidr_block))
         for subnet_id in net.private_subnet_ids:
-            if _exists(functools.partial(aws.ec2.get_subnet, id=subnet_id)):
+            if _exists(functools.partial(aws.ec2.get_subnet, id=subnet_id), f"subnet {subnet_id}"):
                 s = aws.ec2.get_subnet(id=subnet_id)
                 subnets.append(Subnet(id=subnet_id, vpc_id=s.vpc_id, zone=s.availability_zone, cidr=s.cidr_block, tags=dict(s.tags or {})))
     return AccountFile(
@@ -109,8 +121,8 @@ def _principal_exists(arn: str) -> bool:
     kind, _, name = arn.split(":", 5)[5].partition("/")
     name = name.rsplit("/", 1)[-1]
     if kind == "user":
-        return _exists(lambda: aws.iam.get_user(user_name=name))
-    return _exists(lambda: aws.iam.get_role(name=name))
+        return _exists(lambda: aws.iam.get_user(user_name=name), arn)
+    return _exists(lambda: aws.iam.get_role(name=name), arn)
 
 
 def _certificates(cfg: StackConfig) -> list[Certificate]:
@@ -121,7 +133,7 @@ def _certificates(cfg: StackConfig) -> list[Certificate]:
     found = []
     for name in lookups:
         try:
-            cert = aws.acm.get_certificate(domain=name, statuses=list(STATUSES))
+            cert = aws.acm.get_certificate(domain=name, statuses=list(STATUSES), key_types=list(KEY_TYPES), most_recent=True)
         except Exception:
             continue
         found.append(Certificate(arn=cert.arn, domain=cert.domain, status=cert.status, region=cfg.region))  # type: ignore[arg-type]
@@ -132,14 +144,20 @@ def answers(cfg: StackConfig) -> Answers:
     """The answers this run checks against: the account itself, or the harness's account file."""
     offline = config_load.OFFLINE_ACCOUNT
     if offline is None:
-        return Answers(read_account(cfg), authoritative=True, addon_versions_complete=False)
+        return Answers(read_account(cfg), authoritative=True, addon_versions_complete=False, certificates_complete=False)
     loaded = account_file.load(offline.path)
     if not offline.authoritative:
         loaded = account_file.in_region(loaded, cfg.region)
-    return Answers(loaded, authoritative=offline.authoritative, addon_versions_complete=True)
+    return Answers(loaded, authoritative=offline.authoritative, addon_versions_complete=True, certificates_complete=True)
 
 
 def check(cfg: StackConfig) -> list[preflight.Check]:
     """Every preflight check of the stack against its account."""
     found = answers(cfg)
-    return preflight.run(cfg, found.account, authoritative=found.authoritative, addon_versions_complete=found.addon_versions_complete)
+    return preflight.run(
+        cfg,
+        found.account,
+        authoritative=found.authoritative,
+        addon_versions_complete=found.addon_versions_complete,
+        certificates_complete=found.certificates_complete,
+    )

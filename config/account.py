@@ -77,6 +77,8 @@ def parse(data: Any, source: str) -> AccountFile:
 
 
 def load(path: Path) -> AccountFile:
+    if not path.is_file():
+        raise ConfigError([Problem(str(path), "does not exist. Fix: name an account file (make account captures one)")])
     try:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:

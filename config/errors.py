@@ -31,27 +31,40 @@ _UNION_TAGS = {"network": ("new", "existing")}
 
 
 # Shapes of credentials a user may paste into the wrong field: never printed back, whichever field.
-_CREDENTIALS = re.compile(
-    r"hf_[A-Za-z0-9]{20,}"  # Hugging Face
+# ARNs are matched first and kept (a role name may look random); the rest is judged token by token.
+_TOKENS = re.compile(r"arn:[A-Za-z0-9:/_+=,.@-]+|[A-Za-z0-9/+=_.:-]+")
+_PREFIXED = re.compile(
+    r"(?<![A-Za-z0-9])(hf_[A-Za-z0-9]{20,}"  # Hugging Face
     r"|sk-[A-Za-z0-9_-]{20,}"  # OpenAI-style API keys
     r"|(?:AKIA|ASIA)[A-Z0-9]{16}"  # AWS access key ids
     r"|gh[pousr]_[A-Za-z0-9]{30,}"  # GitHub tokens
-    r"|(?<![A-Za-z0-9/+=_-])[A-Za-z0-9/+=_-]{32,}(?![A-Za-z0-9/+=_-])"  # long tokens (checked for entropy below)
+    r"|pul-[0-9a-f]{40})"  # Pulumi access tokens
 )
 HIDDEN = "[a value shaped like a credential, not shown]"
 
 
 def _looks_secret(token: str) -> bool:
-    if re.match(r"^(hf_|sk-|AKIA|ASIA|gh[pousr]_)", token):
-        return True
-    # A long token mixing upper case, lower case and digits (an AWS secret key, a random API key);
-    # lower-case hex (commit ids, digests) and words joined by dashes are not.
-    return bool(re.search(r"[A-Z]", token) and re.search(r"[a-z]", token) and re.search(r"[0-9]", token))
+    """A long random run: mixed-case letters and digits with no word separators (an AWS secret key,
+    a random API key), or 64 hex digits that are not a sha256 digest (`openssl rand -hex 32`).
+    Names joined by '-', '_' or '.' (models, roles, instance types) and 40-hex revisions are not."""
+    if len(token) >= 32 and not re.search(r"[-_.:]", token):
+        mixed = re.search(r"[A-Z]", token) and re.search(r"[a-z]", token) and re.search(r"[0-9]", token)
+        if mixed and not token.startswith("/"):
+            return True
+    return bool(re.fullmatch(r"[0-9a-f]{64}", token))
 
 
 def scrub(text: str) -> str:
     """The text with every credential-shaped value replaced by a description."""
-    return _CREDENTIALS.sub(lambda m: HIDDEN if _looks_secret(m.group(0)) else m.group(0), text)
+    text = _PREFIXED.sub(HIDDEN, text)
+
+    def judge(match: re.Match[str]) -> str:
+        token = match.group(0)
+        if token.startswith("arn:") or text[max(0, match.start() - 7) : match.start()] == "sha256:":
+            return token
+        return HIDDEN if _looks_secret(token) else token
+
+    return _TOKENS.sub(judge, text)
 
 
 @dataclass(frozen=True)

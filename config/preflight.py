@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from config import capacity, catalog, versions
 from config.account import AccountFile
-from config.conventions import DISCOVERY_TAG, INTERNAL_ELB_TAG
+from config.conventions import INTERNAL_ELB_TAG
 from config.errors import Problem
 from config.gpu_pools import GpuPool
 from config.karpenter import KarpenterConfig
@@ -192,13 +192,16 @@ def _pin(kind: str, path: str, what: str, pinned: str, known: list[str] | None, 
     return None
 
 
-def _releases(cfg: StackConfig, account: AccountFile, addon_versions_complete: bool) -> Iterator[Check]:
+def _releases(cfg: StackConfig, account: AccountFile, addon_versions_complete: bool, authoritative: bool) -> Iterator[Check]:
     k8s = cfg.cluster.kubernetes_version
     for family in sorted({_ami_family(p, cfg.karpenter) for p in cfg.gpu_pools}):
         pinned = getattr(cfg.karpenter.ami_versions, family)
         published = account.ami_releases.get(family)
         inputs = {"family": family, "pinned": pinned, "kubernetesVersion": k8s, "published": published}
         path = f"karpenter.amiVersions.{family}"
+        if published is not None and pinned not in published and not authoritative:
+            yield Check("ami-release", path, "not checked", f"{family}@{pinned} is not among the default answers' releases", inputs)
+            continue
         yield _pin("ami-release", path, f"{family} releases", pinned, published, inputs) or Check(
             "ami-release",
             path,
@@ -214,6 +217,8 @@ def _releases(cfg: StackConfig, account: AccountFile, addon_versions_complete: b
         found = _pin("addon-version", path, f"{addon} versions", pinned, known, inputs)
         if found is not None:
             yield found
+        elif not authoritative:
+            yield Check("addon-version", path, "not checked", f"{addon} {pinned} is not among the default answers' versions", inputs)
         elif not addon_versions_complete:
             # Read online, EKS names one version (its default); a different pin may still exist.
             yield Check(
@@ -260,7 +265,7 @@ def _principals(cfg: StackConfig, account: AccountFile, authoritative: bool) -> 
             )
 
 
-def _certificate(cfg: StackConfig, account: AccountFile, authoritative: bool) -> Iterator[Check]:
+def _certificate(cfg: StackConfig, account: AccountFile, authoritative: bool, complete: bool = True) -> Iterator[Check]:
     arn = cfg.ingress.certificate_arn
     if arn is None:
         return
@@ -278,6 +283,16 @@ def _certificate(cfg: StackConfig, account: AccountFile, authoritative: bool) ->
         )
         return
     found = next((c for c in account.certificates if c.arn == arn), None)
+    if found is None and authoritative and not complete:
+        yield Check(
+            "certificate",
+            path,
+            "warning",
+            f"no certificate with this ARN was found for *.{cfg.ingress.domain} (ACM is searched by domain); it could not "
+            "be confirmed issued. Fix: check it in ACM (`aws acm describe-certificate --certificate-arn <arn>`)",
+            inputs,
+        )
+        return
     if found is None:
         result: Result = "failed" if authoritative else "not checked"
         message = (
@@ -385,14 +400,15 @@ def _existing_vpc(cfg: StackConfig, account: AccountFile, authoritative: bool) -
             yield Check(
                 "subnet", path, "failed", f"{subnet_id} ({subnet.cidr}) is outside {vpc.cidr}. Fix: correct network.vpcCidr", inputs
             )
-        missing = [f"{k}={v}" for k, v in ((INTERNAL_ELB_TAG, "1"), (DISCOVERY_TAG, cfg.cluster.name)) if subnet.tags.get(k) != v]
+        # (Karpenter selects an existing VPC's subnets by id, so the discovery tag is not needed here.)
+        missing = [f"{INTERNAL_ELB_TAG}=1"] if subnet.tags.get(INTERNAL_ELB_TAG) != "1" else []
         if missing:
             yield Check(
                 "subnet",
                 path,
                 "failed",
-                f"{subnet_id} lacks the tag(s) {', '.join(missing)}: internal load balancers and Karpenter would not find "
-                "it. Fix: tag the subnet",
+                f"{subnet_id} lacks the tag {', '.join(missing)}: internal load balancers would not find it. "
+                "Fix: tag the subnet",
                 inputs,
             )
         else:
@@ -407,7 +423,9 @@ def _existing_vpc(cfg: StackConfig, account: AccountFile, authoritative: bool) -
         )
 
 
-def run(cfg: StackConfig, account: AccountFile, *, authoritative: bool, addon_versions_complete: bool = True) -> list[Check]:
+def run(
+    cfg: StackConfig, account: AccountFile, *, authoritative: bool, addon_versions_complete: bool = True, certificates_complete: bool = True
+) -> list[Check]:
     """Every preflight check of the stack against the account's answers."""
     checks: list[Check] = []
     if account.region != cfg.region:
@@ -423,9 +441,9 @@ def run(cfg: StackConfig, account: AccountFile, *, authoritative: bool, addon_ve
         ]
     checks += _quotas(cfg, account)
     checks += _offerings(cfg, account)
-    checks += _releases(cfg, account, addon_versions_complete)
+    checks += _releases(cfg, account, addon_versions_complete, authoritative)
     checks += _principals(cfg, account, authoritative)
-    checks += _certificate(cfg, account, authoritative)
+    checks += _certificate(cfg, account, authoritative, certificates_complete)
     checks += _spot_role(cfg, account)
     checks += _existing_vpc(cfg, account, authoritative)
     return checks

@@ -404,7 +404,13 @@ def rule_zones(cfg: StackConfig) -> Iterator[Problem]:
         )
     for pool in cfg.gpu_pools:
         for i, zone in enumerate(pool.zones):
-            if not zone_in_region(zone, cfg.region):
+            if is_zone_id(zone):
+                yield Problem(
+                    f"{pool_path(pool)}.zones[{i}]",
+                    f"'{zone}' is a zone id; a pool's zones are matched against node zone names. Fix: write the zone's "
+                    "name (e.g. us-east-1a), or name zones by id in network.availabilityZones and leave the pool's zones unset",
+                )
+            elif not zone_in_region(zone, cfg.region):
                 yield Problem(
                     f"{pool_path(pool)}.zones[{i}]",
                     f"'{zone}' is not a zone of {cfg.region} (aws:region); no node of the pool could launch there. "
@@ -533,25 +539,42 @@ def rule_deploy_role(cfg: StackConfig) -> Iterator[Problem]:
 
 # Chart values the program derives and other parts rely on: an escape hatch may not replace them.
 # (section, dotted values path) -> the config field (or fact) to change instead.
-DERIVED_VALUES: dict[tuple[str, str], str] = {
-    ("ingress", "clusterName"): "cluster.name",
-    ("ingress", "region"): "aws:region",
-    ("ingress", "vpcId"): "network (the VPC the stack creates or network.vpcId)",
-    ("ingress", "serviceAccount.name"): "nothing: its Pod Identity association names this service account",
-    ("karpenter", "settings.clusterName"): "cluster.name",
-    ("karpenter", "settings.interruptionQueue"): "nothing: the stack creates the queue and names it after the cluster",
-    ("karpenter", "serviceAccount.name"): "nothing: its Pod Identity association or IRSA trust names this service account",
-    ("karpenter", "serviceAccount.annotations"): "karpenter.identity",
-    ("karpenter", "replicas"): "karpenter.replicas",
-    ("karpenter", "nodeSelector"): "nothing: Karpenter runs on the system nodes, never on the nodes it manages",
-    ("keda", "operator.replicaCount"): "keda.operatorReplicas",
-    ("observability", "fullnameOverride"): "nothing: the Prometheus address KEDA and the outputs use is derived from it",
-    ("observability", "prometheus.prometheusSpec.retention"): "observability.retention",
-    ("observability", "prometheus.prometheusSpec.retentionSize"): "observability.retentionSize",
-    ("observability", "prometheus.prometheusSpec.storageSpec"): "observability.storageSize",
-    ("observability", "grafana.admin"): "the grafanaAdminPassword secret",
-    ("gpuOperator", "devicePlugin.config"): "gpuPools[].sharing (the device-plugin configs are rendered from the pools)",
-    ("gpuOperator", "mig.strategy"): "nothing: MIG slices are requested as nvidia.com/mig-<profile> (mixed strategy)",
+DERIVED_VALUES: dict[tuple[str, tuple[str, ...]], str] = {
+    ("ingress", ("clusterName",)): "cluster.name",
+    ("ingress", ("region",)): "aws:region",
+    ("ingress", ("vpcId",)): "network (the VPC the stack creates or network.vpcId)",
+    ("ingress", ("serviceAccount", "name")): "nothing: its Pod Identity association names this service account",
+    ("ingress", ("serviceAccount", "create")): "nothing: the chart must create the service account the Pod Identity association names",
+    ("karpenter", ("settings", "clusterName")): "cluster.name",
+    ("karpenter", ("settings", "interruptionQueue")): "nothing: the stack creates the queue and names it after the cluster",
+    ("karpenter", ("settings", "featureGates", "nodeOverlay")): "nothing: sharing pools need the NodeOverlays it enables",
+    ("karpenter", ("serviceAccount", "name")): "nothing: its Pod Identity association or IRSA trust names this service account",
+    ("karpenter", ("serviceAccount", "create")): "nothing: the chart must create the service account its identity names",
+    ("karpenter", ("serviceAccount", "annotations", "eks.amazonaws.com/role-arn")): "karpenter.identity",
+    ("karpenter", ("replicas",)): "karpenter.replicas",
+    ("karpenter", ("nodeSelector",)): "nothing: Karpenter runs on the system nodes, never on the nodes it manages",
+    ("keda", ("operator", "replicaCount")): "keda.operatorReplicas",
+    ("observability", ("fullnameOverride",)): "nothing: the Prometheus address KEDA and the outputs use is derived from it",
+    ("observability", ("prometheus", "service", "port")): "nothing: the Prometheus address KEDA and the outputs use includes it",
+    ("observability", ("prometheus", "prometheusSpec", "retention")): "observability.retention",
+    ("observability", ("prometheus", "prometheusSpec", "retentionSize")): "observability.retentionSize",
+    ("observability", ("prometheus", "prometheusSpec", "storageSpec")): "observability.storageSize",
+    **{
+        ("observability", ("prometheus", "prometheusSpec", key)): (
+            "nothing: the platform's monitors and rules live outside the chart's release and are selected only this way"
+        )
+        for key in (
+            "podMonitorSelectorNilUsesHelmValues",
+            "serviceMonitorSelectorNilUsesHelmValues",
+            "ruleSelectorNilUsesHelmValues",
+            "podMonitorSelector",
+            "serviceMonitorSelector",
+            "ruleSelector",
+        )
+    },
+    ("observability", ("grafana", "admin")): "the grafanaAdminPassword secret",
+    ("gpuOperator", ("devicePlugin", "config")): "gpuPools[].sharing (the device-plugin configs are rendered from the pools)",
+    ("gpuOperator", ("mig", "strategy")): "nothing: MIG slices are requested as nvidia.com/mig-<profile> (mixed strategy)",
 }
 _SECTION_VALUES = {
     "ingress": lambda cfg: cfg.ingress.extra_values,
@@ -562,8 +585,8 @@ _SECTION_VALUES = {
 }
 
 
-def _has_path(values: Any, dotted: str) -> bool:
-    for key in dotted.split("."):
+def _has_path(values: Any, path: tuple[str, ...]) -> bool:
+    for key in path:
         if not isinstance(values, dict) or key not in values:
             return False
         values = values[key]
@@ -572,8 +595,9 @@ def _has_path(values: Any, dotted: str) -> bool:
 
 def rule_escape_hatches(cfg: StackConfig) -> Iterator[Problem]:
     """extraValues may tune a chart, not replace what the program derives and other parts rely on."""
-    for (section, dotted), instead in DERIVED_VALUES.items():
-        if _has_path(_SECTION_VALUES[section](cfg), dotted):
+    for (section, path), instead in DERIVED_VALUES.items():
+        if _has_path(_SECTION_VALUES[section](cfg), path):
+            dotted = ".".join(path)
             fix = (
                 f"remove the override ({instead.removeprefix('nothing: ')})"
                 if instead.startswith("nothing:")

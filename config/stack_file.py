@@ -119,6 +119,9 @@ def namespace_problems(keys: list[str]) -> list[Problem]:
         namespace = key.split(":", 1)[0] if ":" in key else ""
         if namespace == PROJECT or namespace in KNOWN_NAMESPACES:
             continue
+        if not namespace:
+            problems.append(Problem(key, f"has no namespace, so nothing reads it. Fix: write {PROJECT}:{key}"))
+            continue
         match = difflib.get_close_matches(namespace, [PROJECT, *KNOWN_NAMESPACES], n=1, cutoff=0.6)
         hint = f" (did you mean '{match[0]}:{key.split(':', 1)[-1]}'?)" if match else ""
         problems.append(

@@ -76,7 +76,7 @@ def capture(cfg: StackConfig, client: ClientFactory) -> dict[str, Any]:
     ):
         for offer in page["InstanceTypeOfferings"]:
             offerings.setdefault(offer["Location"], []).append(offer["InstanceType"])
-    quotas = {code: quotas_client.get_service_quota(ServiceCode="ec2", QuotaCode=code)["Quota"]["Value"] for code, _name in QUOTAS.values()}
+    quotas = {code: _quota(quotas_client, code) for code, _name in QUOTAS.values()}
     k8s = cfg.cluster.kubernetes_version
     families = sorted({p.ami_family or cfg.karpenter.default_ami_family for p in cfg.gpu_pools})
     addon_versions = {}
@@ -112,6 +112,16 @@ def _found(call: Callable[[], object]) -> bool:
             return False
         raise
     return True
+
+
+def _quota(client: Any, code: str) -> float:
+    """The account's value, or AWS's default for a quota never changed (get_service_quota has none)."""
+    try:
+        return float(client.get_service_quota(ServiceCode="ec2", QuotaCode=code)["Quota"]["Value"])
+    except Exception as error:
+        if getattr(error, "response", {}).get("Error", {}).get("Code") != "NoSuchResourceException":
+            raise
+    return float(client.get_aws_default_service_quota(ServiceCode="ec2", QuotaCode=code)["Quota"]["Value"])
 
 
 def _role_exists(iam: Any, name: str) -> bool:
@@ -185,7 +195,11 @@ def main(argv: list[str] | None = None) -> int:
     import boto3  # type: ignore[import-untyped]
 
     session = boto3.session.Session(region_name=cfg.region)
-    answers = capture(cfg, session.client)
+    try:
+        answers = capture(cfg, session.client)
+    except Exception as error:  # no credentials, no permission, throttling: say what, not a traceback
+        print(f"Could not read the account: {str(error).splitlines()[0][:300]}. Fix: use credentials with read access", file=sys.stderr)
+        return 2
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(
         f"# Account answers for stack {args.stack} ({cfg.region}), captured by `make account`.\n"

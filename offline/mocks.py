@@ -297,7 +297,10 @@ ACCOUNT_TOKENS = frozenset(
 
 
 class NotFoundError(Exception):
-    """What a data source does for something the account does not have."""
+    """What a data source does for something the account does not have (its message names it so)."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"NotFound: {what} does not exist")
 
 
 def _account_answer(account: AccountFile, token: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -340,6 +343,8 @@ def _account_answer(account: AccountFile, token: str, args: dict[str, Any]) -> d
         }
     if kind in ("iam/getRole", "iam/getUser"):
         name = str(args.get("name") or args.get("userName"))
+        if name.startswith("access-denied"):
+            raise PermissionError(f"AccessDenied: not authorized to perform iam:GetRole on {name}")
         if name == "AWSServiceRoleForEC2Spot" and account.spot_service_linked_role:
             return {"name": name, "arn": f"arn:aws:iam::{ACCOUNT_ID}:role/aws-service-role/spot.amazonaws.com/{name}", "id": name}
         found = next((a for a in account.roles if a.rsplit("/", 1)[-1] == name), None)

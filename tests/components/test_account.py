@@ -63,3 +63,13 @@ def test_what_the_account_lacks_reads_as_missing() -> None:
 def _restore_mocks() -> Any:
     yield
     pulumi.runtime.set_mocks(RecordingMocks(), project="llm-platform", stack="reader", preview=False)
+
+
+def test_a_read_that_is_refused_is_not_read_as_missing(caplog: pytest.LogCaptureFixture) -> None:
+    data = stack_data(DEV)
+    data["cluster"]["adminRoleArns"] = ["arn:aws:iam::123456789012:role/access-denied-admin"]
+    answers = _answers()
+    pulumi.runtime.set_mocks(RecordingMocks(region=answers.region, account=answers), project="llm-platform", stack="reader", preview=False)
+    found = reader.read_account(parse(data))
+    # AccessDenied proves nothing: the principal counts as existing (with a warning), never as missing
+    assert found.roles == ["arn:aws:iam::123456789012:role/access-denied-admin"]

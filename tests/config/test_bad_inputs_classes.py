@@ -86,6 +86,17 @@ CASES: dict[str, Callable[[dict[str, Any]], object]] = {
     "certificate-other-region": lambda d: d.update(ingress={"certificateArn": ACM_WEST}),
     "pool-zone-other-region": lambda d: p0(d).update(zones=["us-west-2a"]),
     "zero-memory": lambda d: m0(d)["resources"].update(memory="0"),
+    "escape-karpenter-node-overlay-gate": lambda d: d.update(
+        karpenter={"extraValues": {"settings": {"featureGates": {"nodeOverlay": False}}}}
+    ),
+    "escape-kps-monitor-selection": lambda d: d.update(
+        observability={"extraValues": {"prometheus": {"prometheusSpec": {"podMonitorSelectorNilUsesHelmValues": True}}}}
+    ),
+    "escape-kps-service-port": lambda d: d.update(observability={"extraValues": {"prometheus": {"service": {"port": 9091}}}}),
+    "escape-karpenter-irsa-annotation": lambda d: d.update(
+        karpenter={"extraValues": {"serviceAccount": {"annotations": {"eks.amazonaws.com/role-arn": "arn:aws:iam::123456789012:role/x"}}}}
+    ),
+    "pool-zone-id": lambda d: p0(d).update(zones=["use1-az1"]),
     "single-private-subnet-existing": lambda d: d.update(network={**EXISTING, "privateSubnetIds": ["subnet-0a1b2c3d4e5f60711"]}),
 }
 
@@ -203,6 +214,32 @@ EXPECTED: dict[str, list[str]] = {
     ],
     "single-private-subnet-existing": [
         "network.privateSubnetIds: lists one subnet; EKS places the control plane's network interfaces in at least two zones and refuses a cluster with fewer. Fix: list private subnets of at least two zones",
+    ],
+    "escape-karpenter-node-overlay-gate": [
+        "karpenter.extraValues.settings.featureGates.nodeOverlay: is derived by the platform, and other resources rely on the "
+        "value it sets (an override would point them at something that does not exist). Fix: remove the override (sharing "
+        "pools need the NodeOverlays it enables)",
+    ],
+    "escape-kps-monitor-selection": [
+        "observability.extraValues.prometheus.prometheusSpec.podMonitorSelectorNilUsesHelmValues: is derived by the platform, "
+        "and other resources rely on the value it sets (an override would point them at something that does not exist). "
+        "Fix: remove the override (the platform's monitors and rules live outside the chart's release and are selected only "
+        "this way)",
+    ],
+    "escape-kps-service-port": [
+        "observability.extraValues.prometheus.service.port: is derived by the platform, and other resources rely on the value "
+        "it sets (an override would point them at something that does not exist). Fix: remove the override (the Prometheus "
+        "address KEDA and the outputs use includes it)",
+    ],
+    "escape-karpenter-irsa-annotation": [
+        "karpenter.extraValues.serviceAccount.annotations.eks.amazonaws.com/role-arn: is derived by the platform, and other "
+        "resources rely on the value it sets (an override would point them at something that does not exist). Fix: remove "
+        "the override and set karpenter.identity instead",
+    ],
+    "pool-zone-id": [
+        "gpuPools[gpu-l4-a10g].zones[0]: 'use1-az1' is a zone id; a pool's zones are matched against node zone names. Fix: "
+        "write the zone's name (e.g. us-east-1a), or name zones by id in network.availabilityZones and leave the pool's zones "
+        "unset",
     ],
 }
 
@@ -348,7 +385,19 @@ VALID: dict[str, Callable[[dict[str, Any]], object]] = {
     "zone-ids": lambda d: d["network"].update(availabilityZones=["use1-az1", "use1-az4"]),
     "extra-values-still-tune": lambda d: d.update(karpenter={"extraValues": {"logLevel": "debug"}}),
     "expire-never": lambda d: p0(d).update(disruption={"expireAfter": "Never"}),
+    "karpenter-other-annotations": lambda d: d.update(karpenter={"extraValues": {"serviceAccount": {"annotations": {"team": "ml"}}}}),
+    "lbc-replica-count": lambda d: d.update(ingress={"extraValues": {"replicaCount": 3}}),
 }
+
+
+def test_prod_with_no_models_renders() -> None:
+    result = harness.run(fixture_input("full-prod", overrides={"llm-platform:models": []}))
+    assert result.outputs["models"] == {}
+
+
+def test_internet_facing_with_tls_and_keys_renders() -> None:
+    result = harness.run(fixture_input("internet-facing-tls"))
+    assert result.outputs["models"]["llama-3-1-8b"]["baseUrl"] == "https://llama-3-1-8b.llm.example.com/v1"
 
 
 @pytest.mark.parametrize("case", sorted(VALID))

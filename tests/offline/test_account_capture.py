@@ -127,3 +127,11 @@ def test_the_capture_command_names_a_bad_stack_file(tmp_path: Path, capsys: pyte
     assert account_capture.main(["bad", "--file", str(bad), "--out", str(tmp_path / "out.yaml")]) == 2
     assert "environment: must be one of" in capsys.readouterr().err
     assert not (tmp_path / "out.yaml").exists()
+
+
+def test_a_quota_never_changed_reads_the_aws_default() -> None:
+    quotas = Clients().clients["service-quotas"]
+    with Stubber(quotas) as stub:
+        stub.add_client_error("get_service_quota", service_error_code="NoSuchResourceException", http_status_code=404)
+        stub.add_response("get_aws_default_service_quota", {"Quota": {"QuotaCode": "L-417A185B", "Value": 0.0}})
+        assert account_capture._quota(quotas, "L-417A185B") == 0.0
