@@ -407,8 +407,7 @@ def _existing_vpc(cfg: StackConfig, account: AccountFile, authoritative: bool) -
                 "subnet",
                 path,
                 "failed",
-                f"{subnet_id} lacks the tag {', '.join(missing)}: internal load balancers would not find it. "
-                "Fix: tag the subnet",
+                f"{subnet_id} lacks the tag {', '.join(missing)}: internal load balancers would not find it. Fix: tag the subnet",
                 inputs,
             )
         else:
