@@ -98,7 +98,7 @@ def read_account(cfg: StackConfig) -> AccountFile:
         net = cfg.network
         if _exists(lambda: aws.ec2.get_vpc(id=net.vpc_id), f"VPC {net.vpc_id}"):
             vpcs.append(Vpc(id=net.vpc_id, cidr=aws.ec2.get_vpc(id=net.vpc_id).cidr_block))
-        for subnet_id in net.private_subnet_ids:
+        for subnet_id in [*net.private_subnet_ids, *net.public_subnet_ids]:
             if _exists(functools.partial(aws.ec2.get_subnet, id=subnet_id), f"subnet {subnet_id}"):
                 s = aws.ec2.get_subnet(id=subnet_id)
                 subnets.append(Subnet(id=subnet_id, vpc_id=s.vpc_id, zone=s.availability_zone, cidr=s.cidr_block, tags=dict(s.tags or {})))

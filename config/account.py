@@ -24,6 +24,7 @@ class Certificate(ConfigModel):
 
     arn: str = Field(description="Certificate ARN.")
     domain: str = Field(description="Its domain name, e.g. *.llm.example.com.")
+    alternative_names: list[str] = Field(default_factory=list, description="Its subject alternative names.")
     status: Literal["ISSUED", "PENDING_VALIDATION", "EXPIRED", "REVOKED", "FAILED", "INACTIVE", "VALIDATION_TIMED_OUT"] = Field(
         description="ACM status."
     )

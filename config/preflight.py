@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from config import capacity, catalog, versions
 from config.account import AccountFile
-from config.conventions import INTERNAL_ELB_TAG
+from config.conventions import INTERNAL_ELB_TAG, PUBLIC_ELB_TAG
 from config.errors import Problem
 from config.gpu_pools import GpuPool
 from config.karpenter import KarpenterConfig
@@ -325,7 +325,7 @@ def _certificate(cfg: StackConfig, account: AccountFile, authoritative: bool, co
         )
         return
     domain = cfg.ingress.domain
-    if domain is not None and found.domain not in (f"*.{domain}", domain):
+    if domain is not None and f"*.{domain}" not in {found.domain, *found.alternative_names}:
         yield Check(
             "certificate",
             path,
@@ -412,6 +412,24 @@ def _existing_vpc(cfg: StackConfig, account: AccountFile, authoritative: bool) -
             )
         else:
             yield Check("subnet", path, "ok", f"{subnet.zone}, {subnet.cidr}, tagged", inputs)
+    internet_facing = cfg.ingress.scheme == "internet-facing"
+    for i, subnet_id in enumerate(network.public_subnet_ids):
+        path = f"network.publicSubnetIds[{i}]"
+        subnet = subnets.get(subnet_id)
+        if subnet is None or subnet.vpc_id != network.vpc_id:
+            yield Check(
+                "subnet", path, "failed", f"{subnet_id} is not a subnet of {network.vpc_id}. Fix: list the VPC's public subnets", {}
+            )
+        elif subnet.tags.get(PUBLIC_ELB_TAG) != "1":
+            yield Check(
+                "subnet",
+                path,
+                "failed" if internet_facing else "warning",
+                f"{subnet_id} lacks the tag {PUBLIC_ELB_TAG}=1: an internet-facing ALB would find no subnet for it. Fix: tag the subnet",
+                {"subnetId": subnet_id, "tags": subnet.tags},
+            )
+        else:
+            yield Check("subnet", path, "ok", f"{subnet.zone}, tagged for internet-facing load balancers", {"subnetId": subnet_id})
     if len(zones) == 1:
         yield Check(
             "subnet",

@@ -146,7 +146,8 @@ def _certificates(acm: Any, cfg: StackConfig) -> list[dict[str, str]]:
         if _missing(error):
             return []
         raise
-    return [{"arn": arn, "domain": cert["DomainName"], "status": cert["Status"], "region": cfg.region}]
+    names = [n for n in cert.get("SubjectAlternativeNames", []) if n != cert["DomainName"]]
+    return [{"arn": arn, "domain": cert["DomainName"], "alternativeNames": names, "status": cert["Status"], "region": cfg.region}]
 
 
 def _existing_vpc(ec2: Any, network: ExistingVpc) -> dict[str, Any]:

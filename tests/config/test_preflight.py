@@ -168,6 +168,31 @@ def test_an_existing_vpc_is_checked_subnet_by_subnet() -> None:
     ]
 
 
+def test_public_subnets_need_the_elb_tag_for_an_internet_facing_alb() -> None:
+    data = stack_data("existing-vpc-irsa-bottlerocket")
+    data["network"]["publicSubnetIds"] = ["subnet-0a1b2c3d4e5f60721"]
+    cfg = parse(data)
+    vpc = {"id": "vpc-0a1b2c3d4e5f60718", "cidr": "10.60.0.0/16"}
+    public = [{"id": "subnet-0a1b2c3d4e5f60721", "vpcId": vpc["id"], "zone": "us-west-2a", "cidr": "10.60.192.0/22", "tags": {}}]
+    checks = [c for c in _run(cfg, _answers("us-west-2", vpcs=[vpc], subnets=public)) if c.path == "network.publicSubnetIds[0]"]
+    # internal ALB: a warning; the tag only matters to internet-facing ones
+    assert [(c.result, c.message) for c in checks] == [
+        (
+            "warning",
+            "subnet-0a1b2c3d4e5f60721 lacks the tag kubernetes.io/role/elb=1: an internet-facing ALB would find no subnet for "
+            "it. Fix: tag the subnet",
+        )
+    ]
+
+
+def test_a_certificate_covers_the_domain_through_its_alternative_names() -> None:
+    cfg = parse(stack_data(PROD))
+    arn = cfg.ingress.certificate_arn
+    cert = {"arn": arn, "domain": "llm.internal.example.com", "alternativeNames": ["*.llm.internal.example.com"]}
+    checks = _run(cfg, _answers(certificates=[{**cert, "status": "ISSUED", "region": "us-east-1"}]))
+    assert [c.result for c in checks if c.name == "certificate"] == ["ok"]
+
+
 def test_answers_for_another_region_fail_at_once() -> None:
     cfg = parse(stack_data(DEV))
     answers = account.parse({**yaml.safe_load(DEFAULT.read_text()), "region": "eu-west-1"}, "test")
