@@ -24,15 +24,8 @@ _QUANTITY = re.compile(
 _DURATION = re.compile(r"^([0-9]+(s|m|h))+$")
 # Prometheus duration for retention and alert `for:`.
 _PROM_DURATION = re.compile(r"^([0-9]+(ms|s|m|h|d|w|y))+$")
-_ROLE_ARN = re.compile(r"^arn:aws[a-zA-Z-]*:iam::[0-9]{12}:role/[\w+=,.@/-]{1,512}$")
-_ACM_ARN = re.compile(r"^arn:aws[a-zA-Z-]*:acm:[a-z0-9-]+:[0-9]{12}:certificate/[0-9a-f-]{36}$")
-_VPC_ID = re.compile(r"^vpc-[0-9a-f]{8,17}$")
 _ZONE_NAME = re.compile(r"^[a-z]{2}(-[a-z]+)+-[0-9][a-z]$")
 _ZONE_ID = re.compile(r"^[a-z]{3,4}[0-9]-az[0-9]+$")
-_SECURITY_GROUP_ID = re.compile(r"^sg-[0-9a-f]{8,17}$")
-_SUBNET_ID = re.compile(r"^subnet-[0-9a-f]{8,17}$")
-_DNS_DOMAIN = re.compile(r"^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$")
-_PRINCIPAL_ARN = re.compile(r"^arn:aws[a-zA-Z-]*:(iam|sts)::[0-9]{12}:(role|user|assumed-role)/[\w+=,.@/-]+$")
 
 
 def config_error(problem: str, fix: str) -> PydanticCustomError:
@@ -179,33 +172,6 @@ def _allowed_cidr(value: str) -> str:
     return value
 
 
-def _role_arn(value: str) -> str:
-    if not _ROLE_ARN.match(value):
-        raise config_error(
-            f"'{value}' is not an IAM role ARN",
-            "write arn:aws:iam::<12-digit account>:role/<name>",
-        )
-    return value
-
-
-def _principal_arn(value: str) -> str:
-    if not _PRINCIPAL_ARN.match(value):
-        raise config_error(
-            f"'{value}' is not an IAM role or user ARN",
-            "write arn:aws:iam::<12-digit account>:role/<name> (or :user/<name>)",
-        )
-    return value
-
-
-def _acm_arn(value: str) -> str:
-    if not _ACM_ARN.match(value):
-        raise config_error(
-            f"'{value}' is not an ACM certificate ARN",
-            "write arn:aws:acm:<region>:<account>:certificate/<uuid>",
-        )
-    return value
-
-
 _REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]$")
 
 
@@ -247,27 +213,6 @@ CommitRevision = Annotated[
 ImageDigest = Annotated[str, _matching(r"^sha256:[0-9a-f]{64}$", "'{value}' is not an image digest", "write sha256:<64 lowercase hex>")]
 
 
-def _vpc_id(value: str) -> str:
-    if not _VPC_ID.match(value):
-        raise config_error(f"'{value}' is not a VPC id", "write vpc-<8 or 17 hex digits>")
-    return value
-
-
-def _security_group_id(value: str) -> str:
-    if not _SECURITY_GROUP_ID.match(value):
-        raise config_error(f"'{value}' is not a security group id", "write sg-<8 or 17 hex digits>")
-    return value
-
-
-def _zone(value: str) -> str:
-    if not (_ZONE_NAME.match(value) or _ZONE_ID.match(value)):
-        raise config_error(
-            f"'{value}' is neither an availability zone name nor a zone id",
-            "write a name such as us-east-1a, or a zone id such as use1-az4 (the same physical zone in every account)",
-        )
-    return value
-
-
 def is_zone_id(zone: str) -> bool:
     return bool(_ZONE_ID.match(zone))
 
@@ -285,18 +230,6 @@ def zone_in_region(zone: str, region: str) -> bool:
     return zone[:-1] == region
 
 
-def _subnet_id(value: str) -> str:
-    if not _SUBNET_ID.match(value):
-        raise config_error(f"'{value}' is not a subnet id", "write subnet-<8 or 17 hex digits>")
-    return value
-
-
-def _dns_domain(value: str) -> str:
-    if not _DNS_DOMAIN.match(value):
-        raise config_error(f"'{value}' is not a DNS domain", "write e.g. llm.example.com (lowercase, no scheme, no trailing dot)")
-    return value
-
-
 K8sName = Annotated[str, AfterValidator(_dns_label)]
 Quantity = Annotated[str, AfterValidator(_quantity)]
 Duration = Annotated[str, AfterValidator(_duration)]
@@ -307,15 +240,50 @@ PublicCidr = Annotated[str, AfterValidator(public_cidr)]
 VpcCidr = Annotated[str, AfterValidator(_vpc_cidr)]
 NetworkCidr = Annotated[str, AfterValidator(_network_cidr)]
 AllowedCidr = Annotated[str, AfterValidator(_allowed_cidr)]
-VpcId = Annotated[str, AfterValidator(_vpc_id)]
-SubnetId = Annotated[str, AfterValidator(_subnet_id)]
 Region = Annotated[str, AfterValidator(_region)]
-Zone = Annotated[str, AfterValidator(_zone)]
-SecurityGroupId = Annotated[str, AfterValidator(_security_group_id)]
-DnsDomain = Annotated[str, AfterValidator(_dns_domain)]
-RoleArn = Annotated[str, AfterValidator(_role_arn)]
-PrincipalArn = Annotated[str, AfterValidator(_principal_arn)]
-AcmCertificateArn = Annotated[str, AfterValidator(_acm_arn)]
+VpcId = Annotated[str, _matching(r"^vpc-[0-9a-f]{8,17}$", "'{value}' is not a VPC id", "write vpc-<8 or 17 hex digits>")]
+SubnetId = Annotated[str, _matching(r"^subnet-[0-9a-f]{8,17}$", "'{value}' is not a subnet id", "write subnet-<8 or 17 hex digits>")]
+SecurityGroupId = Annotated[str, _matching(r"^sg-[0-9a-f]{8,17}$", "'{value}' is not a security group id", "write sg-<8 or 17 hex digits>")]
+Zone = Annotated[
+    str,
+    _matching(
+        f"{_ZONE_NAME.pattern}|{_ZONE_ID.pattern}",
+        "'{value}' is neither an availability zone name nor a zone id",
+        "write a name such as us-east-1a, or a zone id such as use1-az4 (the same physical zone in every account)",
+    ),
+]
+DnsDomain = Annotated[
+    str,
+    _matching(
+        r"^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$",
+        "'{value}' is not a DNS domain",
+        "write e.g. llm.example.com (lowercase, no scheme, no trailing dot)",
+    ),
+]
+RoleArn = Annotated[
+    str,
+    _matching(
+        r"^arn:aws[a-zA-Z-]*:iam::[0-9]{12}:role/[\w+=,.@/-]{1,512}$",
+        "'{value}' is not an IAM role ARN",
+        "write arn:aws:iam::<12-digit account>:role/<name>",
+    ),
+]
+PrincipalArn = Annotated[
+    str,
+    _matching(
+        r"^arn:aws[a-zA-Z-]*:(iam|sts)::[0-9]{12}:(role|user|assumed-role)/[\w+=,.@/-]+$",
+        "'{value}' is not an IAM role or user ARN",
+        "write arn:aws:iam::<12-digit account>:role/<name> (or :user/<name>)",
+    ),
+]
+AcmCertificateArn = Annotated[
+    str,
+    _matching(
+        r"^arn:aws[a-zA-Z-]*:acm:[a-z0-9-]+:[0-9]{12}:certificate/[0-9a-f-]{36}$",
+        "'{value}' is not an ACM certificate ARN",
+        "write arn:aws:acm:<region>:<account>:certificate/<uuid>",
+    ),
+]
 Fraction = Annotated[float, Field(gt=0, le=1)]
 
 
