@@ -18,12 +18,12 @@ import pulumi_aws as aws
 from config import account as account_file
 from config import load as config_load
 from config import preflight, versions
-from config.account import AccountFile, Certificate, Subnet, Vpc
+from config.account import CERTIFICATE_STATUSES, AccountFile, Certificate, Subnet, Vpc
+from config.conventions import ami_parameter, principal_kind_and_name
 from config.network import ExistingVpc
 from config.preflight import QUOTAS, SPOT_ROLE
 from config.stack import StackConfig
 
-STATUSES = ("ISSUED", "PENDING_VALIDATION", "EXPIRED", "REVOKED", "FAILED", "INACTIVE", "VALIDATION_TIMED_OUT")
 KEY_TYPES = ("RSA_1024", "RSA_2048", "RSA_3072", "RSA_4096", "EC_prime256v1", "EC_secp384r1", "EC_secp521r1")
 # What a data source says when the thing is not there; anything else (no permission, throttling)
 # proves nothing, so the fact counts as there and a warning says it could not be checked.
@@ -54,15 +54,6 @@ def _exists(read: Callable[[], object], what: str) -> bool:
     return True
 
 
-def _ami_parameter(cfg: StackConfig, family: str, release: str) -> str:
-    """The SSM parameter Karpenter resolves for a pinned NVIDIA AMI (upstream-facts W2.7)."""
-    k8s = cfg.cluster.kubernetes_version
-    if family == "bottlerocket":
-        return f"/aws/service/bottlerocket/aws-k8s-{k8s}-nvidia/x86_64/{release.removeprefix('v')}/image_id"
-    name = f"amazon-eks-node-al2023-x86_64-nvidia-{k8s}-{release}"
-    return f"/aws/service/eks/optimized-ami/{k8s}/amazon-linux-2023/x86_64/nvidia/{name}/image_id"
-
-
 def read_account(cfg: StackConfig) -> AccountFile:
     """The account's answers through pulumi-aws data sources (read-only)."""
     zones = aws.get_availability_zones(state="available")
@@ -80,16 +71,14 @@ def read_account(cfg: StackConfig) -> AccountFile:
     ami_releases: dict[str, list[str]] = {}
     for family in families:
         release = str(getattr(cfg.karpenter.ami_versions, family))
-        name = _ami_parameter(cfg, family, release)
+        name = ami_parameter(family, cfg.cluster.kubernetes_version, release)
         found = _exists(functools.partial(aws.ssm.get_parameter, name=name), f"AMI parameter {name}")
         ami_releases[family] = [release] if found else []
     addon_versions = {
         addon: [aws.eks.get_addon_version(addon_name=addon, kubernetes_version=cfg.cluster.kubernetes_version).version]
         for addon in versions.EKS_ADDON_VERSIONS
     }
-    principals = [*cfg.cluster.admin_role_arns, *([cfg.cluster.deploy_role_arn] if cfg.cluster.deploy_role_arn else [])]
-    principals += [g.principal_arn for g in cfg.cluster.access]
-    roles = [arn for arn in dict.fromkeys(principals) if _principal_exists(arn)]
+    roles = [arn for arn in cfg.cluster.principal_arns() if _principal_exists(arn)]
     certificates = _certificates(cfg)
     spot = _exists(lambda: aws.iam.get_role(name=SPOT_ROLE), f"role {SPOT_ROLE}")
     vpcs: list[Vpc] = []
@@ -118,8 +107,7 @@ def read_account(cfg: StackConfig) -> AccountFile:
 
 
 def _principal_exists(arn: str) -> bool:
-    kind, _, name = arn.split(":", 5)[5].partition("/")
-    name = name.rsplit("/", 1)[-1]
+    kind, name = principal_kind_and_name(arn)
     if kind == "user":
         return _exists(lambda: aws.iam.get_user(user_name=name), arn)
     return _exists(lambda: aws.iam.get_role(name=name), arn)
@@ -133,7 +121,7 @@ def _certificates(cfg: StackConfig) -> list[Certificate]:
     found = []
     for name in lookups:
         try:
-            cert = aws.acm.get_certificate(domain=name, statuses=list(STATUSES), key_types=list(KEY_TYPES), most_recent=True)
+            cert = aws.acm.get_certificate(domain=name, statuses=list(CERTIFICATE_STATUSES), key_types=list(KEY_TYPES), most_recent=True)
         except Exception:
             continue
         found.append(Certificate(arn=cert.arn, domain=cert.domain, status=cert.status, region=cfg.region))  # type: ignore[arg-type]

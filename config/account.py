@@ -9,7 +9,7 @@ account. Keys are camelCase, as in the stack files.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import yaml
 from pydantic import Field, ValidationError
@@ -18,6 +18,9 @@ from config.base import ConfigModel
 from config.errors import ConfigError, Problem, problems_from_validation_error
 from config.types import NetworkCidr, SubnetId, VpcId, zone_id_prefix
 
+CertificateStatus = Literal["ISSUED", "PENDING_VALIDATION", "EXPIRED", "REVOKED", "FAILED", "INACTIVE", "VALIDATION_TIMED_OUT"]
+CERTIFICATE_STATUSES: tuple[str, ...] = get_args(CertificateStatus)
+
 
 class Certificate(ConfigModel):
     """An ACM certificate."""
@@ -25,9 +28,7 @@ class Certificate(ConfigModel):
     arn: str = Field(description="Certificate ARN.")
     domain: str = Field(description="Its domain name, e.g. *.llm.example.com.")
     alternative_names: list[str] = Field(default_factory=list, description="Its subject alternative names.")
-    status: Literal["ISSUED", "PENDING_VALIDATION", "EXPIRED", "REVOKED", "FAILED", "INACTIVE", "VALIDATION_TIMED_OUT"] = Field(
-        description="ACM status."
-    )
+    status: CertificateStatus = Field(description="ACM status.")
     region: str = Field(description="The region the certificate lives in.")
 
 

@@ -159,6 +159,17 @@ class ClusterConfig(ConfigModel):
         default_factory=SystemNodeGroup, description="Nodes for Karpenter, KEDA, monitoring and other controllers."
     )
 
+    def principals(self) -> list[tuple[str, str]]:
+        """Every IAM principal the stack names, with its config path: admins, the deploy role, grants."""
+        named = [(f"cluster.adminRoleArns[{i}]", arn) for i, arn in enumerate(self.admin_role_arns)]
+        if self.deploy_role_arn:
+            named.append(("cluster.deployRoleArn", self.deploy_role_arn))
+        return named + [(f"cluster.access[{i}].principalArn", g.principal_arn) for i, g in enumerate(self.access)]
+
+    def principal_arns(self) -> list[str]:
+        """The distinct principal ARNs, in config order."""
+        return list(dict.fromkeys(arn for _, arn in self.principals()))
+
     @field_validator("name")
     @classmethod
     def _name(cls, value: str) -> str:

@@ -119,6 +119,22 @@ def kms_alias(cluster_name: str) -> str:
     return f"alias/{cluster_name}-eks-secrets"
 
 
+def ami_parameter_path(ami_family: str, kubernetes_version: str) -> tuple[str, str]:
+    """The SSM folder of a family's NVIDIA AMI releases, and the prefix of each release's entry
+    (the parameters Karpenter resolves; upstream-facts W2.7)."""
+    k8s = kubernetes_version
+    if ami_family == "bottlerocket":
+        return f"/aws/service/bottlerocket/aws-k8s-{k8s}-nvidia/x86_64/", ""
+    return f"/aws/service/eks/optimized-ami/{k8s}/amazon-linux-2023/x86_64/nvidia/", f"amazon-eks-node-al2023-x86_64-nvidia-{k8s}-"
+
+
+def ami_parameter(ami_family: str, kubernetes_version: str, release: str) -> str:
+    """The SSM parameter of one pinned NVIDIA AMI release (Bottlerocket's entries drop the `v`)."""
+    path, prefix = ami_parameter_path(ami_family, kubernetes_version)
+    version = release.removeprefix("v") if ami_family == "bottlerocket" else release
+    return f"{path}{prefix}{version}/image_id"
+
+
 def node_class_name(ami_family: str, pool: str | None = None) -> str:
     """The EC2NodeClass of the GPU pools of one AMI family, or of one pool that needs its own
     (a MIG pool, whose user data partitions its GPUs)."""
@@ -137,6 +153,12 @@ EBS_CSI_POLICY: Final = "service-role/AmazonEBSCSIDriverPolicy"
 KARPENTER_SERVICE_ACCOUNT: Final = "karpenter"
 LOAD_BALANCER_CONTROLLER_SERVICE_ACCOUNT: Final = "aws-load-balancer-controller"
 EBS_CSI_SERVICE_ACCOUNT: Final = "ebs-csi-controller-sa"
+
+
+def principal_kind_and_name(arn: str) -> tuple[str, str]:
+    """`role` or `user`, and the name without its path, of an IAM principal ARN."""
+    kind, _, path_name = arn.split(":", 5)[5].partition("/")
+    return kind, path_name.rsplit("/", 1)[-1]
 
 
 def managed_policy_arn(partition: str, name: str) -> str:

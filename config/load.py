@@ -24,11 +24,6 @@ from config.errors import ConfigError, Problem
 from config.stack import StackConfig
 from config.validate import parse_stack_config
 
-RUNS_OFFLINE = False
-"""True when the offline harness (offline/harness.py) hands the program its config, under mocks.
-Set by the harness, never read from the environment: a real `pulumi preview`/`up` stops on
-placeholder values, the offline render only warns about them."""
-
 
 @dataclass(frozen=True)
 class OfflineAccount:
@@ -40,6 +35,9 @@ class OfflineAccount:
 
 
 OFFLINE_ACCOUNT: OfflineAccount | None = None
+"""Set when the offline harness (offline/harness.py) hands the program its config, under mocks;
+never read from the environment. Offline, placeholder values are warnings and the account is the
+harness's file; a real `pulumi preview`/`up` stops on placeholders and reads the account itself."""
 
 
 @dataclass(frozen=True)
@@ -85,7 +83,7 @@ def validate() -> tuple[StackConfig, dict[str, Any], dict[str, str], list[Proble
     secret_problems, api_keys = stack_secrets.problems(cfg, secrets)
     problems += secret_problems
     found = placeholders.find(cfg)
-    if RUNS_OFFLINE:
+    if OFFLINE_ACCOUNT is not None:
         warnings = [*warnings, *(Problem(p.path, p.message, "warning") for p in found)]
     else:
         problems += found

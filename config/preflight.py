@@ -243,12 +243,7 @@ def _releases(cfg: StackConfig, account: AccountFile, addon_versions_complete: b
 
 # -- principals, certificate, spot role -------------------------------------------------------------
 def _principals(cfg: StackConfig, account: AccountFile, authoritative: bool) -> Iterator[Check]:
-    cluster = cfg.cluster
-    named = [(f"cluster.adminRoleArns[{i}]", a) for i, a in enumerate(cluster.admin_role_arns)]
-    if cluster.deploy_role_arn:
-        named.append(("cluster.deployRoleArn", cluster.deploy_role_arn))
-    named += [(f"cluster.access[{i}].principalArn", g.principal_arn) for i, g in enumerate(cluster.access)]
-    for path, arn in named:
+    for path, arn in cfg.cluster.principals():
         inputs = {"arn": arn}
         if arn in account.roles:
             yield Check("principal", path, "ok", "exists", inputs)

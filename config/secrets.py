@@ -13,7 +13,7 @@ from typing import Any
 
 from config.conventions import API_KEYS, GRAFANA_ADMIN_PASSWORD, HF_TOKEN
 from config.errors import Problem
-from config.exposure import exposure
+from config.exposure import exposure, models_needing_api_keys
 from config.stack import StackConfig
 from config.stack_file import secret_command
 
@@ -33,7 +33,7 @@ def needed(cfg: StackConfig) -> NeededSecrets:
     return NeededSecrets(
         grafana_admin_password=True,
         hf_token=[m.name for m in cfg.models if m.gated],
-        api_keys=[m.name for m in cfg.models if exposure(cfg, m).api_key_required],
+        api_keys=[m.name for m in models_needing_api_keys(cfg)],
     )
 
 

@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from config import account, stack_file, versions
+from config.conventions import ami_parameter_path, principal_kind_and_name
 from config.errors import ConfigError
 from config.network import ExistingVpc
 from config.preflight import QUOTAS, SPOT_ROLE
@@ -49,11 +50,7 @@ def _missing(error: Exception) -> bool:
 
 def _ami_releases(ssm: Any, family: str, k8s: str) -> list[str]:
     """Published NVIDIA AMI releases under the SSM paths Karpenter resolves (upstream-facts W2.7)."""
-    if family == "bottlerocket":
-        path, prefix = f"/aws/service/bottlerocket/aws-k8s-{k8s}-nvidia/x86_64/", ""
-    else:
-        path = f"/aws/service/eks/optimized-ami/{k8s}/amazon-linux-2023/x86_64/nvidia/"
-        prefix = f"amazon-eks-node-al2023-x86_64-nvidia-{k8s}-"
+    path, prefix = ami_parameter_path(family, k8s)
     found: set[str] = set()
     for page in ssm.get_paginator("get_parameters_by_path").paginate(Path=path, Recursive=True):
         for parameter in page["Parameters"]:
@@ -83,9 +80,7 @@ def capture(cfg: StackConfig, client: ClientFactory) -> dict[str, Any]:
     for addon in versions.EKS_ADDON_VERSIONS:
         listed = eks.describe_addon_versions(addonName=addon, kubernetesVersion=k8s)["addons"]
         addon_versions[addon] = sorted({v["addonVersion"] for a in listed for v in a["addonVersions"]})
-    principals = [*cfg.cluster.admin_role_arns, *([cfg.cluster.deploy_role_arn] if cfg.cluster.deploy_role_arn else [])]
-    principals += [g.principal_arn for g in cfg.cluster.access]
-    roles = [arn for arn in dict.fromkeys(principals) if _principal_exists(iam, arn)]
+    roles = [arn for arn in cfg.cluster.principal_arns() if _principal_exists(iam, arn)]
     answers: dict[str, Any] = {
         "region": cfg.region,
         "zones": {z["ZoneId"]: z["ZoneName"] for z in zones},
@@ -129,8 +124,7 @@ def _role_exists(iam: Any, name: str) -> bool:
 
 
 def _principal_exists(iam: Any, arn: str) -> bool:
-    kind, _, path_name = arn.split(":", 5)[5].partition("/")
-    name = path_name.rsplit("/", 1)[-1]
+    kind, name = principal_kind_and_name(arn)
     if kind == "user":
         return _found(lambda: iam.get_user(UserName=name))
     return _role_exists(iam, name)

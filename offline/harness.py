@@ -138,7 +138,6 @@ DEFAULT_ACCOUNT = ROOT / "offline" / "account.yaml"
 def apply_config(inp: StackInput) -> None:
     """Hand the program its config as the engine would, and tell it that it runs offline and
     which account answers stand in for the account."""
-    config_load.RUNS_OFFLINE = True
     config_load.OFFLINE_ACCOUNT = config_load.OfflineAccount(inp.account or DEFAULT_ACCOUNT, authoritative=inp.account is not None)
     pulumi.runtime.set_all_config(dict(inp.config), list(inp.secret_keys))
 

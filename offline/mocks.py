@@ -16,6 +16,8 @@ from pulumi.runtime import rpc
 from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs, Mocks
 
 from config.account import AccountFile
+from config.conventions import ami_parameter
+from config.versions import KUBERNETES_VERSIONS
 
 SECRET_SIG = rpc._special_sig_key  # "4dabf18193072939515e22adb298388d"
 SECRET_VALUE_SIG = rpc._special_secret_sig
@@ -326,9 +328,7 @@ def _account_answer(account: AccountFile, token: str, args: dict[str, Any]) -> d
         name = str(args.get("name"))
         for family, releases in account.ami_releases.items():
             for release in releases:
-                if (family == "bottlerocket" and f"-nvidia/x86_64/{release.removeprefix('v')}/" in name) or (
-                    family == "al2023" and "-nvidia-" in name and name.endswith(f"-{release}/image_id")
-                ):
+                if any(name == ami_parameter(family, k8s, release) for k8s in KUBERNETES_VERSIONS):
                     return {"name": name, "value": f"ami-{_hex(name)}", "insecureValue": f"ami-{_hex(name)}", "type": "String", "id": name}
         raise NotFoundError(name)
     if kind == "eks/getAddonVersion":

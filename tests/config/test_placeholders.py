@@ -50,7 +50,8 @@ def test_real_values_are_not_placeholders() -> None:
 
 def _validate(stack: str, offline: bool, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     harness.apply_config(fixture_input(stack))
-    monkeypatch.setattr(config_load, "RUNS_OFFLINE", offline)
+    if not offline:
+        monkeypatch.setattr(config_load, "OFFLINE_ACCOUNT", None)
     try:
         _, _, _, warnings = config_load.validate()
     except ConfigError as err:
@@ -73,7 +74,7 @@ def test_the_offline_render_only_warns(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_only_the_harness_says_offline() -> None:
     # A fresh interpreter that imports the program's config reader is a real run, whatever the environment says.
-    code = "import config.load as c; print(c.RUNS_OFFLINE)"
+    code = "import config.load as c; print(c.OFFLINE_ACCOUNT is not None)"
     env = {"PATH": "/usr/bin:/bin", "CI": "true", "PULUMI_TEST_MODE": "true", "OFFLINE": "1"}
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
