@@ -21,18 +21,25 @@ def ec2_trust_policy(partition_dns_suffix: str = "amazonaws.com") -> PolicyDocum
     }
 
 
-def pod_identity_trust_policy() -> PolicyDocument:
-    """Trust policy of a role assumed through EKS Pod Identity (AssumeRole and TagSession)."""
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Effect": "Allow",
-                "Principal": {"Service": "pods.eks.amazonaws.com"},
-                "Action": ["sts:AssumeRole", "sts:TagSession"],
-            }
-        ],
+def pod_identity_trust_policy(namespace: str | None = None, service_account: str | None = None) -> PolicyDocument:
+    """Trust policy of a role assumed through EKS Pod Identity (AssumeRole and TagSession).
+
+    With a namespace and service account, only that service account's pods can assume it, whatever
+    association someone adds later: EKS tags each session with both (aws:RequestTag/...).
+    """
+    statement: dict[str, Any] = {
+        "Effect": "Allow",
+        "Principal": {"Service": "pods.eks.amazonaws.com"},
+        "Action": ["sts:AssumeRole", "sts:TagSession"],
     }
+    if namespace is not None and service_account is not None:
+        statement["Condition"] = {
+            "StringEquals": {
+                "aws:RequestTag/kubernetes-namespace": namespace,
+                "aws:RequestTag/kubernetes-service-account": service_account,
+            }
+        }
+    return {"Version": "2012-10-17", "Statement": [statement]}
 
 
 def irsa_trust_policy(oidc_provider_arn: str, oidc_issuer: str, namespace: str, service_account: str) -> PolicyDocument:

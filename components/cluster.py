@@ -52,6 +52,7 @@ class Cluster(pulumi.ComponentResource):
     cluster_security_group_id: pulumi.Output[str]
     provider: k8s.Provider
     system_node_group: aws.eks.NodeGroup
+    system_node_role_name: pulumi.Output[str]
 
     def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("llmplatform:index:Cluster", name, None, opts)
@@ -230,6 +231,7 @@ class Cluster(pulumi.ComponentResource):
         cfg, tags = args.config, args.tags
         group = cfg.system_node_group
         role, attachments = node_role(f"{name}-system-nodes", partition, tags, self)
+        self.system_node_role_name = role.name
         lt = builders.system_launch_template(group.disk_size_gib)
         template = aws.ec2.LaunchTemplate(
             f"{name}-system-nodes",

@@ -8,17 +8,23 @@ import pulumi
 
 from builders.network import node_subnet_selector_terms
 from builders.observability.rules import ModelWatch
+from builders.serving.workload import Sources
 from components.cluster import Cluster, ClusterArgs
 from components.gpu_operator import GpuOperator, GpuOperatorArgs
+from components.headroom import Headroom, HeadroomArgs
+from components.images import ImageCache, ImageCacheArgs
 from components.ingress import LoadBalancerController, LoadBalancerControllerArgs
 from components.karpenter import Karpenter, KarpenterArgs
 from components.keda import Keda, KedaArgs
 from components.network import Network, NetworkArgs
 from components.observability import Observability, ObservabilityArgs
 from components.serving import VllmModel, VllmModelArgs
+from components.weights import WeightsBucket, WeightsBucketArgs
+from config import images, scaleup
 from config.conventions import platform_tags
 from config.exposure import exposed_models, exposure
 from config.load import Secrets
+from config.models import ModelConfig
 from config.network import NewVpc
 from config.stack import StackConfig
 
@@ -88,11 +94,57 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
             ),
             opts=pulumi.ResourceOptions(depends_on=[cluster]),
         )
+    bucket = (
+        WeightsBucket("weights", WeightsBucketArgs(config=cfg.weights, cluster_name=cfg.cluster.name, tags=tags))
+        if cfg.uses_s3_weights
+        else None
+    )
+    cache = None
+    upstreams = sorted({u for m in cfg.models if (u := images.upstream_for(m.image.repository))}, key=lambda u: u.prefix)
+    if cfg.image_cache.enabled and upstreams:
+        cache = ImageCache(
+            "image-cache",
+            ImageCacheArgs(
+                upstreams=upstreams,
+                cluster_name=cfg.cluster.name,
+                region=cfg.region,
+                docker_hub_username=cfg.image_cache.docker_hub_username,
+                docker_hub_access_token=secrets.docker_hub_access_token,
+                node_role_names=[karpenter.node_role_name, cluster.system_node_role_name],
+                tags=tags,
+            ),
+        )
+    registry = cache.registry if cache is not None else None
+    bucket_name = bucket.name if bucket is not None else None
+
+    def sources_of(model: ModelConfig) -> pulumi.Output[Sources]:
+        return pulumi.Output.all(registry, bucket_name).apply(
+            lambda a: Sources(
+                image=images.image_reference(model.image, a[0], cfg.cluster.name),
+                bucket=a[1] if model.streams_from_s3 else None,
+                region=cfg.region,
+            )
+        )
+
+    sources = {m.name: sources_of(m) for m in cfg.models}
+    pulls_after: list[pulumi.Resource] = [cache] if cache is not None else []
+    if any(p.headroom for p in cfg.gpu_pools):
+        Headroom(
+            "headroom",
+            HeadroomArgs(
+                pools=list(cfg.gpu_pools),
+                models=list(cfg.models),
+                images={name: src.apply(lambda s: s.image) for name, src in sources.items()},
+                provider=cluster.provider,
+            ),
+            opts=pulumi.ResourceOptions(depends_on=[gpu_operator, *karpenter.node_pools.values(), *pulls_after]),
+        )
     models: dict[str, Any] = {}
     for model in cfg.models:
         pool = cfg.pool(model.pool)
         assert pool is not None  # validated
         exposed = exposure(cfg, model).exposed
+        budget = scaleup.budget(model, scrape_interval=cfg.observability.vllm_scrape_interval, exposed=exposed)
         served = VllmModel(
             f"model-{model.name}",
             VllmModelArgs(
@@ -107,8 +159,14 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
                 api_key=secrets.api_keys.get(model.name),
                 ingress=cfg.ingress if exposed else None,
                 ingress_after=[controller.release] if controller is not None and exposed else [],
+                sources=sources[model.name],
+                weights_bucket_arn=bucket.arn if bucket is not None else None,
+                cluster_name=cluster.cluster_name,
+                models=list(cfg.models),
+                scale_up_miss_seconds=budget.miss,
+                tags=tags,
             ),
-            opts=pulumi.ResourceOptions(depends_on=[gpu_operator, keda, observability, karpenter.node_pools[pool.name]]),
+            opts=pulumi.ResourceOptions(depends_on=[gpu_operator, keda, observability, karpenter.node_pools[pool.name], *pulls_after]),
         )
         models[model.name] = {
             "namespace": served.namespace,
@@ -116,6 +174,8 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
             "url": served.url,
             "servedModelName": model.name,
             "baseUrl": served.base_url,
+            "weightsSource": model.weights.source,
+            "scaleUpSeconds": budget.as_output(),
         }
     return {
         "region": cfg.region,
@@ -129,5 +189,7 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
         "interruptionQueueName": karpenter.interruption_queue_name,
         "gpuPools": sorted(p.name for p in cfg.gpu_pools),
         "prometheusUrl": observability.prometheus_url,
+        "weightsBucket": bucket_name,
+        "imageRegistry": registry,
         "models": models,
     }

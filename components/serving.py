@@ -2,19 +2,25 @@
 
 from __future__ import annotations
 
+import functools
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
+import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from builders import weights as weights_builders
+from builders.iam import pod_identity_trust_policy
 from builders.ingress import endpoints as ingress_builders
-from builders.serving import scaling
+from builders.serving import populate, scaling
 from builders.serving import workload as builders
 from components import k8s_objects
 from components.options import inherited_depends_on
 from config import capacity
+from config.conventions import populate_service_account
 from config.gpu_pools import GpuPool
 from config.ingress import IngressConfig
 from config.models import ModelConfig
@@ -46,10 +52,24 @@ class VllmModelArgs:
     """Endpoint settings; None when the model is not exposed."""
     ingress_after: list[pulumi.Resource] = field(default_factory=list)
     """What the Ingress waits for (the load balancer controller's release and webhook)."""
+    sources: pulumi.Output[builders.Sources] | None = None
+    """Image reference, weights bucket and region, resolved at deploy time; None: the upstream image."""
+    weights_bucket_arn: pulumi.Input[str] | None = None
+    """ARN of the weights bucket, for the model's read and populate roles (S3 weights only)."""
+    cluster_name: pulumi.Input[str] | None = None
+    """The cluster, for the Pod Identity associations (S3 weights only)."""
+    models: list[ModelConfig] = field(default_factory=list)
+    """Every model of the stack: revisions of a shared repository that stay in the bucket."""
+    scale_up_miss_seconds: int | None = None
+    """The model's scale-up budget on a new node: the floor of the default scale-down window."""
+    tags: dict[str, str] = field(default_factory=dict)
+    """Tags on the model's AWS resources (its roles)."""
 
 
 # Launching a GPU node, initializing its GPUs and pulling the vLLM image (about 10 GB).
 NODE_AND_IMAGE_SECONDS = 900
+SAMPLE_SOURCES = builders.Sources(image="sample", bucket="sample", region="sample")
+"""Stands in for the deploy-time values when only an object's identity is built."""
 
 
 def _hostname(status: Any) -> str:
@@ -100,15 +120,23 @@ class VllmModel(pulumi.ComponentResource):
         # Pulumi's default 10-minute wait would give up first. The load balancer controller's
         # webhook must be up before exposed pods are admitted, or they miss their readiness gate.
         ready_minutes = f"{math.ceil((capacity.startup_budget_seconds(model) + NODE_AND_IMAGE_SECONDS) / 60)}m"
-        deployment = self._object(
+        sources = args.sources or pulumi.Output.from_input(builders.upstream_sources(model))
+        if model.streams_from_s3:
+            needs += self._weights(name, args, sources, inside, list(needs))
+        build = functools.partial(
+            builders.deployment,
+            model,
+            args.pool,
+            alb_idle_timeout_seconds=args.alb_idle_timeout_seconds,
+            hf_token=args.hf_token is not None,
+            api_key=args.api_key is not None,
+            weights_wait_seconds=populate.populate_seconds(model),
+        )
+        deployment = k8s_objects.create_resolved(
             f"{name}-deployment",
-            builders.deployment(
-                model,
-                args.pool,
-                alb_idle_timeout_seconds=args.alb_idle_timeout_seconds,
-                hf_token=args.hf_token is not None,
-                api_key=args.api_key is not None,
-            ),
+            sources,
+            lambda src: build(sources=src),
+            SAMPLE_SOURCES,
             pulumi.ResourceOptions(
                 parent=self,
                 provider=args.provider,
@@ -120,7 +148,7 @@ class VllmModel(pulumi.ComponentResource):
         self._object(f"{name}-pdb", builders.pod_disruption_budget(model), inside)
         self._object(
             f"{name}-scaledobject",
-            scaling.scaled_object(model, args.prometheus_url),
+            scaling.scaled_object(model, args.prometheus_url, args.scale_up_miss_seconds),
             pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[deployment]),
         )
         self.base_url = None
@@ -144,5 +172,79 @@ class VllmModel(pulumi.ComponentResource):
         self.url = f"http://{model.name}.{model.name}.svc.cluster.local:{builders.PORT}/v1"
         self.register_outputs({"namespace": self.namespace, "url": self.url, "baseUrl": self.base_url})
 
+    def _weights(
+        self,
+        name: str,
+        args: VllmModelArgs,
+        sources: pulumi.Output[builders.Sources],
+        inside: pulumi.ResourceOptions,
+        secrets: list[pulumi.Resource],
+    ) -> list[pulumi.Resource]:
+        """S3 weights: read and populate roles through Pod Identity, the script, and the populate Job."""
+        model = args.model
+        before = inherited_depends_on(inside)
+        assert args.weights_bucket_arn is not None  # wired by the platform
+        assert args.cluster_name is not None
+        bucket_arn = pulumi.Output.from_input(args.weights_bucket_arn)
+        aws_child = pulumi.ResourceOptions(parent=self)
+        identities: list[pulumi.Resource] = []
+        for suffix, service_account, document in (
+            ("weights-read", model.name, weights_builders.reader_policy),
+            ("weights-populate", populate_service_account(model.name), weights_builders.populate_policy),
+        ):
+            role = aws.iam.Role(
+                f"{name}-{suffix}",
+                description=f"{model.name}: {suffix.replace('-', ' ')} ({model.hugging_face_id}@{model.revision[:12]})",
+                assume_role_policy=json.dumps(pod_identity_trust_policy(model.name, service_account)),
+                tags=args.tags,
+                opts=aws_child,
+            )
+            policy = aws.iam.RolePolicy(
+                f"{name}-{suffix}",
+                role=role.name,
+                policy=bucket_arn.apply(
+                    functools.partial(_policy_json, document=document, repo=model.hugging_face_id, revision=model.revision)
+                ),
+                opts=aws_child,
+            )
+            identities.append(
+                aws.eks.PodIdentityAssociation(
+                    f"{name}-{suffix}",
+                    cluster_name=args.cluster_name,
+                    namespace=model.name,
+                    service_account=service_account,
+                    role_arn=role.arn,
+                    tags=args.tags,
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=[policy]),
+                )
+            )
+        script = self._object(f"{name}-weights-script", populate.script_config_map(model), inside)
+        account = self._object(f"{name}-weights-service-account", populate.service_account(model), inside)
+        self._object(f"{name}-netpol-weights", populate.network_policy(model), inside)
+        timeout = f"{math.ceil(populate.populate_seconds(model) / 60)}m"
+        job = k8s_objects.create_resolved(
+            f"{name}-weights-job",
+            sources,
+            functools.partial(_populate_job, model=model, pool=args.pool, hf_token=args.hf_token is not None, models=args.models),
+            SAMPLE_SOURCES,
+            pulumi.ResourceOptions(
+                parent=self,
+                provider=args.provider,
+                depends_on=[*before, *secrets, script, account, *identities],
+                custom_timeouts=pulumi.CustomTimeouts(create=timeout, update=timeout),
+            ),
+        )
+        return [script, *identities, job]
+
     def _object(self, name: str, manifest: dict[str, Any], opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
         return k8s_objects.create(name, manifest, opts)
+
+
+def _policy_json(bucket_arn: str, document: Any, repo: str, revision: str) -> str:
+    return json.dumps(document(bucket_arn, repo, revision))
+
+
+def _populate_job(
+    sources: builders.Sources, model: ModelConfig, pool: GpuPool, hf_token: bool, models: list[ModelConfig]
+) -> dict[str, Any]:
+    return populate.job(model, pool, sources, hf_token=hf_token, models=models)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from config import catalog
+from config import catalog, speed
 from config.gpu_pools import GpuPool
 from config.models import ModelConfig
 from config.types import parse_quantity
@@ -28,9 +28,11 @@ BYTES_PER_DTYPE = {"bfloat16": 2.0, "float16": 2.0}
 TENSOR_PARALLEL_SIZES = (1, 2, 4, 8)
 # Pods a rolling update adds above the replica count (the Deployment's maxSurge; maxUnavailable 0).
 ROLLOUT_MAX_SURGE = 1
-# Load time: a fixed start (image entrypoint, CUDA init, graph capture) plus a rate per GiB read.
-LOAD_BASE_SECONDS = 120
-LOAD_SECONDS_PER_GIB = 10
+# The startup probe allows the expected load time (weights plus engine start, from the speed
+# catalog) times this margin, and never less than the floor.
+STARTUP_MARGIN = 1.5
+STARTUP_MIN_SECONDS = 120
+ENFORCE_EAGER = "--enforce-eager"
 
 
 # -- one model's memory ------------------------------------------------------------------------
@@ -64,16 +66,33 @@ def required_gib_per_device(model: ModelConfig, tp: int | None = None) -> float:
     return (weights_gib(model) + kv_gib_per_sequence(model)) / (tp or model.tensor_parallel_size) + OVERHEAD_GIB_PER_GPU
 
 
+def checkpoint_gb(model: ModelConfig) -> float:
+    """The checkpoint in decimal GB, the unit the published transfer rates use."""
+    return checkpoint_gib(model) * GIB / 1e9
+
+
+def weights_seconds(model: ModelConfig) -> float:
+    """Reading the checkpoint from its source: streamed from S3, or downloaded from Hugging Face."""
+    rate = speed.S3_STREAM_RATE if model.streams_from_s3 else speed.HUGGING_FACE_RATE
+    return checkpoint_gb(model) / rate.value
+
+
+def engine_seconds(model: ModelConfig) -> float:
+    """vLLM's engine start after the weights: profiling and KV cache, plus compilation unless eager."""
+    compile_seconds = 0.0 if ENFORCE_EAGER in model.extra_args else speed.TORCH_COMPILE.value
+    return speed.ENGINE_INIT.value + compile_seconds
+
+
 def expected_load_seconds(model: ModelConfig) -> int:
-    """A conservative load-time estimate: a fixed start plus a rate per GiB of checkpoint."""
-    return LOAD_BASE_SECONDS + LOAD_SECONDS_PER_GIB * round(checkpoint_gib(model))
+    """From container start to a healthy server: the weights, then the engine start."""
+    return math.ceil(weights_seconds(model) + engine_seconds(model))
 
 
 def startup_budget_seconds(model: ModelConfig) -> int:
-    """Seconds the startup probe allows: the configured budget, else the expected load time."""
+    """Seconds the startup probe allows: the configured budget, else the expected load time with a margin."""
     if model.startup.budget_seconds is not None:
         return model.startup.budget_seconds
-    return expected_load_seconds(model)
+    return max(STARTUP_MIN_SECONDS, math.ceil(expected_load_seconds(model) * STARTUP_MARGIN))
 
 
 # -- what a replica gets -----------------------------------------------------------------------

@@ -17,7 +17,8 @@ PROJECT: Final = "llm-platform"
 HF_TOKEN: Final = "hfToken"
 API_KEYS: Final = "apiKeys"
 GRAFANA_ADMIN_PASSWORD: Final = "grafanaAdminPassword"
-SECRET_KEYS: Final = (HF_TOKEN, API_KEYS, GRAFANA_ADMIN_PASSWORD)
+DOCKER_HUB_ACCESS_TOKEN: Final = "dockerHubAccessToken"
+SECRET_KEYS: Final = (HF_TOKEN, API_KEYS, GRAFANA_ADMIN_PASSWORD, DOCKER_HUB_ACCESS_TOKEN)
 
 # -- AWS tags ----------------------------------------------------------------------------------
 CLUSTER_TAG: Final = "llm-platform/cluster"
@@ -78,6 +79,11 @@ KUBERNETES_NAMESPACES: Final = ("default", KUBE_SYSTEM, "kube-public", "kube-nod
 KARPENTER_NAMESPACE: Final = KUBE_SYSTEM
 LOAD_BALANCER_CONTROLLER_NAMESPACE: Final = KUBE_SYSTEM
 KEDA_NAMESPACE: Final = "keda"
+HEADROOM_NAMESPACE: Final = "gpu-headroom"
+"""Where the placeholder pods that keep warm GPU headroom run."""
+HEADROOM_PRIORITY_CLASS: Final = "llm-platform-headroom"
+HEADROOM_PRIORITY: Final = -1000
+"""Below every workload's (default 0): any pending pod preempts a placeholder."""
 KARPENTER_RESERVED_NAME: Final = "karpenter"
 """Not a namespace the platform creates, but the one Karpenter's own docs install into; kept free."""
 
@@ -88,6 +94,7 @@ def reserved_namespaces(cfg: StackConfig) -> frozenset[str]:
         {
             *KUBERNETES_NAMESPACES,
             KEDA_NAMESPACE,
+            HEADROOM_NAMESPACE,
             KARPENTER_RESERVED_NAME,
             cfg.observability.namespace,
             cfg.gpu_operator.namespace,
@@ -103,6 +110,21 @@ HPA_PREFIX: Final = "keda-hpa-"
 def hpa_name(model_name: str) -> str:
     """The HorizontalPodAutoscaler KEDA creates for a model's ScaledObject."""
     return f"{HPA_PREFIX}{model_name}"
+
+
+def populate_job_name(model_name: str, revision: str) -> str:
+    """The Job that copies one revision of a model into the weights bucket: a new revision, a new Job."""
+    return f"{model_name[: K8S_NAME_MAX - len('weights--') - 12]}-weights-{revision[:12]}"
+
+
+def populate_service_account(model_name: str) -> str:
+    """The service account of a model's populate Job (the only one that may write its prefix)."""
+    return f"{model_name[: K8S_NAME_MAX - len('-weights')]}-weights"
+
+
+def headroom_name(pool_name: str) -> str:
+    """The placeholder Deployment that keeps a pool's warm headroom."""
+    return f"headroom-{pool_name}"[:K8S_NAME_MAX]
 
 
 def interruption_queue_name(cluster_name: str) -> str:

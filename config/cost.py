@@ -11,9 +11,9 @@ less; NAT gateways, load balancers, storage and the EKS control plane are not in
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from config import capacity, catalog
+from config import capacity, catalog, headroom
 from config.gpu_pools import GpuPool
 from config.models import ModelConfig
 from config.stack import StackConfig
@@ -39,20 +39,35 @@ class ModelCost:
 
 
 @dataclass(frozen=True)
+class HeadroomCost:
+    """What a pool's warm headroom costs per hour: the whole nodes its placeholders hold."""
+
+    pool: str
+    gpus: int
+    nodes_min: int
+    nodes_max: int
+    floor: float
+    """Per hour, on the type where the headroom costs least."""
+    ceiling: float
+    """Per hour, on the type where it costs most."""
+
+
+@dataclass(frozen=True)
 class CostSummary:
     """Compute cost of a stack, per hour."""
 
     system_floor: float
     system_ceiling: float
     models: list[ModelCost]
+    headroom: list[HeadroomCost] = field(default_factory=list)
 
     @property
     def floor(self) -> float:
-        return self.system_floor + sum(m.floor for m in self.models)
+        return self.system_floor + sum(m.floor for m in self.models) + sum(h.floor for h in self.headroom)
 
     @property
     def ceiling(self) -> float:
-        return self.system_ceiling + sum(m.ceiling for m in self.models)
+        return self.system_ceiling + sum(m.ceiling for m in self.models) + sum(h.ceiling for h in self.headroom)
 
 
 def _label(model: ModelConfig, pool: GpuPool) -> str:
@@ -83,6 +98,18 @@ def model_cost(model: ModelConfig, pool: GpuPool) -> ModelCost:
     )
 
 
+def headroom_cost(pool: GpuPool, models: list[ModelConfig]) -> HeadroomCost | None:
+    """Placeholders run all the time: their nodes cost as much as serving ones."""
+    shape = headroom.placeholders(pool, models)
+    if shape is None:
+        return None
+    costs = [(n * t.price_per_hour, n) for t in pool.resolved_instance_types() if (n := headroom.nodes(pool, t, shape))]
+    if not costs:
+        return None
+    (floor, nodes_min), (ceiling, nodes_max) = min(costs), max(costs)
+    return HeadroomCost(pool.name, pool.headroom, nodes_min, nodes_max, floor, ceiling)
+
+
 def summarize(cfg: StackConfig) -> CostSummary:
     group = cfg.cluster.system_node_group
     prices = [catalog.INSTANCE_TYPES[t].price_per_hour for t in group.instance_types if t in catalog.INSTANCE_TYPES]
@@ -92,8 +119,10 @@ def summarize(cfg: StackConfig) -> CostSummary:
         if pool is None:
             continue
         models.append(model_cost(m, pool))
+    warm = [h for p in cfg.gpu_pools if (h := headroom_cost(p, [m for m in cfg.models if m.pool == p.name]))]
     return CostSummary(
         system_floor=group.min_size * min(prices, default=0.0),
         system_ceiling=group.max_size * max(prices, default=0.0),
         models=models,
+        headroom=warm,
     )

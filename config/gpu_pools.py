@@ -157,6 +157,14 @@ class GpuPool(ConfigModel):
         "back to on-demand when spot is short.",
     )
     gpu_limit: int = Field(ge=1, description="Most physical GPUs the pool may run at once (NodePool limits nvidia.com/gpu).")
+    headroom: int = Field(
+        default=0,
+        ge=0,
+        le=64,
+        description="Physical GPUs kept warm for scale-up: placeholder pods of a negative priority hold them (with the "
+        "model image pulled) and step aside for a new replica at once, so a scale-up skips the node launch. Counted in "
+        "gpuLimit and in the cost summary.",
+    )
     ami_family: AmiFamily | None = Field(default=None, description="AMI family; unset uses karpenter.defaultAmiFamily.")
     sharing: Sharing = Field(default_factory=Sharing, description="GPU sharing: whole GPUs, time-slicing or MIG.")
     disruption: Disruption = Field(default_factory=Disruption, description="Consolidation, budgets and expiry.")

@@ -19,7 +19,7 @@ from pulumi.runtime import config as runtime_config
 
 from config import placeholders, stack_file
 from config import secrets as stack_secrets
-from config.conventions import GRAFANA_ADMIN_PASSWORD, HF_TOKEN
+from config.conventions import DOCKER_HUB_ACCESS_TOKEN, GRAFANA_ADMIN_PASSWORD, HF_TOKEN
 from config.errors import ConfigError, Problem
 from config.stack import StackConfig
 from config.validate import parse_stack_config
@@ -47,6 +47,7 @@ class Secrets:
     hf_token: pulumi.Output[str] | None = None
     api_keys: Mapping[str, pulumi.Output[str]] = field(default_factory=dict)
     grafana_admin_password: pulumi.Output[str] | None = None
+    docker_hub_access_token: pulumi.Output[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,9 @@ def load() -> LoadedConfig:
             hf_token=pulumi.Output.secret(secrets[HF_TOKEN]) if HF_TOKEN in secrets else None,
             api_keys={k: pulumi.Output.secret(v) for k, v in sorted(api_keys.items())},
             grafana_admin_password=pulumi.Output.secret(secrets[GRAFANA_ADMIN_PASSWORD]),
+            docker_hub_access_token=(
+                pulumi.Output.secret(secrets[DOCKER_HUB_ACCESS_TOKEN]) if DOCKER_HUB_ACCESS_TOKEN in secrets else None
+            ),
         ),
         warnings=warnings,
     )

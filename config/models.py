@@ -11,6 +11,7 @@ from config import versions
 from config.base import ConfigModel
 from config.observability import Slo
 from config.types import CommitRevision, Fraction, HuggingFaceId, ImageDigest, K8sName, Quantity, config_error, parse_quantity
+from config.weights import ModelWeights
 
 _TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 _RELEASE = re.compile(r"^v?([0-9]+)\.([0-9]+)\.([0-9]+)(?:[-.+].*)?$")
@@ -226,7 +227,8 @@ class Startup(ConfigModel):
     budget_seconds: int | None = Field(
         default=None,
         ge=60,
-        description="Seconds the startupProbe allows; unset: derived from the weights size (120 s + 10 s per GiB).",
+        description="Seconds the startupProbe allows; unset: 1.5 x the expected load time (weights from their source plus "
+        "engine start, from the published figures in config/speed.py), at least 120.",
     )
     period_seconds: int = Field(default=10, ge=1, le=60, description="startupProbe period.")
 
@@ -248,6 +250,7 @@ class ModelConfig(ConfigModel):
     )
     kv_cache_dtype: Literal["auto", "fp8"] = Field(default="auto", description="KV-cache dtype; fp8 halves KV memory.")
     image: Image = Field(default_factory=Image, description="vLLM image.")
+    weights: ModelWeights = Field(default_factory=ModelWeights, description="Where the weights come from: S3 or Hugging Face.")
     pool: K8sName = Field(description="Name of the gpuPools entry the model runs on.")
     tensor_parallel_size: int = Field(default=1, ge=1, le=8, description="GPUs per replica (vLLM --tensor-parallel-size).")
     max_model_len: int = Field(ge=256, le=1_048_576, description="Longest sequence (prompt + output) in tokens.")
@@ -275,6 +278,11 @@ class ModelConfig(ConfigModel):
             if flag in MANAGED_FLAGS:
                 raise config_error(f"{flag} may not be in extraArgs: {MANAGED_FLAGS[flag]}", f"remove {flag}")
         return value
+
+    @property
+    def streams_from_s3(self) -> bool:
+        """Whether replicas stream the weights from the stack's bucket (the source resolved by the stack)."""
+        return self.weights.source == "s3"
 
     @model_validator(mode="after")
     def _scale_to_zero(self) -> ModelConfig:

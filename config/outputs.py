@@ -31,16 +31,23 @@ OUTPUTS: tuple[OutputSpec, ...] = (
     OutputSpec("interruptionQueueName", "string", "SQS queue Karpenter reads spot interruptions and health events from."),
     OutputSpec("gpuPools", "list of string", "Names of the GPU NodePools."),
     OutputSpec("prometheusUrl", "string", "In-cluster Prometheus address (what KEDA queries); ClusterIP only."),
+    OutputSpec("weightsBucket", "string or null", "S3 bucket the models that stream from S3 read their weights from (null: none does)."),
+    OutputSpec(
+        "imageRegistry", "string or null", "ECR registry host of the pull-through cache model images come through (null: cache off)."
+    ),
     OutputSpec(
         "models",
-        "map of model name to {namespace, service, url, servedModelName, baseUrl}",
+        "map of model name to {namespace, service, url, servedModelName, baseUrl, weightsSource, scaleUpSeconds}",
         "Per model: its namespace and Service, the in-cluster OpenAI-compatible base URL (`url`), the `model` name "
-        "clients send, and the base URL through the ALB (`baseUrl`, null when the model is not exposed).",
+        "clients send, the base URL through the ALB (`baseUrl`, null when the model is not exposed), where its weights "
+        "come from (`s3` or `huggingface`), and its scale-up budget `{hit, miss, terms}` in seconds from a growing "
+        "queue to a serving replica (`hit`: a warm headroom node is free; `miss`: a node must launch; `terms`: signal, "
+        "nodeLaunch, imagePull, weights, engineStart, probe, loadBalancer).",
     ),
 )
 
 # The fields of each entry of the `models` output.
-MODEL_FIELDS: tuple[str, ...] = ("namespace", "service", "url", "servedModelName", "baseUrl")
+MODEL_FIELDS: tuple[str, ...] = ("namespace", "service", "url", "servedModelName", "baseUrl", "weightsSource", "scaleUpSeconds")
 
 
 def keys() -> list[str]:

@@ -17,6 +17,7 @@ from config.stack import StackConfig
 DOCUMENTATION_ACCOUNT = "123456789012"
 DOCUMENTATION_RANGES = tuple(ipaddress.IPv4Network(n) for n in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24"))
 EXAMPLE_DOMAINS = ("example.com", "example.net", "example.org")
+DOCKER_HUB_USER_PLACEHOLDER = "your-docker-hub-user"
 
 
 def _arn(path: str, arn: str | None, what: str) -> Iterator[Problem]:
@@ -63,4 +64,12 @@ def find(cfg: StackConfig) -> list[Problem]:
     found += _cidrs("ingress.allowedCidrs", ingress.allowed_cidrs, "the CIDRs your model clients call from")
     found += _arn("ingress.certificateArn", ingress.certificate_arn, "your issued ACM certificate for the endpoints' domain")
     found += _domain("ingress.domain", ingress.domain)
+    if cfg.image_cache.docker_hub_username == DOCKER_HUB_USER_PLACEHOLDER:
+        found.append(
+            Problem(
+                "imageCache.dockerHubUsername",
+                f"'{DOCKER_HUB_USER_PLACEHOLDER}' is a placeholder; the cache's first pull from Docker Hub would fail to "
+                "authenticate. Fix: set the Docker Hub user whose access token is the dockerHubAccessToken secret",
+            )
+        )
     return found

@@ -10,11 +10,11 @@ import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from config import capacity, catalog, system_capacity
+from config import capacity, catalog, headroom, images, scaleup, system_capacity, weights
 from config.capacity import ALLOCATABLE_CPU, ALLOCATABLE_MEMORY, OVERHEAD_GIB_PER_GPU
 from config.conventions import HPA_PREFIX, K8S_NAME_MAX, hpa_name, reserved_namespaces
 from config.errors import Problem
-from config.exposure import exposed_models
+from config.exposure import exposed_models, exposure
 from config.gpu_pools import GpuPool
 from config.models import ModelConfig
 from config.network import ExistingVpc, NewVpc
@@ -248,8 +248,9 @@ def rule_startup_budget(cfg: StackConfig) -> Iterator[Problem]:
             yield Problem(
                 f"{path}.startup.budgetSeconds",
                 f"startup budget ({m.startup.budget_seconds} s) is below the expected load time of "
-                f"{capacity.checkpoint_gib(m):.0f} GiB of checkpoint (~{expected} s); the kubelet would kill the pod "
-                f"before the model loads, in a crash loop. Fix: raise it to at least {expected}, or unset it",
+                f"{capacity.checkpoint_gb(m):.0f} GB of checkpoint from {m.weights.source} plus the engine start "
+                f"(~{expected} s); the kubelet would kill the pod before the model loads, in a crash loop. "
+                f"Fix: raise it to at least {expected}, or unset it",
             )
 
 
@@ -281,20 +282,144 @@ def rule_gpu_limits(cfg: StackConfig) -> Iterator[Problem]:
             surge += capacity.rollout_surge_nodes(m, pool, worst) * worst.gpu_count
             per_node.append(f"{m.name}: {capacity.replicas_per_node(m, pool, worst)} per {worst.name}")
         packing = "; ".join(per_node)
+        warm, warm_text = _headroom_gpus(pool, on_pool)
+        at_min += warm
+        at_max += warm
         if at_min > pool.gpu_limit:
             yield Problem(
                 f"{pool_path(pool)}.gpuLimit",
                 f"gpuLimit ({pool.gpu_limit}) is below the {at_min} GPUs of the nodes its models need at minimum "
-                f"replicas; Karpenter would stop launching nodes and replicas would stay Pending. "
+                f"replicas{warm_text}; Karpenter would stop launching nodes and replicas would stay Pending. "
                 f"Fix: raise gpuLimit to at least {at_min}",
             )
         elif at_max + surge > pool.gpu_limit:
             yield Problem(
                 f"{pool_path(pool)}.gpuLimit",
                 f"gpuLimit ({pool.gpu_limit}) is below the {at_max + surge} GPUs of the nodes its models need at maximum "
-                f"replicas ({at_max}) plus a rolling update's surge of {capacity.ROLLOUT_MAX_SURGE} replica per model "
+                f"replicas ({at_max}{warm_text}) plus a rolling update's surge of {capacity.ROLLOUT_MAX_SURGE} replica per model "
                 f"({surge}), in whole nodes ({packing}); Karpenter would stop at the limit and scale-out or the rollout "
                 f"would stall. Fix: raise gpuLimit to at least {at_max + surge}, or lower replicas.max",
+            )
+
+
+def _headroom_gpus(pool: GpuPool, on_pool: list[ModelConfig]) -> tuple[int, str]:
+    """GPUs of the whole nodes the pool's warm headroom holds (on its largest type), and a note."""
+    shape = headroom.placeholders(pool, on_pool)
+    if shape is None:
+        return 0, ""
+    hosts = [t for t in pool.resolved_instance_types() if headroom.nodes(pool, t, shape)]
+    if not hosts:
+        return 0, ""
+    gpus = max(headroom.nodes(pool, t, shape) * t.gpu_count for t in hosts)
+    return gpus, f", with {gpus} GPUs of nodes for the headroom of {pool.headroom}"
+
+
+def rule_headroom(cfg: StackConfig) -> Iterator[Problem]:
+    for pool in cfg.gpu_pools:
+        if pool.headroom == 0 or catalog_problems(pool):
+            continue
+        path = f"{pool_path(pool)}.headroom"
+        on_pool = [m for m in cfg.models if m.pool == pool.name]
+        if not on_pool:
+            yield Problem(
+                path,
+                f"headroom {pool.headroom} on a pool no model uses; placeholders would hold GPUs for nothing. "
+                "Fix: remove headroom, or put a model on the pool",
+            )
+            continue
+        if pool.headroom > pool.gpu_limit:
+            yield Problem(
+                path,
+                f"headroom ({pool.headroom} GPUs) is more than the pool's gpuLimit ({pool.gpu_limit}); Karpenter could "
+                "never launch it, let alone the replicas. Fix: lower headroom or raise gpuLimit",
+            )
+            continue
+        chunk = headroom.chunk_gpus(pool, on_pool)
+        if pool.headroom % chunk:
+            yield Problem(
+                path,
+                f"headroom {pool.headroom} is not a multiple of {chunk}, the GPUs of the pool's largest replica "
+                f"(tensorParallelSize {chunk}); a placeholder holds one replica's GPUs on one node. "
+                f"Fix: set headroom to {max(chunk, pool.headroom - pool.headroom % chunk)} or "
+                f"{pool.headroom + chunk - pool.headroom % chunk}",
+            )
+        shape = headroom.placeholders(pool, on_pool)
+        if shape is not None and not any(headroom.nodes(pool, t, shape) for t in pool.resolved_instance_types()):
+            yield Problem(
+                path,
+                f"one placeholder ({shape.cpu_millis}m CPU, {shape.memory_mib}Mi memory, {shape.count} x {shape.resource}) "
+                "fits on none of the pool's instance types. Fix: allow larger instance types, or lower the models' resources",
+            )
+
+
+def rule_weights(cfg: StackConfig) -> Iterator[Problem]:
+    for path, m, _ in _models(cfg):
+        if not m.streams_from_s3:
+            continue
+        for i, arg in enumerate(m.extra_args):
+            flag, _, value = arg.partition("=")
+            if flag == "--model-loader-extra-config":
+                yield Problem(
+                    f"{path}.extraArgs[{i}]",
+                    "--model-loader-extra-config is set by the platform when weights stream from S3 (the streamer's "
+                    "concurrency and memory limit, from the replica's CPU and memory). Fix: remove it",
+                )
+            if flag == "--load-format":
+                fmt = value or (m.extra_args[i + 1] if i + 1 < len(m.extra_args) else "")
+                if fmt not in weights.STREAMER_LOAD_FORMATS:
+                    yield Problem(
+                        f"{path}.extraArgs[{i}]",
+                        f"--load-format {fmt or '(missing)'} cannot load an s3:// model; vLLM accepts only "
+                        f"{' or '.join(weights.STREAMER_LOAD_FORMATS)} there and would fail at start. "
+                        "Fix: remove the flag (the platform sets runai_streamer), or set weights.source: huggingface",
+                    )
+    if cfg.uses_s3_weights and isinstance(cfg.network, NewVpc) and not cfg.network.s3_gateway_endpoint:
+        yield Problem(
+            "network.s3GatewayEndpoint",
+            "models stream weights from S3 but the VPC has no S3 gateway endpoint: every replica start pulls its "
+            "checkpoint through the NAT gateway, slower and billed per GB. Fix: remove s3GatewayEndpoint: false",
+            "warning",
+        )
+
+
+def rule_image_cache(cfg: StackConfig) -> Iterator[Problem]:
+    if not cfg.image_cache.enabled:
+        return
+    for path, m, _ in _models(cfg):
+        upstream = images.upstream_for(m.image.repository)
+        if upstream is None:
+            host, _ = images.split(m.image.repository)
+            yield Problem(
+                f"{path}.image.repository",
+                f"imageCache is on but {host} is not a registry the pull-through cache fronts "
+                f"({', '.join(u.host for u in images.UPSTREAMS)}); this image is pulled from {host} directly. "
+                "Fix: nothing, if that is intended (e.g. your own ECR); or mirror it to a supported registry",
+                "warning",
+            )
+        elif upstream.needs_credential and cfg.image_cache.docker_hub_username is None:
+            yield Problem(
+                "imageCache.dockerHubUsername",
+                f"is not set, but the image of {m.name} comes from Docker Hub, which ECR's pull-through cache only "
+                "imports from with a Docker Hub user and access token. Fix: set imageCache.dockerHubUsername and the "
+                "dockerHubAccessToken secret, or set imageCache.enabled: false",
+            )
+            return
+
+
+def rule_scale_up(cfg: StackConfig) -> Iterator[Problem]:
+    """A replica removed sooner than a new one can start turns every second burst into a cold start."""
+    for path, m, _ in _models(cfg):
+        if "scale_down" not in m.autoscaling.model_fields_set:
+            continue  # the default window is raised to the budget (builders/serving/scaling.py)
+        budget = scaleup.budget(m, scrape_interval=cfg.observability.vllm_scrape_interval, exposed=exposure(cfg, m).exposed)
+        window = m.autoscaling.scale_down.stabilization_window_seconds
+        if window < budget.miss:
+            yield Problem(
+                f"{path}.autoscaling.scaleDown.stabilizationWindowSeconds",
+                f"{window} s is shorter than the model's scale-up budget on a new node ({budget.miss} s): a replica "
+                "removed after a burst takes longer to come back than the calm that removed it. "
+                f"Fix: raise it to at least {budget.miss}",
+                "warning",
             )
 
 
@@ -674,6 +799,10 @@ RULES: tuple[Callable[[StackConfig], Iterator[Problem]], ...] = (
     rule_spot_drain,
     rule_startup_budget,
     rule_gpu_limits,
+    rule_headroom,
+    rule_weights,
+    rule_image_cache,
+    rule_scale_up,
     rule_pool_capacity,
     rule_exposure,
     rule_gpu_operator,

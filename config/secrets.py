@@ -11,7 +11,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from config.conventions import API_KEYS, GRAFANA_ADMIN_PASSWORD, HF_TOKEN
+from config import images
+from config.conventions import API_KEYS, DOCKER_HUB_ACCESS_TOKEN, GRAFANA_ADMIN_PASSWORD, HF_TOKEN
 from config.errors import Problem
 from config.exposure import exposure, models_needing_api_keys
 from config.stack import StackConfig
@@ -27,6 +28,15 @@ class NeededSecrets:
     """Gated models, which need the Hugging Face token."""
     api_keys: list[str]
     """Models whose endpoint must require an API key."""
+    docker_hub: list[str]
+    """Models whose image the pull-through cache imports from Docker Hub, which needs a credential."""
+
+
+def docker_hub_cached(cfg: StackConfig) -> list[str]:
+    """Models whose image comes from Docker Hub through the stack's pull-through cache."""
+    if not cfg.image_cache.enabled:
+        return []
+    return [m.name for m in cfg.models if images.upstream_for(m.image.repository) is images.DOCKER_HUB]
 
 
 def needed(cfg: StackConfig) -> NeededSecrets:
@@ -34,6 +44,7 @@ def needed(cfg: StackConfig) -> NeededSecrets:
         grafana_admin_password=True,
         hf_token=[m.name for m in cfg.models if m.gated],
         api_keys=[m.name for m in models_needing_api_keys(cfg)],
+        docker_hub=docker_hub_cached(cfg),
     )
 
 
@@ -80,6 +91,16 @@ def problems(cfg: StackConfig, secrets: dict[str, Any]) -> tuple[list[Problem], 
                 HF_TOKEN,
                 f"is not set, but {', '.join(gated)} {'is' if len(gated) == 1 else 'are'} gated on Hugging Face; "
                 f"the download would fail with 401 on every pod start. Fix: run `{secret_command(HF_TOKEN)}`",
+            )
+        )
+    if need.docker_hub and DOCKER_HUB_ACCESS_TOKEN not in secrets:
+        found.append(
+            Problem(
+                DOCKER_HUB_ACCESS_TOKEN,
+                f"is not set, but imageCache is on and the image of {', '.join(need.docker_hub)} comes from Docker Hub, "
+                "which ECR's pull-through cache only imports from with a credential; every first pull would fail. "
+                f"Fix: run `{secret_command(DOCKER_HUB_ACCESS_TOKEN)}` (a Docker Hub access token, read-only scope), "
+                "or set imageCache.enabled: false",
             )
         )
     api_keys: dict[str, str] = {}

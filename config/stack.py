@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from config.base import ConfigModel
 from config.cluster import ClusterConfig
 from config.conventions import RESERVED_TAG_KEYS, RESERVED_TAG_PREFIXES
 from config.gpu_operator import GpuOperatorConfig
 from config.gpu_pools import GpuPool
+from config.images import ImageCacheConfig
 from config.ingress import IngressConfig
 from config.karpenter import KarpenterConfig
 from config.keda import KedaConfig
@@ -18,6 +19,7 @@ from config.models import ModelConfig
 from config.network import ExistingVpc, NetworkConfig
 from config.observability import ObservabilityConfig
 from config.types import Region, config_error
+from config.weights import WeightsConfig, default_source
 
 Environment = Literal["dev", "staging", "prod"]
 
@@ -37,6 +39,8 @@ class StackConfig(ConfigModel):
     keda: KedaConfig = Field(default_factory=KedaConfig, description="KEDA.")
     ingress: IngressConfig = Field(default_factory=IngressConfig, description="Model endpoints.")
     models: list[ModelConfig] = Field(default_factory=list, description="Models to serve.")
+    weights: WeightsConfig = Field(default_factory=WeightsConfig, description="The weights bucket of models that stream from S3.")
+    image_cache: ImageCacheConfig = Field(default_factory=ImageCacheConfig, description="ECR pull-through cache for model images.")
 
     @field_validator("tags")
     @classmethod
@@ -48,6 +52,26 @@ class StackConfig(ConfigModel):
                     "remove it from tags",
                 )
         return value
+
+    @model_validator(mode="after")
+    def _environment_defaults(self) -> StackConfig:
+        """Fill the defaults that depend on the environment (S3 weights and the image cache in prod)."""
+        models = [
+            m
+            if m.weights.source is not None
+            else m.model_copy(update={"weights": m.weights.model_copy(update={"source": default_source(self.is_prod)})})
+            for m in self.models
+        ]
+        cache = self.image_cache
+        if cache.enabled is None:
+            cache = cache.model_copy(update={"enabled": self.is_prod})
+        if models == self.models and cache is self.image_cache:
+            return self
+        return self.model_copy(update={"models": models, "image_cache": cache})
+
+    @property
+    def uses_s3_weights(self) -> bool:
+        return any(m.streams_from_s3 for m in self.models)
 
     @property
     def is_prod(self) -> bool:

@@ -18,7 +18,7 @@ from pulumi.runtime.sync_await import _sync_await
 from config import load as config_load
 from config import secrets as stack_secrets
 from config import stack_file
-from config.conventions import API_KEYS, GRAFANA_ADMIN_PASSWORD, HF_TOKEN, PROJECT
+from config.conventions import API_KEYS, DOCKER_HUB_ACCESS_TOKEN, GRAFANA_ADMIN_PASSWORD, HF_TOKEN, PROJECT
 from config.errors import ConfigError
 from config.validate import parse_stack_config
 from offline.mocks import RecordingMocks, RecordingMonitor, Registration, redact
@@ -127,6 +127,8 @@ def _fill_secrets(raw: dict[str, Any], config: dict[str, str], secret_keys: list
         add(GRAFANA_ADMIN_PASSWORD, PLACEHOLDER)
     if f"{PROJECT}:{HF_TOKEN}" not in raw and need.hf_token:
         add(HF_TOKEN, PLACEHOLDER)
+    if f"{PROJECT}:{DOCKER_HUB_ACCESS_TOKEN}" not in raw and need.docker_hub:
+        add(DOCKER_HUB_ACCESS_TOKEN, PLACEHOLDER)
     if f"{PROJECT}:{API_KEYS}" not in raw and need.api_keys:
         add(API_KEYS, json.dumps(dict.fromkeys(need.api_keys, PLACEHOLDER)))
     return filled

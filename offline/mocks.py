@@ -178,7 +178,12 @@ class RecordingMocks(Mocks):
         region, account = self.region, ACCOUNT_ID
         resource_id = f"{_ID_PREFIX[typ]}-{_hex(typ, name)}" if typ in _ID_PREFIX else physical
         arn = f"arn:aws:{module}:{region}:{account}:{typ.split(':')[-1].lower()}/{physical}"
-        if typ == "aws:iam/role:Role":
+        if typ == "aws:s3/bucket:Bucket":
+            physical = state.get("bucket") or f"{state.get('bucketPrefix', name)}{_hex(typ, name, length=12)}"
+            state["bucket"] = physical
+            resource_id = physical
+            arn = f"arn:aws:s3:::{physical}"
+        elif typ == "aws:iam/role:Role":
             arn = f"arn:aws:iam::{account}:role/{physical}"
             state["uniqueId"] = "AROA" + _hex(typ, name, length=17).upper()
         elif typ == "aws:iam/policy:Policy":

@@ -23,9 +23,10 @@ from typing import Any
 import yaml
 
 from components import account
-from config import catalog, cost, preflight
+from config import catalog, cost, preflight, scaleup
 from config import load as config_load
 from config.errors import ConfigError, format_report
+from config.stack import StackConfig
 from offline import harness
 from offline.mocks import Registration, redact
 
@@ -127,11 +128,46 @@ def summary(stack: str, result: harness.RunResult, warnings: list[str], placehol
         f"  floor   ${costs.floor:9.2f}/h  ${costs.floor * month:11,.0f}/month  (system nodes at min + models at min replicas)",
         f"  ceiling ${costs.ceiling:9.2f}/h  ${costs.ceiling * month:11,.0f}/month  (system nodes at max + models at max replicas)",
     ]
+    for h in costs.headroom:
+        lines.append(
+            f"  incl. headroom of {h.pool}: {h.gpus} GPU(s) warm on {h.nodes_min}-{h.nodes_max} node(s), ${h.floor:.2f}-{h.ceiling:.2f}/h"
+        )
+    lines += ["", *scale_up_table(cfg, endpoints)]
     if placeholders:
         lines += ["", "Secrets not in the stack file, rendered with placeholders: " + ", ".join(placeholders)]
     if warnings:
         lines += ["", *warnings]
     return "\n".join(lines)
+
+
+def scale_up_table(cfg: StackConfig, outputs: dict[str, Any]) -> list[str]:
+    """Each model's scale-up budget, term by term (from the `models` output), and where the figures come from."""
+    short = {
+        "signal": "signal",
+        "nodeLaunch": "node",
+        "imagePull": "image",
+        "weights": "weights",
+        "engineStart": "engine",
+        "probe": "probe",
+        "loadBalancer": "lb",
+    }
+    head = "".join(f"{short[t]:>8}" for t in scaleup.TERMS)
+    lines = [
+        "Scale-up budget in seconds, queue growing -> new replica serving (hit: a warm headroom node is free; miss: a node launches):",
+        f"  {'model':<16} {'weights':<12} {'headroom':>8} {'hit':>5} {'miss':>5} {head}",
+    ]
+    for m in cfg.models:
+        budget = (outputs.get(m.name) or {}).get("scaleUpSeconds")
+        if not budget:
+            continue
+        pool = cfg.pool(m.pool)
+        warm = pool.headroom if pool else 0
+        terms = "".join(f"{budget['terms'][t]:>8}" for t in scaleup.TERMS)
+        lines.append(f"  {m.name:<16} {m.weights.source or '-':<12} {warm:>8} {budget['hit']:>5} {budget['miss']:>5} {terms}")
+    lines.append(
+        "  Figures (config/speed.py): " + "; ".join(f"{f.what} {f.value:g} {f.unit} [{f.measured_on}]" for _, f in scaleup.sources())
+    )
+    return lines
 
 
 def preflight_table(checks: list[preflight.Check]) -> str:

@@ -80,7 +80,16 @@ def _policy(p: ScalePolicy) -> dict[str, Any]:
     return {"stabilizationWindowSeconds": p.stabilization_window_seconds, "selectPolicy": "Max", "policies": policies}
 
 
-def scaled_object(model: ModelConfig, server_address: str) -> dict[str, Any]:
+def scale_down_window(model: ModelConfig, scale_up_miss_seconds: int | None) -> int:
+    """The configured scale-down window; when left at its default, at least the model's scale-up
+    budget on a new node, so a replica removed in a lull is not needed back sooner than it can start."""
+    window = model.autoscaling.scale_down.stabilization_window_seconds
+    if "scale_down" in model.autoscaling.model_fields_set or scale_up_miss_seconds is None:
+        return window
+    return max(window, scale_up_miss_seconds)
+
+
+def scaled_object(model: ModelConfig, server_address: str, scale_up_miss_seconds: int | None = None) -> dict[str, Any]:
     a = model.autoscaling
     fallback: dict[str, Any] = {
         "failureThreshold": a.fallback.failure_threshold,
@@ -90,6 +99,7 @@ def scaled_object(model: ModelConfig, server_address: str) -> dict[str, Any]:
     }
     scale_down = _policy(a.scale_down)
     scale_down["selectPolicy"] = "Min"
+    scale_down["stabilizationWindowSeconds"] = scale_down_window(model, scale_up_miss_seconds)
     return {
         "apiVersion": "keda.sh/v1alpha1",
         "kind": "ScaledObject",

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import math
+from dataclasses import dataclass
 from typing import Any
 
 from builders.k8s import namespace_manifest
-from config import capacity
+from config import capacity, weights
 from config.conventions import KUBE_SYSTEM, MODEL_LABEL, POOL_LABEL, VLLM_APP_LABEL, VLLM_PORT, VLLM_PORT_NAME, ZONE_LABEL
 from config.gpu_pools import GpuPool
 from config.models import ModelConfig
 from config.sharing import gpu_request
+from config.types import parse_quantity
 
 PORT = VLLM_PORT
 RUN_AS = 10001
@@ -18,6 +21,13 @@ HF_TOKEN_DIR = "/var/run/secrets/huggingface"
 HF_TOKEN_SECRET = "hf-token"
 API_KEY_SECRET = "vllm-api-key"
 CACHE_DIR = "/cache"
+SCRIPT_DIR = "/opt/llm-platform"
+SCRIPT_CONFIG_MAP = "weights-script"
+SCRIPT_FILE = "weights.py"
+# EKS Pod Identity: the node agent serves credentials on this link-local address (port 80).
+POD_IDENTITY_AGENT = ("169.254.170.23/32", 80)
+# With weights streamed from S3 nothing big lands on disk: configs, tokenizer and compile caches.
+STREAMED_CACHE_SIZE = "10Gi"
 READINESS_GATE_LABEL = "elbv2.k8s.aws/pod-readiness-gate-inject"
 # The image's UID has no passwd entry: getpass.getuser() (torch's inductor) reads these instead.
 RUN_AS_NAME = "vllm"
@@ -29,6 +39,21 @@ TMP_SIZE = "2Gi"
 # application to be larger than the idle timeout configured for the load balancer").
 KEEP_ALIVE_MARGIN_SECONDS = 20
 SSE_KEEP_ALIVE_MAX_SECONDS = 30
+
+
+@dataclass(frozen=True)
+class Sources:
+    """What only the account knows, resolved at deploy time: the image pods pull (the upstream's or
+    the pull-through cache's), the weights bucket, and the region."""
+
+    image: str
+    bucket: str | None = None
+    region: str = ""
+
+
+def upstream_sources(model: ModelConfig, region: str = "") -> Sources:
+    """The image as configured and no bucket: a model that pulls and downloads from upstream."""
+    return Sources(image=model.image.reference, region=region)
 
 
 def keep_alive_seconds(alb_idle_timeout_seconds: int) -> int:
@@ -56,7 +81,10 @@ def shm_size(model: ModelConfig) -> str:
 
 
 def cache_size(model: ModelConfig) -> str:
-    """The checkpoint cache on the node's ephemeral storage: the download plus 20 % and 10Gi of headroom."""
+    """The cache on the node's ephemeral storage: a Hugging Face download plus 20 % and 10Gi of
+    headroom; streamed weights never land on disk."""
+    if model.streams_from_s3:
+        return STREAMED_CACHE_SIZE
     return f"{math.ceil(capacity.checkpoint_gib(model) * 1.2) + 10}Gi"
 
 
@@ -75,12 +103,34 @@ def service_account(model: ModelConfig) -> dict[str, Any]:
     }
 
 
-def vllm_args(model: ModelConfig, alb_idle_timeout_seconds: int) -> list[str]:
+def streamer_config(model: ModelConfig) -> dict[str, int]:
+    """The Run:ai streamer's only settings besides `distributed` (W2.1.2): reads in flight from the
+    replica's CPUs, and a staging buffer inside its memory limit (the default 40 GB is not)."""
+    return {
+        "concurrency": weights.streamer_concurrency(parse_quantity(model.resources.cpu)),
+        "memory_limit": weights.streamer_memory_limit(parse_quantity(model.resources.memory), model.tensor_parallel_size),
+    }
+
+
+def model_source_args(model: ModelConfig, sources: Sources) -> list[str]:
+    """The model argument: the pinned revision on Hugging Face, or its copy streamed from S3."""
+    if not model.streams_from_s3:
+        return [model.hugging_face_id, "--revision", model.revision]
+    assert sources.bucket is not None, "a model streaming from S3 needs the weights bucket"
+    return [
+        weights.s3_uri(sources.bucket, model.hugging_face_id, model.revision),
+        "--load-format",
+        weights.STREAMER_LOAD_FORMATS[0],
+        "--model-loader-extra-config",
+        json.dumps(streamer_config(model), sort_keys=True),
+    ]
+
+
+def vllm_args(model: ModelConfig, alb_idle_timeout_seconds: int, sources: Sources | None = None) -> list[str]:
     """Arguments after the image's `vllm serve` entrypoint: the model, then flags."""
     args = [
-        model.hugging_face_id,
-        "--revision",
-        model.revision,
+        *model_source_args(model, sources or upstream_sources(model)),
+        # Also the `model_name` label of every metric; with s3:// it would default to the URI.
         "--served-model-name",
         model.name,
         "--host",
@@ -109,7 +159,12 @@ def vllm_args(model: ModelConfig, alb_idle_timeout_seconds: int) -> list[str]:
     return [*args, *model.extra_args]
 
 
-def _env(model: ModelConfig, hf_token: bool, api_key: bool, alb_idle_timeout_seconds: int) -> list[dict[str, Any]]:
+def aws_env(region: str) -> list[dict[str, Any]]:
+    """The region for boto3 and the streamer's AWS SDK: the Pod Identity webhook does not set it (W2.1.5)."""
+    return [{"name": "AWS_REGION", "value": region}, {"name": "AWS_DEFAULT_REGION", "value": region}]
+
+
+def _env(model: ModelConfig, hf_token: bool, api_key: bool, alb_idle_timeout_seconds: int, region: str) -> list[dict[str, Any]]:
     env: list[dict[str, Any]] = [
         {"name": "HOME", "value": "/tmp"},
         {"name": "USER", "value": RUN_AS_NAME},
@@ -126,7 +181,15 @@ def _env(model: ModelConfig, hf_token: bool, api_key: bool, alb_idle_timeout_sec
         {"name": "VLLM_NO_USAGE_STATS", "value": "1"},
         {"name": "DO_NOT_TRACK", "value": "1"},
     ]
-    if hf_token:
+    if model.streams_from_s3:
+        env += [
+            *aws_env(region),
+            # The config and tokenizer files vLLM copies from S3 before streaming (root FS is read-only).
+            {"name": "VLLM_ASSETS_CACHE", "value": f"{CACHE_DIR}/vllm-assets"},
+            # Nothing comes from Hugging Face any more; fail instead of reaching out.
+            {"name": "HF_HUB_OFFLINE", "value": "1"},
+        ]
+    elif hf_token:
         # huggingface_hub reads the token from this file: no token in env or args.
         env.append({"name": "HF_TOKEN_PATH", "value": f"{HF_TOKEN_DIR}/token"})
     if api_key:
@@ -151,9 +214,90 @@ def spread(model: ModelConfig, pool: GpuPool) -> list[dict[str, Any]]:
     ]
 
 
+def container_security() -> dict[str, Any]:
+    """Every platform container: non-root, no privilege escalation, read-only root, no capabilities."""
+    return {
+        "runAsNonRoot": True,
+        "runAsUser": RUN_AS,
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def pod_security() -> dict[str, Any]:
+    return {
+        "runAsNonRoot": True,
+        "runAsUser": RUN_AS,
+        "runAsGroup": RUN_AS,
+        "fsGroup": RUN_AS,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def pool_tolerations(pool: GpuPool) -> list[dict[str, Any]]:
+    return [{"key": t["key"], "operator": "Exists", "effect": t["effect"]} for t in pool.node_taints()]
+
+
+def script_volume() -> dict[str, Any]:
+    return {"name": "script", "configMap": {"name": SCRIPT_CONFIG_MAP, "defaultMode": 0o444}}
+
+
+def hf_token_volume() -> dict[str, Any]:
+    return {
+        "name": "hf-token",
+        "secret": {"secretName": HF_TOKEN_SECRET, "defaultMode": 0o440, "items": [{"key": "token", "path": "token"}]},
+    }
+
+
+def script_args(model: ModelConfig, bucket: str, mode: str) -> list[str]:
+    """The weights script's command line, shared by the populate Job and the replicas' wait."""
+    return [
+        "python3",
+        f"{SCRIPT_DIR}/{SCRIPT_FILE}",
+        mode,
+        "--bucket",
+        bucket,
+        "--repo",
+        model.hugging_face_id,
+        "--revision",
+        model.revision,
+        "--repository",
+        weights.repository_prefix(model.hugging_face_id),
+    ]
+
+
+# The replicas' wait for the populate Job: as long as the Job may run (builders/serving/populate.py).
+WAIT_RESOURCES = {"cpu": "100m", "memory": "256Mi"}
+
+
+def wait_for_weights(model: ModelConfig, sources: Sources, timeout_seconds: int) -> dict[str, Any]:
+    """Init container: checks the image can stream, then waits until the revision is in the bucket."""
+    assert sources.bucket is not None
+    return {
+        "name": "wait-for-weights",
+        "image": sources.image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": [*script_args(model, sources.bucket, "wait"), "--timeout-seconds", str(timeout_seconds)],
+        "env": [{"name": "HOME", "value": "/tmp"}, *aws_env(sources.region)],
+        "resources": {"requests": dict(WAIT_RESOURCES), "limits": dict(WAIT_RESOURCES)},
+        "securityContext": container_security(),
+        "volumeMounts": [{"name": "script", "mountPath": SCRIPT_DIR, "readOnly": True}, {"name": "tmp", "mountPath": "/tmp"}],
+    }
+
+
 def deployment(
-    model: ModelConfig, pool: GpuPool, *, alb_idle_timeout_seconds: int, hf_token: bool, api_key: bool = False
+    model: ModelConfig,
+    pool: GpuPool,
+    *,
+    alb_idle_timeout_seconds: int,
+    hf_token: bool,
+    api_key: bool = False,
+    sources: Sources | None = None,
+    weights_wait_seconds: int = 3600,
 ) -> dict[str, Any]:
+    src = sources or upstream_sources(model)
     request = gpu_request(model, pool)
     resources = {"cpu": model.resources.cpu, "memory": model.resources.memory, request.resource: str(request.count)}
     probe = {"httpGet": {"path": "/health", "port": VLLM_PORT_NAME}}
@@ -168,15 +312,14 @@ def deployment(
         {"name": "tmp", "emptyDir": {"sizeLimit": TMP_SIZE}},
         {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": shm_size(model)}},
     ]
-    if hf_token:
+    init: list[dict[str, Any]] = []
+    if model.streams_from_s3:
+        # The token stays with the populate Job; replicas only read the bucket.
+        volumes.append(script_volume())
+        init.append(wait_for_weights(model, src, weights_wait_seconds))
+    elif hf_token:
         volume_mounts.append({"name": "hf-token", "mountPath": HF_TOKEN_DIR, "readOnly": True})
-        volumes.append(
-            {
-                "name": "hf-token",
-                "secret": {"secretName": HF_TOKEN_SECRET, "defaultMode": 0o440, "items": [{"key": "token", "path": "token"}]},
-            }
-        )
-    tolerations = [{"key": t["key"], "operator": "Exists", "effect": t["effect"]} for t in pool.node_taints()]
+        volumes.append(hf_token_volume())
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -192,33 +335,21 @@ def deployment(
                     "automountServiceAccountToken": False,
                     "enableServiceLinks": False,
                     "terminationGracePeriodSeconds": model.drain.termination_grace_period_seconds,
-                    "securityContext": {
-                        "runAsNonRoot": True,
-                        "runAsUser": RUN_AS,
-                        "runAsGroup": RUN_AS,
-                        "fsGroup": RUN_AS,
-                        "seccompProfile": {"type": "RuntimeDefault"},
-                    },
+                    "securityContext": pod_security(),
                     "nodeSelector": {POOL_LABEL: pool.name},
-                    "tolerations": tolerations,
+                    "tolerations": pool_tolerations(pool),
                     **({"topologySpreadConstraints": constraints} if (constraints := spread(model, pool)) else {}),
+                    **({"initContainers": init} if init else {}),
                     "containers": [
                         {
                             "name": "vllm",
-                            "image": model.image.reference,
+                            "image": src.image,
                             "imagePullPolicy": "IfNotPresent",
-                            "args": vllm_args(model, alb_idle_timeout_seconds),
+                            "args": vllm_args(model, alb_idle_timeout_seconds, src),
                             "ports": [{"name": VLLM_PORT_NAME, "containerPort": PORT, "protocol": "TCP"}],
-                            "env": _env(model, hf_token, api_key, alb_idle_timeout_seconds),
+                            "env": _env(model, hf_token, api_key, alb_idle_timeout_seconds, src.region),
                             "resources": {"requests": dict(resources), "limits": dict(resources)},
-                            "securityContext": {
-                                "runAsNonRoot": True,
-                                "runAsUser": RUN_AS,
-                                "allowPrivilegeEscalation": False,
-                                "readOnlyRootFilesystem": True,
-                                "capabilities": {"drop": ["ALL"]},
-                                "seccompProfile": {"type": "RuntimeDefault"},
-                            },
+                            "securityContext": container_security(),
                             "startupProbe": {
                                 **probe,
                                 "periodSeconds": model.startup.period_seconds,
@@ -290,7 +421,14 @@ def network_policies(model: ModelConfig, vpc_cidr: str, monitoring_namespace: st
                 },
                 # Weights from Hugging Face or S3 over HTTPS only.
                 {"ports": [{"protocol": "TCP", "port": 443}]},
+                *([pod_identity_egress()] if model.streams_from_s3 else []),
             ],
         },
     }
     return [deny, vllm]
+
+
+def pod_identity_egress() -> dict[str, Any]:
+    """Credentials for S3 come from the EKS Pod Identity agent on the node."""
+    cidr, port = POD_IDENTITY_AGENT
+    return {"to": [{"ipBlock": {"cidr": cidr}}], "ports": [{"protocol": "TCP", "port": port}]}

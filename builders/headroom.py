@@ -1,0 +1,91 @@
+"""Warm GPU headroom: the PriorityClass, namespace and one placeholder Deployment per pool. Pure.
+
+The shape (how many pods, what each requests) comes from config/headroom.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from builders.k8s import namespace_manifest
+from builders.serving.workload import container_security, pod_security, pool_tolerations
+from config.conventions import (
+    HEADROOM_NAMESPACE,
+    HEADROOM_PRIORITY,
+    HEADROOM_PRIORITY_CLASS,
+    POOL_LABEL,
+    headroom_name,
+)
+from config.gpu_pools import GpuPool
+from config.headroom import Placeholders
+
+# Containers beyond the first only pull an image; they hold nothing.
+PULL_ONLY = {"cpu": "10m", "memory": "16Mi"}
+
+
+def priority_class() -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": HEADROOM_PRIORITY_CLASS},
+        "value": HEADROOM_PRIORITY,
+        "globalDefault": False,
+        "description": "Placeholder pods that keep GPU headroom warm; every workload preempts them.",
+    }
+
+
+def namespace() -> dict[str, Any]:
+    return namespace_manifest(HEADROOM_NAMESPACE, "restricted")
+
+
+def network_policy() -> dict[str, Any]:
+    """Placeholders only sleep: no traffic in or out."""
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "default-deny", "namespace": HEADROOM_NAMESPACE},
+        "spec": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]},
+    }
+
+
+def deployment(pool: GpuPool, shape: Placeholders, images: list[str]) -> dict[str, Any]:
+    """Placeholders that hold the pool's headroom and keep its model images on the node."""
+    name = headroom_name(pool.name)
+    labels = {"app.kubernetes.io/name": "gpu-headroom", "app.kubernetes.io/instance": name}
+    held = {"cpu": f"{shape.cpu_millis}m", "memory": f"{shape.memory_mib}Mi", shape.resource: str(shape.count)}
+    containers = []
+    for i, image in enumerate(sorted(set(images))):
+        resources = held if i == 0 else PULL_ONLY
+        containers.append(
+            {
+                "name": f"hold-{i}",
+                "image": image,
+                "imagePullPolicy": "IfNotPresent",
+                "command": ["sleep", "infinity"],
+                "resources": {"requests": dict(resources), "limits": dict(resources)},
+                "securityContext": container_security(),
+            }
+        )
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": HEADROOM_NAMESPACE, "labels": labels},
+        "spec": {
+            "replicas": shape.pods,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "priorityClassName": HEADROOM_PRIORITY_CLASS,
+                    # Step aside at once when a replica needs the room.
+                    "terminationGracePeriodSeconds": 0,
+                    "automountServiceAccountToken": False,
+                    "enableServiceLinks": False,
+                    "securityContext": pod_security(),
+                    "nodeSelector": {POOL_LABEL: pool.name},
+                    "tolerations": pool_tolerations(pool),
+                    "containers": containers,
+                },
+            },
+        },
+    }

@@ -1,0 +1,187 @@
+"""A model's populate Job: its pinned revision copied from Hugging Face into the weights bucket. Pure.
+
+One Job per revision (the name carries it, so a new revision runs a new Job and `pulumi up`
+waits for it). It runs the model's own image on the model's pool, so the image is on a pool node
+before the first replica lands there, and it holds one checkpoint file at a time on scratch, so
+a 140 GB checkpoint needs no 140 GB disk. The script is builders/serving/weights_script.py.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from builders.serving import weights_script
+from builders.serving.workload import (
+    HF_TOKEN_DIR,
+    RUN_AS_NAME,
+    SCRIPT_CONFIG_MAP,
+    SCRIPT_DIR,
+    SCRIPT_FILE,
+    TMP_SIZE,
+    Sources,
+    aws_env,
+    container_security,
+    hf_token_volume,
+    pod_identity_egress,
+    pod_security,
+    pool_tolerations,
+    script_args,
+    script_volume,
+)
+from config import capacity, speed
+from config.conventions import KUBE_SYSTEM, MODEL_LABEL, POOL_LABEL, populate_job_name, populate_service_account
+from config.gpu_pools import GpuPool
+from config.models import ModelConfig
+
+SCRATCH_GIB = 30
+"""Holds the largest single file of a checkpoint (safetensors shards are a few GB)."""
+RESOURCES = {"cpu": "2", "memory": "4Gi"}
+BACKOFF_LIMIT = 4
+MARGIN = 2
+MIN_SECONDS = 1800
+COMPONENT = {"app.kubernetes.io/name": "weights-populate"}
+
+
+def populate_seconds(model: ModelConfig) -> int:
+    """How long the Job may run: a node, the image, and the download at the published Hugging Face
+    rate, twice over; at least half an hour."""
+    download = capacity.checkpoint_gb(model) / speed.HUGGING_FACE_RATE.value
+    node_and_image = speed.NODE_READY.value + speed.IMAGE_SIZE_GB.value / speed.IMAGE_PULL_RATE.value
+    return max(MIN_SECONDS, math.ceil(MARGIN * (download + node_and_image)))
+
+
+def job_labels(model: ModelConfig) -> dict[str, str]:
+    """Not vLLM's labels: the Service, the PDB, the monitors and vLLM's NetworkPolicy must not select the Job."""
+    return {**COMPONENT, "app.kubernetes.io/instance": model.name, MODEL_LABEL: model.name}
+
+
+def script_config_map(model: ModelConfig) -> dict[str, Any]:
+    source = Path(weights_script.__file__).read_text(encoding="utf-8")
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": SCRIPT_CONFIG_MAP, "namespace": model.name, "labels": job_labels(model)},
+        "data": {SCRIPT_FILE: source},
+    }
+
+
+def service_account(model: ModelConfig) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": populate_service_account(model.name), "namespace": model.name, "labels": job_labels(model)},
+        "automountServiceAccountToken": False,
+    }
+
+
+def keep_revisions(model: ModelConfig, models: list[ModelConfig]) -> list[str]:
+    """Revisions of the model's repository that some model of the stack streams (never retired)."""
+    return sorted({m.revision for m in models if m.hugging_face_id == model.hugging_face_id and m.streams_from_s3})
+
+
+def job(model: ModelConfig, pool: GpuPool, sources: Sources, *, hf_token: bool, models: list[ModelConfig]) -> dict[str, Any]:
+    assert sources.bucket is not None
+    env: list[dict[str, Any]] = [
+        {"name": "HOME", "value": "/tmp"},
+        {"name": "USER", "value": RUN_AS_NAME},
+        {"name": "HF_HOME", "value": "/scratch/.hf"},
+        {"name": "HF_HUB_DISABLE_TELEMETRY", "value": "1"},
+        {"name": "HF_XET_HIGH_PERFORMANCE", "value": "1"},
+        *aws_env(sources.region),
+    ]
+    mounts: list[dict[str, Any]] = [
+        {"name": "script", "mountPath": SCRIPT_DIR, "readOnly": True},
+        {"name": "scratch", "mountPath": "/scratch"},
+        {"name": "tmp", "mountPath": "/tmp"},
+    ]
+    volumes: list[dict[str, Any]] = [
+        script_volume(),
+        {"name": "scratch", "emptyDir": {"sizeLimit": f"{SCRATCH_GIB}Gi"}},
+        {"name": "tmp", "emptyDir": {"sizeLimit": TMP_SIZE}},
+    ]
+    if hf_token:
+        env.append({"name": "HF_TOKEN_PATH", "value": f"{HF_TOKEN_DIR}/token"})
+        mounts.append({"name": "hf-token", "mountPath": HF_TOKEN_DIR, "readOnly": True})
+        volumes.append(hf_token_volume())
+    command = [
+        *script_args(model, sources.bucket, "populate"),
+        "--scratch",
+        "/scratch",
+        "--scratch-bytes",
+        str(SCRATCH_GIB * 2**30 * 9 // 10),
+        "--keep",
+        *keep_revisions(model, models),
+    ]
+    requests = {**RESOURCES, "ephemeral-storage": f"{SCRATCH_GIB}Gi"}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": populate_job_name(model.name, model.revision),
+            "namespace": model.name,
+            "labels": job_labels(model),
+            # A Job that failed in one `pulumi up` is replaced (run again) by the next.
+            "annotations": {"pulumi.com/replaceUnready": "true"},
+        },
+        "spec": {
+            "backoffLimit": BACKOFF_LIMIT,
+            "activeDeadlineSeconds": populate_seconds(model),
+            # Exit code 2 is a problem a retry cannot fix (no safetensors): stop at once.
+            "podFailurePolicy": {
+                "rules": [
+                    {
+                        "action": "FailJob",
+                        "onExitCodes": {"containerName": "populate", "operator": "In", "values": [weights_script.PERMANENT]},
+                    }
+                ]
+            },
+            "template": {
+                "metadata": {"labels": job_labels(model)},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "serviceAccountName": populate_service_account(model.name),
+                    "automountServiceAccountToken": False,
+                    "enableServiceLinks": False,
+                    "securityContext": pod_security(),
+                    "nodeSelector": {POOL_LABEL: pool.name},
+                    "tolerations": pool_tolerations(pool),
+                    "containers": [
+                        {
+                            "name": "populate",
+                            "image": sources.image,
+                            "imagePullPolicy": "IfNotPresent",
+                            "command": command,
+                            "env": env,
+                            "resources": {"requests": requests, "limits": dict(requests)},
+                            "securityContext": container_security(),
+                            "volumeMounts": mounts,
+                        }
+                    ],
+                    "volumes": volumes,
+                },
+            },
+        },
+    }
+
+
+def network_policy(model: ModelConfig) -> dict[str, Any]:
+    """The Job takes no traffic; it reaches DNS, HTTPS (Hugging Face, S3) and the Pod Identity agent."""
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": f"{model.name}-weights", "namespace": model.name},
+        "spec": {
+            "podSelector": {"matchLabels": COMPONENT},
+            "policyTypes": ["Ingress", "Egress"],
+            "egress": [
+                {
+                    "to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": KUBE_SYSTEM}}}],
+                    "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
+                },
+                {"ports": [{"protocol": "TCP", "port": 443}]},
+                pod_identity_egress(),
+            ],
+        },
+    }

@@ -1,0 +1,207 @@
+"""Copy one pinned Hugging Face revision into the weights bucket, or wait until it is there.
+
+Runs inside the model's own vLLM image, which carries boto3 and huggingface_hub (upstream-facts
+W2.1.4, W2.1.8), as a ConfigMap-mounted script:
+
+- `populate` (the model's populate Job): skips when the revision's completion marker exists;
+  otherwise copies the files vLLM reads (safetensors, configs, tokenizer) one at a time, each
+  downloaded to scratch, uploaded, then deleted, so scratch only ever holds the largest file; writes
+  the marker last; then tags the repository's revisions no model of the stack uses any more, for the
+  bucket's lifecycle rule, and untags the ones in use (a rollback).
+- `wait` (an init container of every replica): fails clearly when the image lacks the Run:ai
+  Model Streamer, then waits for the marker.
+
+Standard library at import time; boto3 and huggingface_hub are imported where used, so the
+platform (and its tests) can import this module without them. Exit code 2 means a problem a retry
+cannot fix (the Job's pod failure policy then stops at once).
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol
+
+MARKER = ".llm-platform-complete.json"
+RETIRED_KEY, RETIRED_VALUE = "llm-platform/retired", "true"
+WANTED = ("*.safetensors", "*.json", "*.model", "*.py", "*.txt", "*.tiktoken", "*.jinja")
+"""What vLLM reads from a model directory; *.bin, *.pth, *.gguf and original/ stay behind."""
+PERMANENT = 2
+
+
+class Failure(Exception):  # noqa: N818 (the script speaks of failures, not errors)
+    """A problem a retry cannot fix."""
+
+
+class Hub(Protocol):
+    def files(self, repo: str, revision: str) -> list[tuple[str, int]]: ...
+
+    def download(self, repo: str, revision: str, name: str, scratch: str) -> str: ...
+
+
+class HuggingFaceHub:
+    """The hub through huggingface_hub; the token comes from HF_TOKEN_PATH, which the Job sets."""
+
+    def files(self, repo: str, revision: str) -> list[tuple[str, int]]:
+        from huggingface_hub import HfApi  # type: ignore[import-not-found]  # in the vLLM image only
+
+        info = HfApi().model_info(repo, revision=revision, files_metadata=True)
+        return [(s.rfilename, int(s.size or 0)) for s in info.siblings or []]
+
+    def download(self, repo: str, revision: str, name: str, scratch: str) -> str:
+        from huggingface_hub import hf_hub_download
+
+        return str(hf_hub_download(repo_id=repo, filename=name, revision=revision, local_dir=scratch))
+
+
+def wanted(name: str) -> bool:
+    base = name.rsplit("/", 1)[-1]
+    return not name.startswith("original/") and any(fnmatch.fnmatch(base, p) for p in WANTED)
+
+
+def plan(files: Iterable[tuple[str, int]], scratch_bytes: int, repo: str, revision: str) -> list[tuple[str, int]]:
+    """The files to copy; fails when the streamer could not load the revision, or a file outgrows scratch."""
+    chosen = sorted((n, s) for n, s in files if wanted(n))
+    if not any(n.endswith(".safetensors") for n, _ in chosen):
+        raise Failure(
+            f"{repo}@{revision} has no *.safetensors files, and the Run:ai Model Streamer loads only safetensors. "
+            "Fix: pin a revision that has them, or set the model's weights.source: huggingface"
+        )
+    too_big = [f"{n} ({s / 1e9:.1f} GB)" for n, s in chosen if s > scratch_bytes]
+    if too_big:
+        raise Failure(
+            f"{', '.join(too_big)} exceed the Job's scratch space of {scratch_bytes / 1e9:.0f} GB, which holds one "
+            "file at a time. Fix: raise the populate scratch size in builders/serving/populate.py"
+        )
+    return chosen
+
+
+def _missing(err: Exception) -> bool:
+    response = getattr(err, "response", None) or {}
+    return str(response.get("Error", {}).get("Code")) in ("404", "NoSuchKey", "NotFound")
+
+
+def marker_exists(s3: Any, bucket: str, prefix: str) -> bool:
+    try:
+        s3.head_object(Bucket=bucket, Key=f"{prefix}/{MARKER}")
+    except Exception as err:  # botocore's ClientError, without importing botocore here
+        if _missing(err):
+            return False
+        raise
+    return True
+
+
+def _keys(s3: Any, bucket: str, prefix: str) -> Iterable[str]:
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+        for item in page.get("Contents", []):
+            yield item["Key"]
+
+
+def _retired(s3: Any, bucket: str, key: str) -> bool:
+    tags = s3.get_object_tagging(Bucket=bucket, Key=key).get("TagSet", [])
+    return any(t["Key"] == RETIRED_KEY and t["Value"] == RETIRED_VALUE for t in tags)
+
+
+def sweep(s3: Any, bucket: str, repository: str, keep: Sequence[str]) -> tuple[int, int]:
+    """Tag the objects of revisions outside `keep`; untag those inside. Returns (retired, restored)."""
+    retired = restored = 0
+    kept = tuple(f"{repository}{r}/" for r in keep)
+    for key in _keys(s3, bucket, repository):
+        in_use = key.startswith(kept)
+        is_retired = _retired(s3, bucket, key)
+        if in_use and is_retired:
+            s3.delete_object_tagging(Bucket=bucket, Key=key)
+            restored += 1
+        elif not in_use and not is_retired:
+            s3.put_object_tagging(Bucket=bucket, Key=key, Tagging={"TagSet": [{"Key": RETIRED_KEY, "Value": RETIRED_VALUE}]})
+            retired += 1
+    return retired, restored
+
+
+def populate(args: argparse.Namespace, s3: Any, hub: Hub, log: Callable[[str], None] = print) -> int:
+    prefix = f"{args.repository}{args.revision}"
+    if marker_exists(s3, args.bucket, prefix):
+        log(f"s3://{args.bucket}/{prefix} is complete; nothing to copy")
+    else:
+        files = plan(hub.files(args.repo, args.revision), args.scratch_bytes, args.repo, args.revision)
+        total = 0
+        for name, size in files:
+            local = hub.download(args.repo, args.revision, name, args.scratch)
+            s3.upload_file(local, args.bucket, f"{prefix}/{name}")
+            os.remove(local)
+            total += size
+            log(f"copied {name} ({size / 1e9:.2f} GB)")
+        manifest = {"repository": args.repo, "revision": args.revision, "files": dict(files), "bytes": total}
+        s3.put_object(Bucket=args.bucket, Key=f"{prefix}/{MARKER}", Body=json.dumps(manifest).encode())
+        log(f"s3://{args.bucket}/{prefix}: {len(files)} files, {total / 1e9:.1f} GB")
+    retired, restored = sweep(s3, args.bucket, args.repository, args.keep)
+    log(f"revisions no model uses: {retired} objects tagged for expiry, {restored} untagged")
+    return 0
+
+
+def streamer_present() -> bool:
+    try:
+        __import__("runai_model_streamer_s3")
+        __import__("boto3")
+    except ImportError:
+        return False
+    return True
+
+
+def require_streamer() -> None:
+    if not streamer_present():
+        raise Failure(
+            "this image lacks the Run:ai Model Streamer (python module runai_model_streamer_s3) or boto3, which vLLM needs "
+            "to load s3:// weights. Fix: use an image built with vLLM's `runai` extra (the upstream vllm/vllm-openai "
+            "image has it), or set the model's weights.source: huggingface"
+        )
+
+
+def wait(args: argparse.Namespace, s3: Any, sleep: Callable[[float], None] = time.sleep, log: Callable[[str], None] = print) -> int:
+    prefix = f"{args.repository}{args.revision}"
+    deadline = time.monotonic() + args.timeout_seconds
+    while not marker_exists(s3, args.bucket, prefix):
+        if time.monotonic() >= deadline:
+            log(f"s3://{args.bucket}/{prefix} is still incomplete after {args.timeout_seconds} s; is its populate Job running?")
+            return 1
+        log(f"waiting for s3://{args.bucket}/{prefix} (the populate Job writes it)")
+        sleep(args.poll_seconds)
+    return 0
+
+
+def parse(argv: Sequence[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("mode", choices=("populate", "wait"))
+    parser.add_argument("--bucket", required=True)
+    parser.add_argument("--repo", required=True, help="Hugging Face repository")
+    parser.add_argument("--revision", required=True)
+    parser.add_argument("--repository", required=True, help="the repository's object prefix, ending in /")
+    parser.add_argument("--keep", nargs="*", default=[], help="revisions of the repository the stack uses")
+    parser.add_argument("--scratch", default="/scratch")
+    parser.add_argument("--scratch-bytes", type=int, default=0)
+    parser.add_argument("--timeout-seconds", type=int, default=3600)
+    parser.add_argument("--poll-seconds", type=float, default=10)
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str]) -> int:
+    args = parse(argv)
+    try:
+        if args.mode == "wait":
+            require_streamer()
+        import boto3  # type: ignore[import-untyped]
+
+        s3 = boto3.client("s3")
+        return populate(args, s3, HuggingFaceHub()) if args.mode == "populate" else wait(args, s3)
+    except Failure as err:
+        print(f"{args.mode}: {err}", file=sys.stderr)
+        return PERMANENT
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,75 @@
+"""The scale-up budget of a model: from "the queue grew" to "the new replica receives traffic". Pure.
+
+Every term comes from the config or from a published figure in `config/speed.py`:
+
+- signal: the last scrape of vLLM's metrics, then the HPA's next sync (it asks KEDA's metrics
+  server, which queries Prometheus then; KEDA's pollingInterval only matters from zero), then
+  the scale-up stabilization window;
+- node launch (miss only): Karpenter's batching wait, then a GPU node from launch to schedulable;
+- image pull (miss only): the image on a new node; a warm headroom node already has it, because
+  its placeholder pods run the model's image;
+- weights: the checkpoint over its source's rate (S3 through the streamer, or Hugging Face);
+- engine start: vLLM's profiling and KV-cache allocation, plus torch.compile unless --enforce-eager;
+- probe: at worst one startup-probe period after the server answers;
+- load balancer: an exposed model's new target passes the ALB's healthy-threshold health checks.
+
+`hit`: a headroom node is free (a placeholder steps aside at once); `miss`: a node must launch.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from config import capacity, speed
+from config.models import ModelConfig
+from config.types import duration_seconds
+
+# The ALB target group's health checks the endpoints set (builders/ingress/endpoints.py).
+ALB_HEALTHCHECK_INTERVAL_SECONDS = 5
+ALB_HEALTHCHECK_TIMEOUT_SECONDS = 3
+ALB_HEALTHY_THRESHOLD = 2
+TERMS = ("signal", "nodeLaunch", "imagePull", "weights", "engineStart", "probe", "loadBalancer")
+MISS_ONLY = ("nodeLaunch", "imagePull")
+
+
+@dataclass(frozen=True)
+class ScaleUpBudget:
+    """Seconds from a growing queue to a serving replica, term by term."""
+
+    model: str
+    terms: dict[str, int]
+    """Each term in seconds, as a miss counts them."""
+
+    @property
+    def miss(self) -> int:
+        return sum(self.terms.values())
+
+    @property
+    def hit(self) -> int:
+        return sum(v for k, v in self.terms.items() if k not in MISS_ONLY)
+
+    def as_output(self) -> dict[str, object]:
+        return {"hit": self.hit, "miss": self.miss, "terms": dict(self.terms)}
+
+
+def budget(model: ModelConfig, *, scrape_interval: str, exposed: bool) -> ScaleUpBudget:
+    signal = duration_seconds(scrape_interval) + speed.HPA_SYNC_PERIOD.value + model.autoscaling.scale_up.stabilization_window_seconds
+    node = speed.KARPENTER_BATCH_IDLE.value + speed.NODE_READY.value
+    image = speed.IMAGE_SIZE_GB.value / speed.IMAGE_PULL_RATE.value
+    balancer = ALB_HEALTHCHECK_INTERVAL_SECONDS * ALB_HEALTHY_THRESHOLD if exposed else 0
+    raw = {
+        "signal": signal,
+        "nodeLaunch": node,
+        "imagePull": image,
+        "weights": capacity.weights_seconds(model),
+        "engineStart": capacity.engine_seconds(model),
+        "probe": model.startup.period_seconds,
+        "loadBalancer": balancer,
+    }
+    return ScaleUpBudget(model.name, {k: math.ceil(raw[k]) for k in TERMS})
+
+
+def sources() -> list[tuple[str, speed.Figure]]:
+    """The catalog rows the budget uses, for the render and the README."""
+    return sorted(speed.CATALOG.items())
