@@ -164,9 +164,8 @@ def scale_up_table(cfg: StackConfig, outputs: dict[str, Any]) -> list[str]:
         warm = pool.headroom if pool else 0
         terms = "".join(f"{budget['terms'][t]:>8}" for t in scaleup.TERMS)
         lines.append(f"  {m.name:<16} {m.weights.source or '-':<12} {warm:>8} {budget['hit']:>5} {budget['miss']:>5} {terms}")
-    lines.append(
-        "  Figures (config/speed.py): " + "; ".join(f"{f.what} {f.value:g} {f.unit} [{f.measured_on}]" for _, f in scaleup.sources())
-    )
+    lines.append("  Published figures behind the terms (config/speed.py):")
+    lines += [f"    {key:<18} {f.value:8.3g} {f.unit:<5} {f.what} [{f.measured_on}]" for key, f in scaleup.sources()]
     return lines
 
 
