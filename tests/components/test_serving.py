@@ -14,7 +14,7 @@ from builders.serving import workload as builders
 from config import capacity, versions
 from config.sharing import gpu_request
 from offline import harness, render
-from offline.mocks import unwrap_secrets
+from offline.mocks import Registration, unwrap_secrets
 from tests.conftest import DEV, FIXTURES, PROD, fixture_run, parse, shared_path, stack_data, values
 from tests.validators import crds, helm_values, promtool
 
@@ -198,6 +198,11 @@ def test_each_trigger_query_returns_exactly_one_sample() -> None:
 # -- the pod -------------------------------------------------------------------------------------------
 
 
+def _vllm_deployments(run: harness.RunResult) -> list[Registration]:
+    """The models' Deployments (not the headroom placeholders')."""
+    return [r for r in run.of_type(DEPLOYMENT) if r.parent.startswith("llmplatform:index:VllmModel::")]
+
+
 def _pod(run: harness.RunResult, model: str) -> dict[str, Any]:
     spec: dict[str, Any] = values(run.one(DEPLOYMENT, f"model-{model}-deployment"))["spec"]["template"]["spec"]
     return spec
@@ -209,9 +214,9 @@ def test_pod_meets_pod_security_restricted(prod_run: harness.RunResult) -> None:
         assert pod["securityContext"]["runAsNonRoot"] is True
         assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
         assert pod["automountServiceAccountToken"] is False
-        assert all("hostPath" not in v for v in pod["volumes"])
+        assert all("hostPath" not in v for v in pod.get("volumes", []))
         assert [k for k in ("hostNetwork", "hostPID", "hostIPC") if pod.get(k)] == []
-        for c in pod["containers"]:
+        for c in [*pod.get("initContainers", []), *pod["containers"]]:
             sc = c["securityContext"]
             assert sc["allowPrivilegeEscalation"] is False
             assert sc["capabilities"] == {"drop": ["ALL"]}
@@ -259,10 +264,15 @@ def test_probes_and_drain(prod_run: harness.RunResult) -> None:
 
 def test_vllm_arguments(prod_run: harness.RunResult) -> None:
     args = _pod(prod_run, "llama-3-3-70b")["containers"][0]["args"]
-    assert args[0] == "meta-llama/Llama-3.3-70B-Instruct"
+    bucket = prod_run.outputs["weightsBucket"]
+    # prod streams from the stack's bucket: the pinned revision's prefix, the streamer, no --revision (W2.1.1)
+    assert args[0] == f"s3://{bucket}/models/meta-llama/Llama-3.3-70B-Instruct/6f6073b423013f6a7d4d9f39144961bfbfbc386b"
     assert "serve" not in args  # the image's entrypoint is already `vllm serve`
     pairs = dict(zip(args[1::2], args[2::2], strict=False))
-    assert pairs["--revision"] == "6f6073b423013f6a7d4d9f39144961bfbfbc386b"
+    assert "--revision" not in pairs
+    assert pairs["--load-format"] == "runai_streamer"
+    # 32 CPUs -> 64 reads in flight (the cap); 320Gi x 0.25 over 4 ranks per rank, inside the memory limit
+    assert json.loads(pairs["--model-loader-extra-config"]) == {"concurrency": 64, "memory_limit": 320 * 2**30 // 4 // 4}
     assert pairs["--served-model-name"] == "llama-3-3-70b"
     assert pairs["--tensor-parallel-size"] == "4"
     assert pairs["--max-model-len"] == "32768"
@@ -291,10 +301,16 @@ def test_hf_token_only_as_a_mounted_secret(dev_run: harness.RunResult) -> None:
     assert harness.PLACEHOLDER not in json.dumps(dev_run.redacted_outputs())
 
 
+def test_vllm_arguments_from_hugging_face(dev_run: harness.RunResult) -> None:
+    args = _pod(dev_run, "llama-3-1-8b")["containers"][0]["args"]
+    assert args[:3] == ["meta-llama/Llama-3.1-8B-Instruct", "--revision", "0e9e39f249a16976918f6564b8830bc894c89659"]
+    assert "--load-format" not in args
+
+
 def test_no_token_secret_without_a_token() -> None:
-    data = stack_data(PROD)
-    model = parse(data).models[2]  # qwen: not gated
-    doc = builders.deployment(model, parse(data).gpu_pools[2], alb_idle_timeout_seconds=600, hf_token=False)
+    data = stack_data(DEV)
+    model = parse(data).models[0]
+    doc = builders.deployment(model, parse(data).gpu_pools[0], alb_idle_timeout_seconds=600, hf_token=False)
     assert not any(v["name"] == "hf-token" for v in doc["spec"]["template"]["spec"]["volumes"])
 
 
@@ -401,6 +417,20 @@ def test_models_output(prod_run: harness.RunResult) -> None:
         "url": "http://qwen-2-5-7b.qwen-2-5-7b.svc.cluster.local:8000/v1",
         "servedModelName": "qwen-2-5-7b",
         "baseUrl": "https://qwen-2-5-7b.llm.internal.example.com/v1",
+        "weightsSource": "s3",
+        "scaleUpSeconds": {
+            "hit": 135,
+            "miss": 215,
+            "terms": {
+                "signal": 25,
+                "nodeLaunch": 31,
+                "imagePull": 49,
+                "weights": 8,
+                "engineStart": 82,
+                "probe": 10,
+                "loadBalancer": 10,
+            },
+        },
     }
     assert sorted(prod_run.outputs["models"]) == ["llama-3-1-8b", "llama-3-2-3b", "llama-3-3-70b", "qwen-2-5-7b"]
 
@@ -419,7 +449,7 @@ def _idle_timeout(run: harness.RunResult) -> int | None:
 def test_vllm_keeps_connections_open_longer_than_the_alb(stack: str) -> None:
     run = fixture_run(stack)
     idle = _idle_timeout(run) or parse(stack_data(stack)).ingress.idle_timeout_seconds
-    for r in run.of_type("kubernetes:apps/v1:Deployment"):
+    for r in _vllm_deployments(run):
         container = values(r)["spec"]["template"]["spec"]["containers"][0]
         env = {e["name"]: e.get("value") for e in container["env"]}
         # the target's keep-alive outlives the ALB's idle timeout, so the ALB never reuses a closed connection
@@ -446,7 +476,7 @@ def test_ingress_waits_as_long_as_the_controller_needs(stack: str) -> None:
 
 @pytest.mark.parametrize("stack", FIXTURES)
 def test_every_cache_is_on_the_cache_volume_and_the_user_has_a_name(stack: str) -> None:
-    for r in fixture_run(stack).of_type("kubernetes:apps/v1:Deployment"):
+    for r in _vllm_deployments(fixture_run(stack)):
         container = values(r)["spec"]["template"]["spec"]["containers"][0]
         env = {e["name"]: e.get("value") for e in container["env"]}
         assert env["USER"] == env["LOGNAME"] == "vllm"

@@ -133,7 +133,10 @@ CASES: dict[str, Callable[[dict[str, Any]], object]] = {
     "network-mode": lambda d: d["network"].update(mode="shared"),
     "vpc-cidr-prefix": lambda d: d["network"].update(cidr="10.0.0.0/24"),
     "system-sizes": lambda d: d["cluster"]["systemNodeGroup"].update(minSize=3),
-    "prod-one-system-node": lambda d: (d.update(environment="prod"), d["cluster"]["systemNodeGroup"].update(minSize=1, desiredSize=1)),
+    "prod-one-system-node": lambda d: (
+        d.update(environment="prod", imageCache={"dockerHubUsername": "platform-ci"}),
+        d["cluster"]["systemNodeGroup"].update(minSize=1, desiredSize=1),
+    ),
     "gpu-operator-driver-on": lambda d: d.update(gpuOperator={"extraValues": {"driver": {"enabled": True}}}),
     "gpu-operator-uncovered-taint": lambda d: (
         p0(d).update(taints=[{"key": "dedicated", "value": "llm", "effect": "NoSchedule"}]),
@@ -143,7 +146,10 @@ CASES: dict[str, Callable[[dict[str, Any]], object]] = {
             }
         ),
     ),
-    "prod-without-tls": lambda d: (d.update(environment="prod"), d["cluster"]["systemNodeGroup"].update(minSize=2)),
+    "prod-without-tls": lambda d: (
+        d.update(environment="prod", imageCache={"dockerHubUsername": "platform-ci"}),
+        d["cluster"]["systemNodeGroup"].update(minSize=2),
+    ),
     "domain-with-scheme": lambda d: d.update(ingress={"domain": "https://llm.example.com"}),
     "bottlerocket-sharing": lambda d: p0(d).update(amiFamily="bottlerocket", sharing={"timeSlicing": {"replicas": 2}}),
 }
@@ -239,7 +245,7 @@ EXPECTED: dict[str, list[str]] = {
         "models[llama-3-1-8b].drain.terminationGracePeriodSeconds: 120 s is above ~110 s, but pool gpu-l4-a10g uses spot capacity, which gives a 2-minute notice; the drain cannot be honoured. Fix: lower it to 110 or less, or use an on-demand pool"
     ],
     "startup-budget-too-short": [
-        "models[llama-3-1-8b].startup.budgetSeconds: startup budget (120 s) is below the expected load time of 15 GiB of checkpoint (~270 s); the kubelet would kill the pod before the model loads, in a crash loop. Fix: raise it to at least 270, or unset it"
+        "models[llama-3-1-8b].startup.budgetSeconds: startup budget (120 s) is below the expected load time of 16 GB of checkpoint from huggingface plus the engine start (~332 s); the kubelet would kill the pod before the model loads, in a crash loop. Fix: raise it to at least 332, or unset it"
     ],
     "tp-not-dividing": [
         "models[llama-3-1-8b].tensorParallelSize: tensorParallelSize (3) must divide the GPUs per node of pool gpu-l4-a10g (1); vLLM would fail at startup after a long image pull. Fix: use a tensorParallelSize that divides 1, or a pool with more GPUs per node",

@@ -17,7 +17,7 @@ import yaml
 from config import stack_file
 from config.errors import HIDDEN
 from offline import harness, render
-from tests.conftest import DEV, ROOT, fixture_input, new_problems_after, parse, stack_data
+from tests.conftest import DEV, PROD, ROOT, fixture_input, new_problems_after, parse, stack_data
 
 ACM_WEST = "arn:aws:acm:us-west-2:123456789012:certificate/0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
 EXISTING = {
@@ -395,8 +395,11 @@ VALID: dict[str, Callable[[dict[str, Any]], object]] = {
 
 
 def test_prod_with_no_models_renders() -> None:
-    result = harness.run(fixture_input("full-prod", overrides={"llm-platform:models": []}))
+    pools = [{k: v for k, v in p.items() if k != "headroom"} for p in stack_data(PROD)["gpuPools"]]
+    result = harness.run(fixture_input("full-prod", overrides={"llm-platform:models": [], "llm-platform:gpuPools": pools}))
     assert result.outputs["models"] == {}
+    assert result.outputs["weightsBucket"] is None  # no model streams from S3: no bucket
+    assert result.outputs["imageRegistry"] is None  # no image to cache: no rule
 
 
 def test_internet_facing_with_tls_and_keys_renders() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from config import capacity, catalog
@@ -35,8 +37,17 @@ def test_weights_kv_cache_and_load_time_of_an_8b_model() -> None:
     assert capacity.kv_bytes_per_token(model) == 131072
     assert capacity.kv_gib_per_sequence(model) == pytest.approx(1.0)  # 8192 tokens
     assert capacity.required_gib_per_device(model) == pytest.approx(8.03e9 * 2 / 2**30 + 1.0 + 1.5)
-    assert capacity.expected_load_seconds(model) == 120 + 10 * 15
-    assert capacity.startup_budget_seconds(model) == capacity.expected_load_seconds(model)
+    # dev downloads from Hugging Face: 16.06 GB at 16.1 GB per 250 s, then engine start 48 s + compile 34 s
+    assert model.weights.source == "huggingface"
+    assert capacity.weights_seconds(model) == pytest.approx(8.03e9 * 2 / 1e9 / (16.1 / 250))
+    assert capacity.expected_load_seconds(model) == math.ceil(8.03e9 * 2 / 1e9 / (16.1 / 250) + 48 + 34)
+    assert capacity.startup_budget_seconds(model) == math.ceil(capacity.expected_load_seconds(model) * 1.5)
+    # from S3 the same checkpoint takes seconds, and the probe budget falls to its floor
+    streamed = model.model_copy(update={"weights": model.weights.model_copy(update={"source": "s3"})})
+    assert capacity.weights_seconds(streamed) == pytest.approx(8.03e9 * 2 / 1e9 / (10.4 / 5.0))
+    assert capacity.startup_budget_seconds(streamed) == max(120, math.ceil((8 + 82) * 1.5))
+    eager = streamed.model_copy(update={"extra_args": ["--enforce-eager"]})
+    assert capacity.engine_seconds(eager) == 48
     budgeted = model.model_copy(update={"startup": model.startup.model_copy(update={"budget_seconds": 900})})
     assert capacity.startup_budget_seconds(budgeted) == 900
 

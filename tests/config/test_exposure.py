@@ -56,5 +56,5 @@ def test_secret_requirements_follow_the_same_policy(stack: str) -> None:
     cfg = _cfg(stack)
     need = secrets.needed(cfg)
     assert need.api_keys == [m.name for m in models_needing_api_keys(cfg)]
-    problems, _ = secrets.problems(cfg, {"grafanaAdminPassword": "x", "hfToken": "x"})
+    problems, _ = secrets.problems(cfg, {"grafanaAdminPassword": "x", "hfToken": "x", "dockerHubAccessToken": "x"})
     assert [p.path for p in problems] == [f"apiKeys.{name}" for name in need.api_keys]

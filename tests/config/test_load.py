@@ -111,7 +111,7 @@ def test_secrets_never_enter_the_model() -> None:
 def test_render_fills_exactly_the_required_secrets() -> None:
     assert fixture_input(DEV).placeholders == ["grafanaAdminPassword", "hfToken"]
     # prod: every exposed model needs an API key
-    assert fixture_input(PROD).placeholders == ["grafanaAdminPassword", "hfToken", "apiKeys"]
+    assert fixture_input(PROD).placeholders == ["grafanaAdminPassword", "hfToken", "dockerHubAccessToken", "apiKeys"]
 
 
 def test_prod_requires_an_api_key_per_exposed_model() -> None:
