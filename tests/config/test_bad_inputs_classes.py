@@ -99,9 +99,59 @@ CASES: dict[str, Callable[[dict[str, Any]], object]] = {
     ),
     "pool-zone-id": lambda d: p0(d).update(zones=["use1-az1"]),
     "single-private-subnet-existing": lambda d: d.update(network={**EXISTING, "privateSubnetIds": ["subnet-0a1b2c3d4e5f60711"]}),
+    # fast scale-up: weights from S3, the image cache, warm headroom, the scale-up budget
+    "s3-with-pt-load-format": lambda d: m0(d).update(weights={"source": "s3"}, extraArgs=["--load-format", "pt"]),
+    "s3-with-loader-config": lambda d: m0(d).update(weights={"source": "s3"}, extraArgs=['--model-loader-extra-config={"concurrency": 4}']),
+    "weights-source-typo": lambda d: m0(d).update(weights={"source": "S3"}),
+    "headroom-above-limit": lambda d: p0(d).update(headroom=5),
+    "headroom-without-models": lambda d: d["gpuPools"].append(
+        {"name": "gpu-spare", "instanceTypes": ["g6.xlarge", "g6.2xlarge", "g6.4xlarge"], "gpuLimit": 2, "headroom": 1}
+    ),
+    "headroom-not-a-multiple": lambda d: (
+        p0(d).update(instanceTypes=["g6.12xlarge"], capacityTypes=["on-demand"], gpuLimit=16, headroom=3),
+        m0(d).update(tensorParallelSize=2),
+    ),
+    "cache-without-docker-hub-user": lambda d: d.update(imageCache={"enabled": True}),
+    "cache-unsupported-registry": lambda d: (
+        d.update(imageCache={"enabled": True}),
+        m0(d).update(image={"repository": "ghcr.io/example/vllm", "tag": "v0.33.0"}),
+    ),
+    "s3-without-gateway-endpoint": lambda d: (m0(d).update(weights={"source": "s3"}), d["network"].update(s3GatewayEndpoint=False)),
+    "scale-down-window-below-budget": lambda d: m0(d).update(
+        autoscaling={"scaleDown": {"stabilizationWindowSeconds": 60, "pods": 1, "periodSeconds": 60}}
+    ),
 }
 
 EXPECTED: dict[str, list[str]] = {
+    "s3-with-pt-load-format": [
+        "models[llama-3-1-8b].extraArgs[0]: --load-format pt cannot load an s3:// model; vLLM accepts only runai_streamer or runai_streamer_sharded there and would fail at start. Fix: remove the flag (the platform sets runai_streamer), or set weights.source: huggingface"
+    ],
+    "s3-with-loader-config": [
+        "models[llama-3-1-8b].extraArgs[0]: --model-loader-extra-config is set by the platform when weights stream from S3 (the streamer's concurrency and memory limit, from the replica's CPU and memory). Fix: remove it"
+    ],
+    "weights-source-typo": ["models[llama-3-1-8b].weights.source: must be one of 's3' or 'huggingface'. Fix: use one of those values"],
+    "headroom-above-limit": [
+        "gpuPools[gpu-l4-a10g].gpuLimit: gpuLimit (4) is below the 6 GPUs of the nodes its models need at minimum replicas, with 5 GPUs of nodes for the headroom of 5; Karpenter would stop launching nodes and replicas would stay Pending. Fix: raise gpuLimit to at least 6",
+        "gpuPools[gpu-l4-a10g].headroom: headroom (5 GPUs) is more than the pool's gpuLimit (4); Karpenter could never launch it, let alone the replicas. Fix: lower headroom or raise gpuLimit",
+    ],
+    "headroom-without-models": [
+        "gpuPools[gpu-spare].headroom: headroom 1 on a pool no model uses; placeholders would hold GPUs for nothing. Fix: remove headroom, or put a model on the pool"
+    ],
+    "headroom-not-a-multiple": [
+        "gpuPools[gpu-l4-a10g].headroom: headroom 3 is not a multiple of 2, the GPUs of the pool's largest replica (tensorParallelSize 2); a placeholder holds one replica's GPUs on one node. Fix: set headroom to 2 or 4"
+    ],
+    "cache-without-docker-hub-user": [
+        "imageCache.dockerHubUsername: is not set, but the image of llama-3-1-8b comes from Docker Hub, which ECR's pull-through cache only imports from with a Docker Hub user and access token. Fix: set imageCache.dockerHubUsername and the dockerHubAccessToken secret, or set imageCache.enabled: false"
+    ],
+    "cache-unsupported-registry": [
+        "models[llama-3-1-8b].image.repository: imageCache is on but ghcr.io is not a registry the pull-through cache fronts (docker.io, quay.io, public.ecr.aws, registry.k8s.io); this image is pulled from ghcr.io directly. Fix: nothing, if that is intended (e.g. your own ECR); or mirror it to a supported registry"
+    ],
+    "s3-without-gateway-endpoint": [
+        "network.s3GatewayEndpoint: models stream weights from S3 but the VPC has no S3 gateway endpoint: every replica start pulls its checkpoint through the NAT gateway, slower and billed per GB. Fix: remove s3GatewayEndpoint: false"
+    ],
+    "scale-down-window-below-budget": [
+        "models[llama-3-1-8b].autoscaling.scaleDown.stabilizationWindowSeconds: 60 s is shorter than the model's scale-up budget on a new node (457 s): a replica removed after a burst takes longer to come back than the calm that removed it. Fix: raise it to at least 457"
+    ],
     "region-is-a-zone": [
         "region: 'us-east-1a' is an availability zone, not a region. Fix: set aws:region to us-east-1",
     ],

@@ -36,3 +36,18 @@ def test_prod_shared_gpus_are_charged_by_the_nodes_they_need() -> None:
     assert (big.nodes_min, big.nodes_max) == (1, 2)
     assert big.floor == pytest.approx(PRICE["p5.48xlarge"])
     assert big.gpu == "4 x NVIDIA H100 80GB"
+
+
+def test_warm_headroom_is_charged_as_the_nodes_it_holds() -> None:
+    summary = summarize(parse(stack_data(PROD)))
+    (warm,) = summary.headroom
+    # one warm GPU on the g6/g5 single-GPU pool: one node, the cheapest or the dearest 1-GPU type that holds an 8B replica
+    assert (warm.pool, warm.gpus, warm.nodes_min, warm.nodes_max) == ("gpu-l4-a10g", 1, 1, 1)
+    assert warm.floor == pytest.approx(PRICE["g6.xlarge"])  # 3 CPUs and 12Gi fit a g6.xlarge's allocatable 3.6 CPUs, 13.6 GiB
+    without = summarize(
+        parse(stack_data(PROD)).model_copy(
+            update={"gpu_pools": [p.model_copy(update={"headroom": 0}) for p in parse(stack_data(PROD)).gpu_pools]}
+        )
+    )
+    assert summary.floor == pytest.approx(without.floor + warm.floor)
+    assert summary.ceiling == pytest.approx(without.ceiling + warm.ceiling)

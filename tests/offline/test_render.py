@@ -86,3 +86,17 @@ def test_the_program_itself_reports_bad_config_without_a_traceback() -> None:
     assert str(info.value) == (
         "The stack config has 1 error:\n  - environment: must be one of 'dev', 'staging' or 'prod'. Fix: use one of those values"
     )
+
+
+def test_the_summary_prints_each_models_scale_up_budget(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert render.main([PROD, "--file", str(golden.fixtures()[PROD]), "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    outputs = json.loads((tmp_path / PROD / "outputs.json").read_text())
+    assert "Scale-up budget in seconds" in out
+    table = out.split("Scale-up budget in seconds")[1].splitlines()
+    for name, entry in outputs["models"].items():
+        row = next(line for line in table if line.strip().startswith(name + " "))
+        budget = entry["scaleUpSeconds"]
+        assert f"{budget['hit']:>5} {budget['miss']:>5}" in row
+    assert "incl. headroom of gpu-l4-a10g" in out
+    assert "Published figures behind the terms" in out

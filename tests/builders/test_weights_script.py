@@ -1,0 +1,186 @@
+"""The weights script the populate Job and the replicas' wait run: against an in-memory S3 and hub.
+
+The fakes implement exactly the boto3 calls the script makes (head_object, upload_file, put_object,
+list_objects_v2 pagination, object tagging); the missing-object error has botocore's shape.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from builders.serving import weights_script as script
+
+REPO, REV, OLD = "meta-llama/Llama-3.1-8B-Instruct", "a" * 40, "b" * 40
+REPOSITORY = f"models/{REPO}/"
+
+
+class MissingError(Exception):
+    def __init__(self) -> None:
+        super().__init__("Not Found")
+        self.response = {"Error": {"Code": "404"}}
+
+
+class FakeS3:
+    def __init__(self) -> None:
+        self.objects: dict[str, bytes] = {}
+        self.tags: dict[str, list[dict[str, str]]] = {}
+        self.calls: list[str] = []
+
+    def head_object(self, Bucket: str, Key: str) -> dict[str, Any]:  # noqa: N803 (boto3's names)
+        if Key not in self.objects:
+            raise MissingError
+        return {}
+
+    def upload_file(self, path: str, bucket: str, key: str) -> None:
+        self.calls.append(f"upload {key}")
+        self.objects[key] = Path(path).read_bytes()
+
+    def put_object(self, Bucket: str, Key: str, Body: bytes) -> None:  # noqa: N803
+        self.calls.append(f"put {Key}")
+        self.objects[Key] = Body
+
+    def get_paginator(self, name: str) -> FakeS3:
+        assert name == "list_objects_v2"
+        return self
+
+    def paginate(self, Bucket: str, Prefix: str) -> list[dict[str, Any]]:  # noqa: N803
+        keys = sorted(k for k in self.objects if k.startswith(Prefix))
+        return [{"Contents": [{"Key": k} for k in keys[:2]]}, {"Contents": [{"Key": k} for k in keys[2:]]}]
+
+    def get_object_tagging(self, Bucket: str, Key: str) -> dict[str, Any]:  # noqa: N803
+        return {"TagSet": self.tags.get(Key, [])}
+
+    def put_object_tagging(self, Bucket: str, Key: str, Tagging: dict[str, Any]) -> None:  # noqa: N803
+        self.tags[Key] = Tagging["TagSet"]
+
+    def delete_object_tagging(self, Bucket: str, Key: str) -> None:  # noqa: N803
+        self.tags.pop(Key, None)
+
+
+class FakeHub:
+    def __init__(self, files: dict[str, int]) -> None:
+        self.listing = files
+        self.downloads: list[str] = []
+
+    def files(self, repo: str, revision: str) -> list[tuple[str, int]]:
+        return list(self.listing.items())
+
+    def download(self, repo: str, revision: str, name: str, scratch: str) -> str:
+        self.downloads.append(name)
+        path = Path(scratch) / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"x" * 8)
+        return str(path)
+
+
+CHECKPOINT = {
+    "model-00001-of-00002.safetensors": 5_000_000_000,
+    "model-00002-of-00002.safetensors": 1_000_000_000,
+    "model.safetensors.index.json": 20_000,
+    "config.json": 800,
+    "tokenizer.json": 9_000_000,
+    "original/consolidated.00.pth": 16_000_000_000,
+    "README.md": 40_000,
+}
+
+
+def _args(tmp_path: Path, mode: str = "populate", **extra: Any) -> argparse.Namespace:
+    argv = [mode, "--bucket", "weights", "--repo", REPO, "--revision", REV, "--repository", REPOSITORY]
+    argv += ["--scratch", str(tmp_path), "--scratch-bytes", str(30 * 10**9), "--keep", REV]
+    args = script.parse(argv)
+    for key, value in extra.items():
+        setattr(args, key, value)
+    return args
+
+
+def test_copies_what_vllm_reads_one_file_at_a_time_and_writes_the_marker_last(tmp_path: Path) -> None:
+    s3, hub = FakeS3(), FakeHub(CHECKPOINT)
+    assert script.populate(_args(tmp_path), s3, hub, log=lambda _: None) == 0
+    prefix = f"{REPOSITORY}{REV}"
+    copied = sorted(k.removeprefix(prefix + "/") for k in s3.objects if k != f"{prefix}/{script.MARKER}")
+    assert copied == sorted(
+        [
+            "model-00001-of-00002.safetensors",
+            "model-00002-of-00002.safetensors",
+            "model.safetensors.index.json",
+            "config.json",
+            "tokenizer.json",
+        ]
+    )
+    assert s3.calls[-1] == f"put {prefix}/{script.MARKER}"  # the marker only after every file
+    marker = json.loads(s3.objects[f"{prefix}/{script.MARKER}"])
+    assert (marker["revision"], marker["bytes"]) == (REV, sum(CHECKPOINT[n] for n in copied))
+    assert list(tmp_path.rglob("*.safetensors")) == []  # scratch holds no file after its upload
+
+
+def test_a_complete_revision_is_not_copied_again(tmp_path: Path) -> None:
+    s3, hub = FakeS3(), FakeHub(CHECKPOINT)
+    s3.objects[f"{REPOSITORY}{REV}/{script.MARKER}"] = b"{}"
+    assert script.populate(_args(tmp_path), s3, hub, log=lambda _: None) == 0
+    assert hub.downloads == []
+    assert s3.calls == []
+
+
+def test_a_checkpoint_without_safetensors_fails_for_good(tmp_path: Path) -> None:
+    hub = FakeHub({"pytorch_model.bin": 16_000_000_000, "config.json": 800})
+    with pytest.raises(script.Failure, match=r"has no \*\.safetensors files.*weights\.source: huggingface"):
+        script.populate(_args(tmp_path), FakeS3(), hub, log=lambda _: None)
+
+
+def test_a_file_larger_than_scratch_fails_before_any_download(tmp_path: Path) -> None:
+    hub = FakeHub({"model.safetensors": 40 * 10**9, "config.json": 800})
+    with pytest.raises(script.Failure, match=r"model\.safetensors \(40\.0 GB\) exceed the Job's scratch space of 30 GB"):
+        script.populate(_args(tmp_path), FakeS3(), hub, log=lambda _: None)
+    assert hub.downloads == []
+
+
+def test_revisions_no_model_uses_are_tagged_and_one_in_use_again_is_untagged() -> None:
+    s3 = FakeS3()
+    for rev in (REV, OLD):
+        for name in ("config.json", "model.safetensors", script.MARKER):
+            s3.objects[f"{REPOSITORY}{rev}/{name}"] = b"x"
+    assert script.sweep(s3, "weights", REPOSITORY, [REV]) == (3, 0)
+    retired = {k for k, tags in s3.tags.items() if tags == [{"Key": script.RETIRED_KEY, "Value": script.RETIRED_VALUE}]}
+    assert retired == {f"{REPOSITORY}{OLD}/{n}" for n in ("config.json", "model.safetensors", script.MARKER)}
+    assert script.sweep(s3, "weights", REPOSITORY, [REV]) == (0, 0)  # idempotent
+    # a rollback to the old revision: back in use, untagged; the newer one is retired instead
+    assert script.sweep(s3, "weights", REPOSITORY, [OLD]) == (3, 3)
+    assert all(k.startswith(f"{REPOSITORY}{REV}/") for k in s3.tags)
+
+
+def test_wait_returns_once_the_marker_exists(tmp_path: Path) -> None:
+    s3 = FakeS3()
+    polls: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        polls.append(seconds)
+        if len(polls) == 2:
+            s3.objects[f"{REPOSITORY}{REV}/{script.MARKER}"] = b"{}"
+
+    assert script.wait(_args(tmp_path, "wait"), s3, sleep=sleep, log=lambda _: None) == 0
+    assert len(polls) == 2
+
+
+def test_wait_gives_up_at_its_deadline(tmp_path: Path) -> None:
+    assert script.wait(_args(tmp_path, "wait", timeout_seconds=0), FakeS3(), sleep=lambda _: None, log=lambda _: None) == 1
+
+
+def test_an_image_without_the_streamer_fails_clearly(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(script, "streamer_present", lambda: False)
+    code = script.main(["wait", "--bucket", "weights", "--repo", REPO, "--revision", REV, "--repository", REPOSITORY])
+    assert code == script.PERMANENT
+    assert "lacks the Run:ai Model Streamer" in capsys.readouterr().err
+
+
+def test_the_script_needs_nothing_beyond_the_standard_library_to_import() -> None:
+    source = Path(script.__file__).read_text()
+    top_level = [line for line in source.splitlines() if line.startswith(("import ", "from "))]
+    assert all(
+        line.split()[1].split(".")[0] in {"__future__", "argparse", "fnmatch", "json", "os", "sys", "time", "collections", "typing"}
+        for line in top_level
+    )

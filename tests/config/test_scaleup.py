@@ -1,0 +1,101 @@
+"""The scale-up budget's arithmetic, the published figures behind it, and where it is used."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from builders.serving import scaling
+from config import capacity, scaleup, secrets, speed
+from config.models import ModelConfig
+from tests.conftest import DEV, PROD, parse, stack_data
+
+
+def _model(stack: str, name: str | None = None) -> ModelConfig:
+    cfg = parse(stack_data(stack))
+    return next(m for m in cfg.models if name is None or m.name == name)
+
+
+def test_every_figure_names_its_source_and_setup() -> None:
+    assert speed.CATALOG
+    for key, figure in speed.CATALOG.items():
+        assert figure.value > 0, key
+        assert figure.source.strip(), key
+        assert figure.measured_on.strip(), key
+        assert figure.unit in ("s", "GB", "GB/s"), key
+
+
+def test_the_8b_model_from_s3_term_by_term() -> None:
+    model = _model(PROD, "llama-3-1-8b")
+    budget = scaleup.budget(model, scrape_interval="10s", exposed=True)
+    checkpoint_gb = 8.03e9 * 2 / 1e9
+    assert budget.terms == {
+        "signal": 10 + 15 + 0,  # scrape, HPA sync, scale-up stabilization window
+        "nodeLaunch": 1 + 30,  # Karpenter's batch wait, a GPU node
+        "imagePull": math.ceil(8.8 / (8.8 / 48.4)),
+        "weights": math.ceil(checkpoint_gb / (10.4 / 5.0)),
+        "engineStart": 48 + 34,
+        "probe": 10,
+        "loadBalancer": 5 * 2,  # two passing ALB health checks 5 s apart
+    }
+    assert budget.hit == budget.miss - 31 - 49
+    assert budget.as_output() == {"hit": budget.hit, "miss": budget.miss, "terms": budget.terms}
+
+
+def test_each_config_knob_moves_its_own_term() -> None:
+    model = _model(PROD, "llama-3-1-8b")
+    base = scaleup.budget(model, scrape_interval="10s", exposed=True)
+    assert scaleup.budget(model, scrape_interval="10s", exposed=False).terms["loadBalancer"] == 0
+    assert scaleup.budget(model, scrape_interval="30s", exposed=True).terms["signal"] == base.terms["signal"] + 20
+    eager = model.model_copy(update={"extra_args": ["--enforce-eager"]})
+    assert scaleup.budget(eager, scrape_interval="10s", exposed=True).terms["engineStart"] == 48
+    downloaded = model.model_copy(update={"weights": model.weights.model_copy(update={"source": "huggingface"})})
+    assert scaleup.budget(downloaded, scrape_interval="10s", exposed=True).terms["weights"] == math.ceil(16.06 / (16.1 / 250))
+    slow = model.model_copy(
+        update={
+            "autoscaling": model.autoscaling.model_copy(
+                update={"scale_up": model.autoscaling.scale_up.model_copy(update={"stabilization_window_seconds": 60})}
+            )
+        }
+    )
+    assert scaleup.budget(slow, scrape_interval="10s", exposed=True).terms["signal"] == base.terms["signal"] + 60
+
+
+def test_the_startup_probe_allows_the_expected_load_with_margin() -> None:
+    for stack in (DEV, PROD):
+        for model in parse(stack_data(stack)).models:
+            expected = math.ceil(capacity.weights_seconds(model) + capacity.engine_seconds(model))
+            assert capacity.startup_budget_seconds(model) >= 1.5 * expected - 1
+
+
+def test_the_default_scale_down_window_covers_the_budget() -> None:
+    model = _model(DEV)
+    so = scaling.scaled_object(model, "http://prometheus:9090", scale_up_miss_seconds=457)
+    assert so["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"] == 457
+    so = scaling.scaled_object(model, "http://prometheus:9090", scale_up_miss_seconds=100)
+    assert so["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"] == 300
+
+
+def test_an_explicit_scale_down_window_is_kept() -> None:
+    data = stack_data(DEV)
+    data["models"][0]["autoscaling"] = {"scaleDown": {"stabilizationWindowSeconds": 600, "pods": 1, "periodSeconds": 60}}
+    model = parse(data).models[0]
+    so = scaling.scaled_object(model, "http://prometheus:9090", scale_up_miss_seconds=900)
+    assert so["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"] == 600
+
+
+@pytest.mark.parametrize("given", [{}, {"hfToken": "x"}])
+def test_a_cache_without_its_docker_hub_token_is_rejected(given: dict[str, str]) -> None:
+    cfg = parse(stack_data(PROD))
+    found, _ = secrets.problems(cfg, {"grafanaAdminPassword": "x", "apiKeys": "{}", **given})
+    problem = next(p for p in found if p.path == "dockerHubAccessToken")
+    assert "imageCache is on" in problem.message
+    assert "pulumi config set --secret dockerHubAccessToken" in problem.message
+    assert "imageCache.enabled: false" in problem.message
+
+
+def test_no_docker_hub_token_needed_with_the_cache_off() -> None:
+    data = stack_data(PROD)
+    data["imageCache"] = {"enabled": False}
+    assert secrets.needed(parse(data)).docker_hub == []
