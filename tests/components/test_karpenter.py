@@ -352,7 +352,14 @@ def test_ec2_node_class(prod_run: harness.RunResult) -> None:
         {
             "deviceName": "/dev/xvda",
             "rootVolume": True,
-            "ebs": {"volumeType": "gp3", "encrypted": True, "deleteOnTermination": True, "volumeSize": "200Gi"},
+            "ebs": {
+                "volumeType": "gp3",
+                "encrypted": True,
+                "deleteOnTermination": True,
+                "iops": 4000,
+                "throughput": 1000,
+                "volumeSize": "200Gi",
+            },
         }
     ]
     assert spec["instanceStorePolicy"] == "RAID0"

@@ -117,6 +117,7 @@ CASES: dict[str, Callable[[dict[str, Any]], object]] = {
         m0(d).update(image={"repository": "ghcr.io/example/vllm", "tag": "v0.33.0"}),
     ),
     "s3-without-gateway-endpoint": lambda d: (m0(d).update(weights={"source": "s3"}), d["network"].update(s3GatewayEndpoint=False)),
+    "gp3-throughput-without-iops": lambda d: d.update(karpenter={"volumeThroughputMibps": 1000, "volumeIops": 3000}),
     "scale-down-window-below-budget": lambda d: m0(d).update(
         autoscaling={"scaleDown": {"stabilizationWindowSeconds": 60, "pods": 1, "periodSeconds": 60}}
     ),
@@ -148,6 +149,9 @@ EXPECTED: dict[str, list[str]] = {
     ],
     "s3-without-gateway-endpoint": [
         "network.s3GatewayEndpoint: models stream weights from S3 but the VPC has no S3 gateway endpoint: every replica start pulls its checkpoint through the NAT gateway, slower and billed per GB. Fix: remove s3GatewayEndpoint: false"
+    ],
+    "gp3-throughput-without-iops": [
+        "karpenter: volumeThroughputMibps 1000 needs at least 4000 volumeIops (gp3 allows 0.25 MiB/s per IOPS); EC2 would refuse to launch the nodes. Fix: raise volumeIops to 4000 or lower volumeThroughputMibps"
     ],
     "scale-down-window-below-budget": [
         "models[llama-3-1-8b].autoscaling.scaleDown.stabilizationWindowSeconds: 60 s is shorter than the model's scale-up budget on a new node (457 s): a replica removed after a burst takes longer to come back than the calm that removed it. Fix: raise it to at least 457"
