@@ -13,10 +13,11 @@ import pytest
 import yaml
 
 from config import load as config_load
+from config import stack_file
 from config.errors import ConfigError
 from config.outputs import keys
 from offline import harness
-from tests.conftest import ROOT
+from tests.conftest import ROOT, parse
 
 SHIPPED = sorted(p.name.split(".")[1] for p in ROOT.glob("Pulumi.*.yaml"))
 
@@ -41,3 +42,27 @@ def test_shipped_stack_validates_and_renders(stack: str) -> None:
     assert sorted(result.outputs) == sorted(keys())
     assert sorted(result.outputs["models"]) == sorted(m.name for m in cfg.models)
     assert all(r.type.startswith("llmplatform:index:") or r.parent for r in result.registrations)
+
+
+def test_the_readme_budget_table_is_what_the_shipped_stacks_give() -> None:
+    """The README quotes each shipped model's scale-up budget; it must match the arithmetic."""
+    from config import scaleup
+    from config.exposure import exposure
+
+    readme = (ROOT / "README.md").read_text()
+    table = readme.split("### The scale-up budget")[1].split("The budget drives")[0]
+    rows = [
+        [c.strip() for c in line.strip("|").split("|")]
+        for line in table.splitlines()
+        if line.startswith("| dev") or line.startswith("| prod")
+    ]
+    seen = set()
+    for stack in ("dev", "prod"):
+        inp = harness.stack_input(stack, ROOT / f"Pulumi.{stack}.yaml")
+        cfg = parse(stack_file.split(inp.config, set(inp.secret_keys).__contains__)[0])
+        for model in cfg.models:
+            budget = scaleup.budget(model, scrape_interval=cfg.observability.vllm_scrape_interval, exposed=exposure(cfg, model).exposed)
+            row = next(r for r in rows if r[0] == stack and r[1].split()[0] == model.name)
+            assert (row[2], int(row[3]), int(row[4])) == (model.weights.source, budget.hit, budget.miss), row
+            seen.add((stack, model.name))
+    assert len(seen) == len(rows)
