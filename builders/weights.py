@@ -1,15 +1,14 @@
 """The weights bucket's policies and lifecycle, and the IAM of who reads and writes it. Pure.
 
 Readers (a model's replicas) may list and get only their own revision's prefix. The populate Job
-of a model may write that prefix, and tag (never delete) the other revisions of its repository:
-the bucket's lifecycle rule deletes tagged objects after `weights.retiredRevisionDays`.
+of a model may write that prefix, and tag, untag and delete objects of its own repository's other
+revisions (it deletes only those retired `weights.retiredRevisionDays` ago; see weights_script.py).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from builders.serving.weights_script import RETIRED_KEY, RETIRED_VALUE
 from config.weights import repository_prefix, revision_prefix
 
 PolicyDocument = dict[str, Any]
@@ -33,20 +32,16 @@ def bucket_policy(bucket_arn: str) -> PolicyDocument:
     }
 
 
-def lifecycle_rules(retired_revision_days: int) -> list[dict[str, Any]]:
-    """Lifecycle rules as pulumi-aws BucketLifecycleConfiguration takes them (snake_case keys)."""
+def lifecycle_rules() -> list[dict[str, Any]]:
+    """Lifecycle rules as pulumi-aws BucketLifecycleConfiguration takes them (snake_case keys): the
+    parts of uploads a failed Job left. (Retired revisions are deleted by the populate Job: an
+    expiration rule would count from each object's upload, not from its retirement.)"""
     return [
         {
             "id": "abort-incomplete-uploads",
             "status": "Enabled",
             "filter": {"prefix": ""},
             "abort_incomplete_multipart_upload": {"days_after_initiation": INCOMPLETE_UPLOAD_DAYS},
-        },
-        {
-            "id": "expire-retired-revisions",
-            "status": "Enabled",
-            "filter": {"tag": {"key": RETIRED_KEY, "value": RETIRED_VALUE}},
-            "expiration": {"days": retired_revision_days},
         },
     ]
 
@@ -81,7 +76,7 @@ def populate_policy(bucket_arn: str, hugging_face_id: str, revision: str) -> Pol
                 "Effect": "Allow",
                 "Action": "s3:ListBucket",
                 "Resource": bucket_arn,
-                "Condition": {"StringLike": {"s3:prefix": [repository, f"{repository}*"]}},
+                "Condition": {"StringLike": {"s3:prefix": f"{repository}*"}},
             },
             {
                 "Sid": "WriteOwnRevision",
@@ -92,7 +87,7 @@ def populate_policy(bucket_arn: str, hugging_face_id: str, revision: str) -> Pol
             {
                 "Sid": "RetireOtherRevisions",
                 "Effect": "Allow",
-                "Action": ["s3:GetObjectTagging", "s3:PutObjectTagging", "s3:DeleteObjectTagging"],
+                "Action": ["s3:GetObjectTagging", "s3:PutObjectTagging", "s3:DeleteObjectTagging", "s3:DeleteObject"],
                 "Resource": f"{bucket_arn}/{repository}*",
             },
         ],

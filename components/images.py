@@ -48,6 +48,7 @@ class ImageCache(pulumi.ComponentResource):
         prefixes = [images.rule_prefix(args.cluster_name, u) for u in args.upstreams]
         for upstream, prefix in zip(args.upstreams, prefixes, strict=True):
             credential_arn = None
+            rule_after: list[pulumi.Resource] = []
             if upstream.needs_credential:
                 assert args.docker_hub_username is not None  # validated (rules, secrets)
                 assert args.docker_hub_access_token is not None
@@ -56,10 +57,12 @@ class ImageCache(pulumi.ComponentResource):
                     f"{name}-{upstream.prefix}",
                     name=f"{images.CREDENTIAL_SECRET_PREFIX}{args.cluster_name}/{upstream.prefix}",
                     description=f"{upstream.url} credential of the {args.cluster_name} pull-through cache",
+                    # A destroyed stack's secret must not block the next one of the same name for 30 days.
+                    recovery_window_in_days=0,
                     tags=args.tags,
                     opts=child,
                 )
-                aws.secretsmanager.SecretVersion(
+                value = aws.secretsmanager.SecretVersion(
                     f"{name}-{upstream.prefix}",
                     secret_id=secret.id,
                     secret_string=pulumi.Output.from_input(args.docker_hub_access_token).apply(
@@ -68,12 +71,14 @@ class ImageCache(pulumi.ComponentResource):
                     opts=child,
                 )
                 credential_arn = secret.arn
+                rule_after.append(value)
+            # ECR reads the credential when it creates the rule: the secret's value must exist first.
             aws.ecr.PullThroughCacheRule(
                 f"{name}-{upstream.prefix}",
                 ecr_repository_prefix=prefix,
                 upstream_registry_url=upstream.url,
                 credential_arn=credential_arn,
-                opts=child,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=rule_after),
             )
             aws.ecr.RepositoryCreationTemplate(
                 f"{name}-{upstream.prefix}",

@@ -165,6 +165,7 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
                 models=list(cfg.models),
                 scale_up_miss_seconds=budget.miss,
                 tags=tags,
+                retired_revision_days=cfg.weights.retired_revision_days,
             ),
             opts=pulumi.ResourceOptions(depends_on=[gpu_operator, keda, observability, karpenter.node_pools[pool.name], *pulls_after]),
         )

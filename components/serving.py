@@ -64,6 +64,8 @@ class VllmModelArgs:
     """The model's scale-up budget on a new node: the floor of the default scale-down window."""
     tags: dict[str, str] = field(default_factory=dict)
     """Tags on the model's AWS resources (its roles)."""
+    retired_revision_days: int = 7
+    """Days a revision no model uses stays in the weights bucket (weights.retiredRevisionDays)."""
 
 
 # Launching a GPU node, initializing its GPUs and pulling the vLLM image (about 10 GB).
@@ -225,7 +227,14 @@ class VllmModel(pulumi.ComponentResource):
         job = k8s_objects.create_resolved(
             f"{name}-weights-job",
             sources,
-            functools.partial(_populate_job, model=model, pool=args.pool, hf_token=args.hf_token is not None, models=args.models),
+            functools.partial(
+                _populate_job,
+                model=model,
+                pool=args.pool,
+                hf_token=args.hf_token is not None,
+                models=args.models,
+                retire_days=args.retired_revision_days,
+            ),
             SAMPLE_SOURCES,
             pulumi.ResourceOptions(
                 parent=self,
@@ -245,6 +254,6 @@ def _policy_json(bucket_arn: str, document: Any, repo: str, revision: str) -> st
 
 
 def _populate_job(
-    sources: builders.Sources, model: ModelConfig, pool: GpuPool, hf_token: bool, models: list[ModelConfig]
+    sources: builders.Sources, model: ModelConfig, pool: GpuPool, hf_token: bool, models: list[ModelConfig], retire_days: int
 ) -> dict[str, Any]:
-    return populate.job(model, pool, sources, hf_token=hf_token, models=models)
+    return populate.job(model, pool, sources, hf_token=hf_token, models=models, retire_days=retire_days)

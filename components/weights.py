@@ -68,9 +68,7 @@ class WeightsBucket(pulumi.ComponentResource):
             ],
             opts=child,
         )
-        aws.s3.BucketLifecycleConfiguration(
-            name, bucket=bucket.id, rules=cast(Any, builders.lifecycle_rules(args.config.retired_revision_days)), opts=after_bucket
-        )
+        aws.s3.BucketLifecycleConfiguration(name, bucket=bucket.id, rules=cast(Any, builders.lifecycle_rules()), opts=after_bucket)
         aws.s3.BucketPolicy(
             name,
             bucket=bucket.id,

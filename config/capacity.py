@@ -29,9 +29,13 @@ TENSOR_PARALLEL_SIZES = (1, 2, 4, 8)
 # Pods a rolling update adds above the replica count (the Deployment's maxSurge; maxUnavailable 0).
 ROLLOUT_MAX_SURGE = 1
 # The startup probe allows the expected load time (weights plus engine start, from the speed
-# catalog) times this margin, and never less than the floor.
+# catalog) times this margin, and never less than a conservative allowance of a fixed start plus
+# a rate per GiB of checkpoint: a probe too short is a crash loop (the kubelet kills a replica
+# that is still loading), one too long only delays noticing a start that hangs. The published
+# figures behind the expected time come from 8B models; big tensor-parallel models load slower.
 STARTUP_MARGIN = 1.5
 STARTUP_MIN_SECONDS = 120
+STARTUP_SECONDS_PER_GIB = 10
 ENFORCE_EAGER = "--enforce-eager"
 
 
@@ -79,7 +83,7 @@ def weights_seconds(model: ModelConfig) -> float:
 
 def engine_seconds(model: ModelConfig) -> float:
     """vLLM's engine start after the weights: profiling and KV cache, plus compilation unless eager."""
-    compile_seconds = 0.0 if ENFORCE_EAGER in model.extra_args else speed.TORCH_COMPILE.value
+    compile_seconds = 0.0 if ENFORCE_EAGER in model.extra_args else speed.compile_seconds(checkpoint_gb(model))
     return speed.ENGINE_INIT.value + compile_seconds
 
 
@@ -92,7 +96,8 @@ def startup_budget_seconds(model: ModelConfig) -> int:
     """Seconds the startup probe allows: the configured budget, else the expected load time with a margin."""
     if model.startup.budget_seconds is not None:
         return model.startup.budget_seconds
-    return max(STARTUP_MIN_SECONDS, math.ceil(expected_load_seconds(model) * STARTUP_MARGIN))
+    allowance = STARTUP_MIN_SECONDS + STARTUP_SECONDS_PER_GIB * round(checkpoint_gib(model))
+    return max(allowance, math.ceil(expected_load_seconds(model) * STARTUP_MARGIN))
 
 
 # -- what a replica gets -----------------------------------------------------------------------

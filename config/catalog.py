@@ -61,6 +61,13 @@ class Gpu:
     memory_mib: int
     mig_profiles: tuple[MigProfile, ...] = ()
     memory_mib_note: str = "EC2 DescribeInstanceTypes, as listed in Karpenter's instance-type reference"
+    bf16_tflops: float = 0.0
+    """Dense (no sparsity) BF16 tensor TFLOPS, from the datasheet in `perf_source`."""
+    fp8_tflops: float | None = None
+    """Dense FP8 tensor TFLOPS (Ada and Hopper), None where the GPU has no FP8 tensor cores."""
+    bandwidth_gbs: float = 0.0
+    """Memory bandwidth in GB/s."""
+    perf_source: str = ""
 
     @property
     def memory_gib(self) -> float:
@@ -115,12 +122,27 @@ _H200_MIG = (
     MigProfile("7g.141gb", 1),
 )
 
-A10G: Final = Gpu("a10g", "NVIDIA A10G", 24, 22888)
-L4: Final = Gpu("l4", "NVIDIA L4", 24, 22888)
-L40S: Final = Gpu("l40s", "NVIDIA L40S", 48, 45776)
-A100_40GB: Final = Gpu("a100", "NVIDIA A100 40GB", 40, 40960, _A100_40GB_MIG)
-A100_80GB: Final = Gpu("a100", "NVIDIA A100 80GB", 80, 81920, _80GB_MIG)
-H100: Final = Gpu("h100", "NVIDIA H100 80GB", 80, 81920, _80GB_MIG)
+# Peak figures (dense, without sparsity; halved where a sheet gives only the sparse figure), from
+# copies of NVIDIA's datasheet tables; the planner's calibration (planner/calibration.py) takes
+# the achieved share of them from published vLLM measurements. Re-check against NVIDIA's PDFs.
+_A10G_PERF = (
+    "memory: Baseten, 'NVIDIA A10 vs A10G for ML model inference' (600 GB/s); tensor: the A10's 125 TFLOPS dense BF16 "
+    "(A10 datasheet), assumed for the A10G, whose own figure is unpublished"
+)
+_L4_PERF = "NVIDIA L4 datasheet (242 BF16 / 485 FP8 TFLOPS with sparsity; 300 GB/s)"
+_L40S_PERF = "NVIDIA L40S datasheet (362.05 BF16 / 733 FP8 TFLOPS dense; 864 GB/s)"
+_A100_PERF = "NVIDIA A100 datasheet r4 (312 BF16 TFLOPS dense; 1,555 GB/s 40GB SXM, 2,039 GB/s 80GB SXM)"
+_H100_PERF = "NVIDIA H100 datasheet (SXM: 989 BF16 / 1,979 FP8 TFLOPS dense; 3.35 TB/s)"
+_H200_PERF = "NVIDIA H200 datasheet (989 BF16 / 1,979 FP8 TFLOPS dense; 4.8 TB/s)"
+
+A10G: Final = Gpu("a10g", "NVIDIA A10G", 24, 22888, bf16_tflops=125, bandwidth_gbs=600, perf_source=_A10G_PERF)
+L4: Final = Gpu("l4", "NVIDIA L4", 24, 22888, bf16_tflops=121, fp8_tflops=242.5, bandwidth_gbs=300, perf_source=_L4_PERF)
+L40S: Final = Gpu("l40s", "NVIDIA L40S", 48, 45776, bf16_tflops=362, fp8_tflops=733, bandwidth_gbs=864, perf_source=_L40S_PERF)
+A100_40GB: Final = Gpu("a100", "NVIDIA A100 40GB", 40, 40960, _A100_40GB_MIG, bf16_tflops=312, bandwidth_gbs=1555, perf_source=_A100_PERF)
+A100_80GB: Final = Gpu("a100", "NVIDIA A100 80GB", 80, 81920, _80GB_MIG, bf16_tflops=312, bandwidth_gbs=2039, perf_source=_A100_PERF)
+H100: Final = Gpu(
+    "h100", "NVIDIA H100 80GB", 80, 81920, _80GB_MIG, bf16_tflops=989, fp8_tflops=1979, bandwidth_gbs=3350, perf_source=_H100_PERF
+)
 H200: Final = Gpu(
     "h200",
     "NVIDIA H200 141GB",
@@ -128,6 +150,10 @@ H200: Final = Gpu(
     134468,
     _H200_MIG,
     memory_mib_note="141 GB (10^9 bytes) converted to MiB; EC2's own figure not verified, so this errs low",
+    bf16_tflops=989,
+    fp8_tflops=1979,
+    bandwidth_gbs=4800,
+    perf_source=_H200_PERF,
 )
 
 

@@ -34,10 +34,6 @@ class Upstream:
     """The ECR repository prefix of the rule."""
     needs_credential: bool
 
-    @property
-    def credential_secret_name(self) -> str:
-        return f"{CREDENTIAL_SECRET_PREFIX}{self.prefix}"
-
 
 DOCKER_HUB = Upstream("docker.io", "registry-1.docker.io", "docker-hub", needs_credential=True)
 UPSTREAMS: tuple[Upstream, ...] = (

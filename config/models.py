@@ -228,7 +228,7 @@ class Startup(ConfigModel):
         default=None,
         ge=60,
         description="Seconds the startupProbe allows; unset: 1.5 x the expected load time (weights from their source plus "
-        "engine start, from the published figures in config/speed.py), at least 120.",
+        "engine start, from the published figures in config/speed.py), and at least 120 s + 10 s per GiB of checkpoint.",
     )
     period_seconds: int = Field(default=10, ge=1, le=60, description="startupProbe period.")
 

@@ -7,6 +7,7 @@ estimate, which the render says. Re-check the sources before relying on them. Pu
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Final
 
@@ -15,6 +16,7 @@ PLATFORM_WRITEUP: Final = (
     "'What is AI platform engineering', startup optimization write-up "
     "(dirien/what-is-ai-platform-engineering-and-why-should-you-care, 00-infrastructure/STARTUP_OPTIMIZATION.md)"
 )
+EKS_FAST_LOADING_GUIDE: Final = "EKS user guide, ML chapter: ml-inference-fast-model-loading (awsdocs/amazon-eks-user-guide)"
 HPA_DOCS: Final = "kubernetes.io: Horizontal Pod Autoscaling (kube-controller-manager --horizontal-pod-autoscaler-sync-period)"
 KARPENTER_SETTINGS: Final = "karpenter.sh docs v1.14, Settings: BATCH_IDLE_DURATION"
 
@@ -35,7 +37,11 @@ KARPENTER_BATCH_IDLE: Final = Figure(
     1, "s", "Karpenter waits this long after the last pending pod before it launches", "Karpenter defaults", KARPENTER_SETTINGS
 )
 NODE_READY: Final = Figure(
-    30, "s", "a GPU node from launch to schedulable", "EKS Auto Mode, g6e.4xlarge", f"{EKS_ML_GUIDE}: 'provisioned in 30 s'"
+    150,
+    "s",
+    "a GPU node from Karpenter's launch to schedulable (the middle of '2-3 min')",
+    "self-managed Karpenter, g5, Bottlerocket (EKS Auto Mode measured 30 s on g6e.4xlarge: EKS user guide)",
+    PLATFORM_WRITEUP,
 )
 IMAGE_SIZE_GB: Final = Figure(8.8, "GB", "the vLLM serving image", "vLLM 0.21 deep learning container", EKS_ML_GUIDE)
 IMAGE_PULL_RATE: Final = Figure(
@@ -55,6 +61,13 @@ ENGINE_INIT: Final = Figure(48, "s", "vLLM engine start: profiling and KV-cache 
 TORCH_COMPILE: Final = Figure(
     34, "s", "torch.compile and CUDA graph capture on a first pod (skipped with --enforce-eager)", "g5, an 8B model", PLATFORM_WRITEUP
 )
+TORCH_COMPILE_BY_SIZE: Final = (
+    (16.1, TORCH_COMPILE),
+    (60.0, Figure(53, "s", "torch.compile on a first pod, 60 GB checkpoint", "EKS, vLLM V1", EKS_FAST_LOADING_GUIDE)),
+    (140.0, Figure(60, "s", "torch.compile on a first pod, 140 GB checkpoint", "EKS, vLLM V1", EKS_FAST_LOADING_GUIDE)),
+    (640.0, Figure(80, "s", "torch.compile on a first pod, 640 GB checkpoint", "EKS, vLLM V1", EKS_FAST_LOADING_GUIDE)),
+)
+"""Compile time grows with the checkpoint: (checkpoint GB, figure), interpolated between the points."""
 
 CATALOG: Final = {
     "hpaSyncPeriod": HPA_SYNC_PERIOD,
@@ -66,4 +79,16 @@ CATALOG: Final = {
     "huggingFaceRate": HUGGING_FACE_RATE,
     "engineInit": ENGINE_INIT,
     "torchCompile": TORCH_COMPILE,
+    **{f"torchCompile{int(gb)}GB": f for gb, f in TORCH_COMPILE_BY_SIZE[1:]},
 }
+
+
+def compile_seconds(checkpoint_gb: float) -> float:
+    """torch.compile on a first pod for a checkpoint of this size: linear between the published points."""
+    points = [(gb, f.value) for gb, f in TORCH_COMPILE_BY_SIZE]
+    if checkpoint_gb <= points[0][0]:
+        return points[0][1]
+    for (x0, y0), (x1, y1) in itertools.pairwise(points):
+        if checkpoint_gb <= x1:
+            return y0 + (y1 - y0) * (checkpoint_gb - x0) / (x1 - x0)
+    return points[-1][1]

@@ -23,7 +23,8 @@ STREAMER_LOAD_FORMATS = ("runai_streamer", "runai_streamer_sharded")
 # The streamer's CPU staging buffer (RUNAI_STREAMER_MEMORY_LIMIT) defaults to 40 GB, more than a
 # replica's memory limit: the platform gives it this share of the container's memory, per rank.
 STREAMER_MEMORY_SHARE = 0.25
-STREAMER_CONCURRENCY_PER_CPU = 4
+STREAMER_GB_PER_READ = 4
+"""AWS's fast-model-loading guide: concurrency = ceil(checkpoint GB / 4) (4 GiB chunks)."""
 STREAMER_CONCURRENCY_MIN = 8
 """The streamer's own default for object stores (W2.1.6)."""
 STREAMER_CONCURRENCY_MAX = 64
@@ -48,7 +49,7 @@ class WeightsConfig(ConfigModel):
         ge=1,
         le=365,
         description="Days the objects of a revision no model uses any more stay in the bucket (a rollback within them "
-        "skips the download), before the lifecycle rule deletes them.",
+        "skips the download); the next populate Job after that deletes them.",
     )
 
 
@@ -70,9 +71,9 @@ def s3_uri(bucket: str, hugging_face_id: str, revision: str) -> str:
     return f"s3://{bucket}/{revision_prefix(hugging_face_id, revision)}"
 
 
-def streamer_concurrency(cpu_cores: float) -> int:
-    """Parallel S3 reads per replica: more with more CPUs, never below the streamer's default."""
-    wanted = STREAMER_CONCURRENCY_PER_CPU * math.ceil(cpu_cores)
+def streamer_concurrency(checkpoint_gb: float) -> int:
+    """Parallel S3 reads per replica: AWS's ceil(GB / 4), never below the streamer's own default."""
+    wanted = math.ceil(checkpoint_gb / STREAMER_GB_PER_READ)
     return max(STREAMER_CONCURRENCY_MIN, min(STREAMER_CONCURRENCY_MAX, wanted))
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from config import catalog
-from config.conventions import PROJECT
+from config.conventions import HEADROOM_NAMESPACE, PROJECT
 from config.observability import AlertTuning, Slo
 from config.types import duration_seconds
 
@@ -155,7 +155,8 @@ def alert_rules(models: list[ModelWatch], tuning: AlertTuning) -> list[dict[str,
         ),
         _alert(
             "GpuPodsPending",
-            '(max by (namespace, pod) (kube_pod_status_phase{phase="Pending"}) == 1) and on (namespace, pod) '
+            f'(max by (namespace, pod) (kube_pod_status_phase{{phase="Pending", namespace!="{HEADROOM_NAMESPACE}"}}) == 1) '
+            "and on (namespace, pod) "
             '(max by (namespace, pod) (kube_pod_container_resource_requests{resource=~"nvidia_com_gpu|nvidia_com_mig_.+"}) > 0)',
             tuning.gpu_pod_pending_for,
             "warning",

@@ -81,7 +81,9 @@ def keep_revisions(model: ModelConfig, models: list[ModelConfig]) -> list[str]:
     return sorted({m.revision for m in models if m.hugging_face_id == model.hugging_face_id and m.streams_from_s3})
 
 
-def job(model: ModelConfig, pool: GpuPool, sources: Sources, *, hf_token: bool, models: list[ModelConfig]) -> dict[str, Any]:
+def job(
+    model: ModelConfig, pool: GpuPool, sources: Sources, *, hf_token: bool, models: list[ModelConfig], retire_days: int = 7
+) -> dict[str, Any]:
     assert sources.bucket is not None
     env: list[dict[str, Any]] = [
         {"name": "HOME", "value": "/tmp"},
@@ -111,6 +113,8 @@ def job(model: ModelConfig, pool: GpuPool, sources: Sources, *, hf_token: bool, 
         "/scratch",
         "--scratch-bytes",
         str(SCRATCH_GIB * 2**30 * 9 // 10),
+        "--retire-days",
+        str(retire_days),
         "--keep",
         *keep_revisions(model, models),
     ]

@@ -3,11 +3,13 @@
 Runs inside the model's own vLLM image, which carries boto3 and huggingface_hub (upstream-facts
 W2.1.4, W2.1.8), as a ConfigMap-mounted script:
 
-- `populate` (the model's populate Job): skips when the revision's completion marker exists;
-  otherwise copies the files vLLM reads (safetensors, configs, tokenizer) one at a time, each
-  downloaded to scratch, uploaded, then deleted, so scratch only ever holds the largest file; writes
-  the marker last; then tags the repository's revisions no model of the stack uses any more, for the
-  bucket's lifecycle rule, and untags the ones in use (a rollback).
+- `populate` (the model's populate Job): skips when the revision's completion marker exists and
+  every file it lists is there; otherwise copies the files vLLM reads (safetensors, configs,
+  tokenizer) one at a time, each downloaded to scratch, uploaded, then deleted, so scratch only
+  ever holds the largest file; writes the marker last. Then it tags the objects of the repository's
+  revisions no model of the stack uses any more with the day they were retired, untags the ones in
+  use again (a rollback), and deletes those retired more than `--retire-days` ago. (An S3 lifecycle
+  rule cannot do this: its expiration counts from an object's creation, not from its tagging.)
 - `wait` (an init container of every replica): fails clearly when the image lacks the Run:ai
   Model Streamer, then waits for the marker.
 
@@ -19,6 +21,7 @@ cannot fix (the Job's pod failure policy then stops at once).
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import fnmatch
 import json
 import os
@@ -28,7 +31,8 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 MARKER = ".llm-platform-complete.json"
-RETIRED_KEY, RETIRED_VALUE = "llm-platform/retired", "true"
+RETIRED_KEY = "llm-platform/retired-on"
+"""Tag of a retired object; its value is the day (YYYY-MM-DD, UTC) it was retired."""
 WANTED = ("*.safetensors", "*.json", "*.model", "*.py", "*.txt", "*.tiktoken", "*.jinja")
 """What vLLM reads from a model directory; *.bin, *.pth, *.gguf and original/ stay behind."""
 PERMANENT = 2
@@ -36,6 +40,15 @@ PERMANENT = 2
 
 class Failure(Exception):  # noqa: N818 (the script speaks of failures, not errors)
     """A problem a retry cannot fix."""
+
+
+PERMANENT_HUB_ERRORS = {
+    "GatedRepoError": "the repository is gated and the token has no access. Fix: accept the license on Hugging Face with "
+    "the token's account, or set the hfToken secret",
+    "RepositoryNotFoundError": "no such repository, or it is private to another account. Fix: check the model's huggingFaceId",
+    "RevisionNotFoundError": "no such revision. Fix: pin an existing 40-hex commit in the model's revision",
+}
+"""huggingface_hub errors a retry cannot fix (exit 2 stops the Job at once)."""
 
 
 class Hub(Protocol):
@@ -50,7 +63,12 @@ class HuggingFaceHub:
     def files(self, repo: str, revision: str) -> list[tuple[str, int]]:
         from huggingface_hub import HfApi  # type: ignore[import-not-found]  # in the vLLM image only
 
-        info = HfApi().model_info(repo, revision=revision, files_metadata=True)
+        try:
+            info = HfApi().model_info(repo, revision=revision, files_metadata=True)
+        except Exception as err:
+            if type(err).__name__ in PERMANENT_HUB_ERRORS:
+                raise Failure(f"{repo}@{revision}: {type(err).__name__}: {PERMANENT_HUB_ERRORS[type(err).__name__]}") from None
+            raise
         return [(s.rfilename, int(s.size or 0)) for s in info.siblings or []]
 
     def download(self, repo: str, revision: str, name: str, scratch: str) -> str:
@@ -81,19 +99,21 @@ def plan(files: Iterable[tuple[str, int]], scratch_bytes: int, repo: str, revisi
     return chosen
 
 
-def _missing(err: Exception) -> bool:
-    response = getattr(err, "response", None) or {}
-    return str(response.get("Error", {}).get("Code")) in ("404", "NoSuchKey", "NotFound")
-
-
 def marker_exists(s3: Any, bucket: str, prefix: str) -> bool:
-    try:
-        s3.head_object(Bucket=bucket, Key=f"{prefix}/{MARKER}")
-    except Exception as err:  # botocore's ClientError, without importing botocore here
-        if _missing(err):
-            return False
-        raise
-    return True
+    """A listing, not a HEAD: without an unconditional s3:ListBucket a HEAD of a missing key is a
+    403, while the listing's prefix is one the reader's policy allows."""
+    key = f"{prefix}/{MARKER}"
+    found = s3.list_objects_v2(Bucket=bucket, Prefix=key, MaxKeys=1).get("Contents", [])
+    return any(item["Key"] == key for item in found)
+
+
+def complete(s3: Any, bucket: str, prefix: str) -> bool:
+    """The marker exists and every file it lists is in the bucket."""
+    if not marker_exists(s3, bucket, prefix):
+        return False
+    listed = json.loads(s3.get_object(Bucket=bucket, Key=f"{prefix}/{MARKER}")["Body"].read())
+    present = set(_keys(s3, bucket, f"{prefix}/"))
+    return all(f"{prefix}/{name}" in present for name in listed.get("files", {}))
 
 
 def _keys(s3: Any, bucket: str, prefix: str) -> Iterable[str]:
@@ -102,30 +122,39 @@ def _keys(s3: Any, bucket: str, prefix: str) -> Iterable[str]:
             yield item["Key"]
 
 
-def _retired(s3: Any, bucket: str, key: str) -> bool:
-    tags = s3.get_object_tagging(Bucket=bucket, Key=key).get("TagSet", [])
-    return any(t["Key"] == RETIRED_KEY and t["Value"] == RETIRED_VALUE for t in tags)
+def _retired_on(s3: Any, bucket: str, key: str) -> dt.date | None:
+    for tag in s3.get_object_tagging(Bucket=bucket, Key=key).get("TagSet", []):
+        if tag["Key"] == RETIRED_KEY:
+            try:
+                return dt.date.fromisoformat(tag["Value"])
+            except ValueError:
+                return None
+    return None
 
 
-def sweep(s3: Any, bucket: str, repository: str, keep: Sequence[str]) -> tuple[int, int]:
-    """Tag the objects of revisions outside `keep`; untag those inside. Returns (retired, restored)."""
-    retired = restored = 0
+def sweep(s3: Any, bucket: str, repository: str, keep: Sequence[str], today: dt.date, retire_days: int) -> tuple[int, int, int]:
+    """Tag the objects of revisions outside `keep` with today's date, untag those inside, and
+    delete those retired at least `retire_days` ago. Returns (retired, restored, deleted)."""
+    retired = restored = deleted = 0
     kept = tuple(f"{repository}{r}/" for r in keep)
-    for key in _keys(s3, bucket, repository):
+    for key in list(_keys(s3, bucket, repository)):
         in_use = key.startswith(kept)
-        is_retired = _retired(s3, bucket, key)
-        if in_use and is_retired:
+        since = _retired_on(s3, bucket, key)
+        if in_use and since is not None:
             s3.delete_object_tagging(Bucket=bucket, Key=key)
             restored += 1
-        elif not in_use and not is_retired:
-            s3.put_object_tagging(Bucket=bucket, Key=key, Tagging={"TagSet": [{"Key": RETIRED_KEY, "Value": RETIRED_VALUE}]})
+        elif not in_use and since is None:
+            s3.put_object_tagging(Bucket=bucket, Key=key, Tagging={"TagSet": [{"Key": RETIRED_KEY, "Value": today.isoformat()}]})
             retired += 1
-    return retired, restored
+        elif not in_use and since is not None and (today - since).days >= retire_days:
+            s3.delete_object(Bucket=bucket, Key=key)
+            deleted += 1
+    return retired, restored, deleted
 
 
 def populate(args: argparse.Namespace, s3: Any, hub: Hub, log: Callable[[str], None] = print) -> int:
     prefix = f"{args.repository}{args.revision}"
-    if marker_exists(s3, args.bucket, prefix):
+    if complete(s3, args.bucket, prefix):
         log(f"s3://{args.bucket}/{prefix} is complete; nothing to copy")
     else:
         files = plan(hub.files(args.repo, args.revision), args.scratch_bytes, args.repo, args.revision)
@@ -139,8 +168,9 @@ def populate(args: argparse.Namespace, s3: Any, hub: Hub, log: Callable[[str], N
         manifest = {"repository": args.repo, "revision": args.revision, "files": dict(files), "bytes": total}
         s3.put_object(Bucket=args.bucket, Key=f"{prefix}/{MARKER}", Body=json.dumps(manifest).encode())
         log(f"s3://{args.bucket}/{prefix}: {len(files)} files, {total / 1e9:.1f} GB")
-    retired, restored = sweep(s3, args.bucket, args.repository, args.keep)
-    log(f"revisions no model uses: {retired} objects tagged for expiry, {restored} untagged")
+    today = dt.datetime.now(dt.UTC).date()
+    retired, restored, deleted = sweep(s3, args.bucket, args.repository, args.keep, today, args.retire_days)
+    log(f"revisions no model uses: {retired} objects retired today, {restored} back in use, {deleted} deleted")
     return 0
 
 
@@ -184,6 +214,7 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--keep", nargs="*", default=[], help="revisions of the repository the stack uses")
     parser.add_argument("--scratch", default="/scratch")
     parser.add_argument("--scratch-bytes", type=int, default=0)
+    parser.add_argument("--retire-days", type=int, default=7, help="days a retired revision stays before it is deleted")
     parser.add_argument("--timeout-seconds", type=int, default=3600)
     parser.add_argument("--poll-seconds", type=float, default=10)
     return parser.parse_args(argv)

@@ -103,13 +103,17 @@ def service_account(model: ModelConfig) -> dict[str, Any]:
     }
 
 
-def streamer_config(model: ModelConfig) -> dict[str, int]:
-    """The Run:ai streamer's only settings besides `distributed` (W2.1.2): reads in flight from the
-    replica's CPUs, and a staging buffer inside its memory limit (the default 40 GB is not)."""
-    return {
-        "concurrency": weights.streamer_concurrency(parse_quantity(model.resources.cpu)),
+def streamer_config(model: ModelConfig) -> dict[str, int | bool]:
+    """The Run:ai streamer's three settings (W2.1.2): reads in flight from the checkpoint's size, a
+    staging buffer inside the replica's memory limit (the default 40 GB is not), and, with tensor
+    parallelism, one read of the checkpoint shared between the ranks instead of one per rank."""
+    config: dict[str, int | bool] = {
+        "concurrency": weights.streamer_concurrency(capacity.checkpoint_gb(model)),
         "memory_limit": weights.streamer_memory_limit(parse_quantity(model.resources.memory), model.tensor_parallel_size),
     }
+    if model.tensor_parallel_size > 1:
+        config["distributed"] = True
+    return config
 
 
 def model_source_args(model: ModelConfig, sources: Sources) -> list[str]:

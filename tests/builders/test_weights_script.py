@@ -1,12 +1,14 @@
 """The weights script the populate Job and the replicas' wait run: against an in-memory S3 and hub.
 
-The fakes implement exactly the boto3 calls the script makes (head_object, upload_file, put_object,
-list_objects_v2 pagination, object tagging); the missing-object error has botocore's shape.
+The fakes implement exactly the boto3 calls the script makes (list_objects_v2 and its paginator,
+get_object, upload_file, put_object, delete_object, object tagging).
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -19,22 +21,23 @@ REPO, REV, OLD = "meta-llama/Llama-3.1-8B-Instruct", "a" * 40, "b" * 40
 REPOSITORY = f"models/{REPO}/"
 
 
-class MissingError(Exception):
-    def __init__(self) -> None:
-        super().__init__("Not Found")
-        self.response = {"Error": {"Code": "404"}}
-
-
 class FakeS3:
     def __init__(self) -> None:
         self.objects: dict[str, bytes] = {}
         self.tags: dict[str, list[dict[str, str]]] = {}
         self.calls: list[str] = []
 
-    def head_object(self, Bucket: str, Key: str) -> dict[str, Any]:  # noqa: N803 (boto3's names)
-        if Key not in self.objects:
-            raise MissingError
-        return {}
+    def list_objects_v2(self, Bucket: str, Prefix: str, MaxKeys: int) -> dict[str, Any]:  # noqa: N803 (boto3's names)
+        keys = sorted(k for k in self.objects if k.startswith(Prefix))[:MaxKeys]
+        return {"Contents": [{"Key": k} for k in keys]} if keys else {}
+
+    def get_object(self, Bucket: str, Key: str) -> dict[str, Any]:  # noqa: N803
+        return {"Body": io.BytesIO(self.objects[Key])}
+
+    def delete_object(self, Bucket: str, Key: str) -> None:  # noqa: N803
+        self.calls.append(f"delete {Key}")
+        del self.objects[Key]
+        self.tags.pop(Key, None)
 
     def upload_file(self, path: str, bucket: str, key: str) -> None:
         self.calls.append(f"upload {key}")
@@ -93,7 +96,7 @@ def _args(tmp_path: Path, mode: str = "populate", **extra: Any) -> argparse.Name
     argv = [mode, "--bucket", "weights", "--repo", REPO, "--revision", REV, "--repository", REPOSITORY]
     argv += ["--scratch", str(tmp_path), "--scratch-bytes", str(30 * 10**9), "--keep", REV]
     args = script.parse(argv)
-    for key, value in extra.items():
+    for key, value in extra.items():  # e.g. timeout_seconds
         setattr(args, key, value)
     return args
 
@@ -120,10 +123,21 @@ def test_copies_what_vllm_reads_one_file_at_a_time_and_writes_the_marker_last(tm
 
 def test_a_complete_revision_is_not_copied_again(tmp_path: Path) -> None:
     s3, hub = FakeS3(), FakeHub(CHECKPOINT)
-    s3.objects[f"{REPOSITORY}{REV}/{script.MARKER}"] = b"{}"
+    assert script.populate(_args(tmp_path), s3, hub, log=lambda _: None) == 0
+    s3.calls.clear()
+    hub.downloads.clear()
     assert script.populate(_args(tmp_path), s3, hub, log=lambda _: None) == 0
     assert hub.downloads == []
     assert s3.calls == []
+
+
+def test_a_marker_whose_files_are_gone_is_copied_again(tmp_path: Path) -> None:
+    s3, hub = FakeS3(), FakeHub(CHECKPOINT)
+    assert script.populate(_args(tmp_path), s3, hub, log=lambda _: None) == 0
+    del s3.objects[f"{REPOSITORY}{REV}/model-00002-of-00002.safetensors"]
+    hub.downloads.clear()
+    assert script.populate(_args(tmp_path), s3, hub, log=lambda _: None) == 0
+    assert "model-00002-of-00002.safetensors" in hub.downloads
 
 
 def test_a_checkpoint_without_safetensors_fails_for_good(tmp_path: Path) -> None:
@@ -139,18 +153,39 @@ def test_a_file_larger_than_scratch_fails_before_any_download(tmp_path: Path) ->
     assert hub.downloads == []
 
 
-def test_revisions_no_model_uses_are_tagged_and_one_in_use_again_is_untagged() -> None:
+def test_revisions_no_model_uses_are_retired_then_deleted_after_the_grace_days() -> None:
     s3 = FakeS3()
     for rev in (REV, OLD):
         for name in ("config.json", "model.safetensors", script.MARKER):
             s3.objects[f"{REPOSITORY}{rev}/{name}"] = b"x"
-    assert script.sweep(s3, "weights", REPOSITORY, [REV]) == (3, 0)
-    retired = {k for k, tags in s3.tags.items() if tags == [{"Key": script.RETIRED_KEY, "Value": script.RETIRED_VALUE}]}
+    day = dt.date(2026, 11, 30)
+    assert script.sweep(s3, "weights", REPOSITORY, [REV], day, 7) == (3, 0, 0)
+    retired = {k for k, tags in s3.tags.items() if tags == [{"Key": script.RETIRED_KEY, "Value": "2026-11-30"}]}
     assert retired == {f"{REPOSITORY}{OLD}/{n}" for n in ("config.json", "model.safetensors", script.MARKER)}
-    assert script.sweep(s3, "weights", REPOSITORY, [REV]) == (0, 0)  # idempotent
-    # a rollback to the old revision: back in use, untagged; the newer one is retired instead
-    assert script.sweep(s3, "weights", REPOSITORY, [OLD]) == (3, 3)
+    # idempotent, and the retirement day does not move while the revision stays unused
+    assert script.sweep(s3, "weights", REPOSITORY, [REV], day + dt.timedelta(days=6), 7) == (0, 0, 0)
+    # a rollback inside the grace days: back in use, untagged, nothing to download again
+    assert script.sweep(s3, "weights", REPOSITORY, [OLD], day + dt.timedelta(days=6), 7) == (3, 3, 0)
     assert all(k.startswith(f"{REPOSITORY}{REV}/") for k in s3.tags)
+    # seven days after its retirement the newer revision is deleted; the one in use stays
+    assert script.sweep(s3, "weights", REPOSITORY, [OLD], day + dt.timedelta(days=13), 7) == (0, 0, 3)
+    assert sorted(s3.objects) == sorted(f"{REPOSITORY}{OLD}/{n}" for n in ("config.json", "model.safetensors", script.MARKER))
+
+
+def test_a_revision_the_token_cannot_reach_fails_for_good(monkeypatch: pytest.MonkeyPatch) -> None:
+    class GatedRepoError(Exception):
+        pass
+
+    class Api:
+        def model_info(self, *args: Any, **kwargs: Any) -> None:
+            raise GatedRepoError("401")
+
+    import sys
+    import types
+
+    monkeypatch.setitem(sys.modules, "huggingface_hub", types.SimpleNamespace(HfApi=Api))
+    with pytest.raises(script.Failure, match="GatedRepoError: the repository is gated"):
+        script.HuggingFaceHub().files(REPO, REV)
 
 
 def test_wait_returns_once_the_marker_exists(tmp_path: Path) -> None:
@@ -181,6 +216,7 @@ def test_the_script_needs_nothing_beyond_the_standard_library_to_import() -> Non
     source = Path(script.__file__).read_text()
     top_level = [line for line in source.splitlines() if line.startswith(("import ", "from "))]
     assert all(
-        line.split()[1].split(".")[0] in {"__future__", "argparse", "fnmatch", "json", "os", "sys", "time", "collections", "typing"}
+        line.split()[1].split(".")[0]
+        in {"__future__", "argparse", "datetime", "fnmatch", "json", "os", "sys", "time", "collections", "typing"}
         for line in top_level
     )

@@ -54,9 +54,11 @@ def test_the_bucket_is_private_encrypted_tls_only_and_expires_what_is_retired(pr
     assert deny["Resource"] == [f"arn:aws:s3:::{bucket}", f"arn:aws:s3:::{bucket}/*"]
     rules = {r["id"]: r for r in _one(prod_run, "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration", "weights")["rules"]}
     assert rules["abort-incomplete-uploads"]["abortIncompleteMultipartUpload"] == {"daysAfterInitiation": 1}
-    retired = rules["expire-retired-revisions"]
-    assert retired["filter"] == {"tag": {"key": script.RETIRED_KEY, "value": script.RETIRED_VALUE}}
-    assert retired["expiration"] == {"days": 7}
+    # no expiration rule: S3 counts expiration from an object's upload, not from its retirement; the
+    # populate Job deletes revisions retired weights.retiredRevisionDays ago (tests/builders/test_weights_script.py)
+    assert list(rules) == ["abort-incomplete-uploads"]
+    job = values(prod_run.one(JOB, f"model-{MODEL}-weights-job"))["spec"]["template"]["spec"]["containers"][0]["command"]
+    assert job[job.index("--retire-days") + 1] == "7"
     # versioning stays off: a revision is never overwritten, each has its own prefix
     assert prod_run.of_type("aws:s3/bucketVersioning:BucketVersioning") == []
 
@@ -84,12 +86,15 @@ def test_replicas_read_only_their_own_revision(prod_run: harness.RunResult) -> N
     assert by_sid["ListOwnRevision"]["Condition"] == {"StringLike": {"s3:prefix": [PREFIX, f"{PREFIX}/*"]}}
 
 
-def test_the_populate_job_writes_its_revision_and_only_tags_others(prod_run: harness.RunResult) -> None:
+def test_the_populate_job_writes_its_revision_and_retires_only_its_repository(prod_run: harness.RunResult) -> None:
+    bucket_arn = f"arn:aws:s3:::{prod_run.outputs['weightsBucket']}"
     policy = _role_policy(prod_run, f"model-{MODEL}-weights-populate")
-    actions = {a for s in policy["Statement"] for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
-    assert not any(a.startswith("s3:Delete") and a != "s3:DeleteObjectTagging" for a in actions)  # never deletes weights
-    writes = next(s for s in policy["Statement"] if "s3:PutObject" in s["Action"])
-    assert writes["Resource"].endswith(f"/{PREFIX}/*")
+    by_sid = {s["Sid"]: s for s in policy["Statement"]}
+    assert by_sid["WriteOwnRevision"]["Resource"] == f"{bucket_arn}/{PREFIX}/*"
+    # tags and deletes reach the model's own repository only, never another model's weights
+    assert by_sid["RetireOtherRevisions"]["Resource"] == f"{bucket_arn}/models/meta-llama/Llama-3.1-8B-Instruct/*"
+    assert "s3:DeleteObject" in by_sid["RetireOtherRevisions"]["Action"]
+    assert "s3:PutObject" not in by_sid["RetireOtherRevisions"]["Action"]
 
 
 @pytest.mark.parametrize("suffix", ["weights-read", "weights-populate"])

@@ -1,0 +1,157 @@
+"""Karpenter, simplified to what moves cost and latency: nodes of a pool, launched for pending
+replicas after a batching wait, packed cheapest-first, spot first with a given availability and
+on-demand as the fallback, within the pool's GPU limit, removed when empty for consolidateAfter;
+warm headroom as placeholders that any replica preempts. Pure.
+
+Not modelled (the report says so): underutilized consolidation (moving replicas to fewer nodes),
+spot interruptions, drift and expiry.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from config import capacity, catalog, headroom, speed
+from config.gpu_pools import GpuPool
+from config.models import ModelConfig
+from config.types import duration_seconds
+from planner import prices
+
+
+@dataclass(eq=False)
+class Node:
+    pool: str
+    instance: catalog.InstanceType
+    capacity_type: str
+    launched: float
+    ready_at: float
+    used: float = 0.0
+    """Share of the node its pods take (each replica 1 / replicas per node of its model)."""
+    placeholders: int = 0
+    pods: int = 0
+    empty_since: float | None = None
+    gone_at: float | None = None
+
+    @property
+    def price(self) -> float:
+        return prices.hourly(self.instance, self.capacity_type)
+
+
+@dataclass
+class Pool:
+    """One NodePool's nodes and what waits for them."""
+
+    config: GpuPool
+    models: list[ModelConfig]
+    spot_availability: float
+    rng: np.random.Generator
+    static_capacity: str | None = None
+    """Force one capacity type (the static baseline runs on-demand)."""
+    nodes: list[Node] = field(default_factory=list)
+    pending_since: float | None = None
+    placeholder_share: float = 0.0
+    pending_placeholders: int = 0
+
+    def __post_init__(self) -> None:
+        shape = headroom.placeholders(self.config, self.models)
+        self.headroom_pods = shape.pods if shape else 0
+        self.placeholder_gpus = shape.gpus_per_pod if shape else 0
+        self.consolidate_after = (
+            None if self.config.disruption.consolidate_after == "Never" else duration_seconds(self.config.disruption.consolidate_after)
+        )
+
+    # -- sizes ---------------------------------------------------------------------------------
+    def share(self, model: ModelConfig, instance: catalog.InstanceType) -> float:
+        per_node = capacity.replicas_per_node(model, self.config, instance)
+        return 1.0 / per_node if per_node else 2.0
+
+    def placeholder_fraction(self, instance: catalog.InstanceType) -> float:
+        return self.placeholder_gpus / instance.gpu_count if instance.gpu_count else 1.0
+
+    def live(self) -> list[Node]:
+        return [n for n in self.nodes if n.gone_at is None]
+
+    def gpus(self) -> int:
+        return sum(n.instance.gpu_count for n in self.live())
+
+    def capacity_types(self) -> list[str]:
+        if self.static_capacity:
+            return [self.static_capacity]
+        return [c for c in ("spot", "on-demand") if c in self.config.capacity_types]
+
+    # -- placing ---------------------------------------------------------------------------------
+    def fits(self, node: Node, share: float) -> bool:
+        return node.used + share <= 1.0 + 1e-9
+
+    def place(self, model: ModelConfig, now: float) -> tuple[Node, bool] | None:
+        """A node for one replica now: room on a node (ready or launching), else a placeholder's
+        place (preempted at once). Returns the node and whether it was already warm."""
+        for node in sorted(self.live(), key=lambda n: (n.ready_at, n.instance.price_per_hour)):
+            share = self.share(model, node.instance)
+            if self.fits(node, share):
+                self._take(node, share, now)
+                return node, node.ready_at <= now
+        for node in self.live():
+            share = self.share(model, node.instance)
+            while node.placeholders and not self.fits(node, share):
+                node.placeholders -= 1
+                node.used -= self.placeholder_fraction(node.instance)
+                self.pending_placeholders += 1
+            if self.fits(node, share):
+                self._take(node, share, now)
+                return node, node.ready_at <= now
+        return None
+
+    def _take(self, node: Node, share: float, now: float) -> None:
+        node.used += share
+        node.pods += 1
+        node.empty_since = None
+
+    def release(self, node: Node, model: ModelConfig, now: float) -> None:
+        node.used = max(0.0, node.used - self.share(model, node.instance))
+        node.pods -= 1
+        if node.pods == 0 and node.placeholders == 0:
+            node.empty_since = now
+
+    def launch(self, model: ModelConfig | None, now: float) -> Node | None:
+        """A new node for a pending replica (or placeholder): the cheapest type that holds one,
+        spot when the pool allows it and spot has capacity, else on-demand; None at the GPU limit."""
+        kinds = self.capacity_types()
+        if not kinds:
+            return None
+        kind = kinds[0]
+        if kind == "spot" and self.rng.random() >= self.spot_availability:
+            if len(kinds) == 1:
+                return None  # spot-only pool without spot capacity: try again later
+            kind = kinds[1]
+        hosts = capacity.packing_hosts(model, self.config) if model else self.config.resolved_instance_types()
+        hosts = [h for h in hosts if self.gpus() + h.gpu_count <= self.config.gpu_limit]
+        if not hosts:
+            return None
+        cheapest = min(hosts, key=lambda t: (prices.hourly(t, kind) * (self.share(model, t) if model else 1.0), t.name))
+        ready = now + speed.KARPENTER_BATCH_IDLE.value + speed.NODE_READY.value
+        node = Node(self.config.name, cheapest, kind, now, ready)
+        self.nodes.append(node)
+        return node
+
+    def place_placeholders(self, now: float) -> None:
+        """Pending placeholders go to nodes with room, else get a node of their own."""
+        while self.pending_placeholders:
+            node = next((n for n in self.live() if self.fits(n, self.placeholder_fraction(n.instance))), None)
+            if node is None:
+                node = self.launch(self.models[0] if self.models else None, now)
+                if node is None:
+                    return
+            node.placeholders += 1
+            node.used += self.placeholder_fraction(node.instance)
+            node.empty_since = None
+            self.pending_placeholders -= 1
+
+    def consolidate(self, now: float) -> None:
+        if self.consolidate_after is None:
+            return
+        for node in self.live():
+            if node.empty_since is not None and now - node.empty_since >= self.consolidate_after:
+                node.gone_at = now

@@ -1,0 +1,352 @@
+"""The replay: requests through replicas, replicas through the HPA, replicas onto nodes. Pure.
+
+One loop over the seconds of the replay. Requests are events inside it: each goes, on arrival,
+to a ready replica in turn (the ALB's round robin), waits in that replica's queue, is admitted
+when the replica has a sequence slot and KV cache for it, gets its first token after its prefill
+(behind the replica's earlier prefills) and one decode step, and completes after its output at
+the step time of the batch it joined. Prometheus scrapes every `vllmScrapeInterval`; the HPA
+reconciles every 15 s with the rendered ScaledObject's triggers, targets, behavior and bounds
+(builders/serving/hpa.py); KEDA's fallback holds the count while no replica reports metrics.
+A new replica waits for a node (planner/fleet.py), then starts in the scale-up budget's terms
+after the node: image (on a new node), weights, engine start, probe, load balancer.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from builders.serving import hpa, scaling
+from config import scaleup, speed
+from config.exposure import exposure
+from config.models import ModelConfig
+from config.stack import StackConfig
+from config.types import duration_seconds
+from planner.fleet import Node, Pool
+from planner.serving import ReplicaPerformance, performance
+from planner.traffic import Requests
+
+PROMETHEUS = "http://prometheus.monitoring.svc:9090"
+HPA_SYNC_SECONDS = int(speed.HPA_SYNC_PERIOD.value)
+MINUTE = 60
+
+
+@dataclass(eq=False)
+class Replica:
+    model: str
+    created: float
+    node: Node | None = None
+    ready_at: float | None = None
+    draining_since: float | None = None
+    running: int = 0
+    context: float = 0.0
+    prefill_free_at: float = 0.0
+    queue: deque[int] = field(default_factory=deque)
+
+    def ready(self, now: float) -> bool:
+        return self.ready_at is not None and self.ready_at <= now and self.draining_since is None
+
+
+@dataclass
+class ModelState:
+    config: ModelConfig
+    perf: ReplicaPerformance
+    requests: Requests
+    behavior: hpa.Behavior | None
+    scaled_object: dict[str, object]
+    start_seconds: float
+    """From binding to a warm node to serving: weights, engine start, probe, load balancer."""
+    image_seconds: float
+    replicas: list[Replica] = field(default_factory=list)
+    next_request: int = 0
+    turn: int = 0
+    scraped: dict[str, float] | None = None
+    failures: int = 0
+    ttft: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    wait: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    served: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    series: dict[str, list[float]] = field(default_factory=dict)
+
+    def active(self) -> list[Replica]:
+        return [r for r in self.replicas if r.draining_since is None]
+
+
+@dataclass(frozen=True)
+class Options:
+    seconds: int
+    spot_availability: float = 0.9
+    static_replicas: dict[str, int] | None = None
+    """The static baseline: these replicas all the time, on-demand, no autoscaling."""
+    seed: int = 0
+
+
+@dataclass
+class Result:
+    models: dict[str, ModelState]
+    pools: dict[str, Pool]
+    seconds: int
+    cost_seconds: dict[str, dict[str, float]]
+    """Pool -> capacity type -> dollar-seconds... (price x seconds / 3600 = dollars)."""
+    node_seconds: dict[str, dict[str, float]]
+    series: dict[str, dict[str, list[float]]]
+
+
+def _scrape(m: ModelState, now: float) -> dict[str, float] | None:
+    ready = [r for r in m.replicas if r.ready_at is not None and r.ready_at <= now]
+    if not ready:
+        return None  # no pod, no series: the queries return nothing and KEDA reports an error
+    waiting = sum(len(r.queue) for r in ready)
+    kv = sum(min(1.0, r.context / max(1, m.perf.kv_capacity_tokens)) for r in ready) / len(ready)
+    return {"queue-depth": float(waiting), "kv-cache": kv}
+
+
+def _desired(m: ModelState, now: float) -> int:
+    current = len(m.active())
+    assert m.behavior is not None
+    if m.scraped is None:
+        m.failures += 1
+        fallback = scaling_fallback(m)
+        return max(current, fallback) if m.failures >= fallback_threshold(m) else current
+    m.failures = 0
+    triggers = hpa.triggers(m.scaled_object)
+    samples = [hpa.MetricSample(t.metric_type, m.scraped.get(t.name, 0.0), t.target) for t in triggers]
+    ready = sum(1 for r in m.replicas if r.ready(now))
+    proposal = hpa.desired_replicas(current, samples, 0, 10**6, ready=ready)
+    if current > m.behavior.maximum:
+        proposal = m.behavior.maximum
+    elif current < m.behavior.minimum:
+        proposal = m.behavior.minimum
+    return m.behavior.normalize(current, proposal, now)
+
+
+def scaling_fallback(m: ModelState) -> int:
+    return int(m.scaled_object["spec"]["fallback"]["replicas"])  # type: ignore[index]
+
+
+def fallback_threshold(m: ModelState) -> int:
+    return int(m.scaled_object["spec"]["fallback"]["failureThreshold"])  # type: ignore[index]
+
+
+def simulate(cfg: StackConfig, requests: dict[str, Requests], options: Options, progress: Callable[[int], None] | None = None) -> Result:
+    rng = np.random.default_rng(options.seed)
+    static = options.static_replicas
+    pools = {
+        p.name: Pool(p, [m for m in cfg.models if m.pool == p.name], options.spot_availability, rng, "on-demand" if static else None)
+        for p in cfg.gpu_pools
+    }
+    states: dict[str, ModelState] = {}
+    for m in cfg.models:
+        budget = scaleup.budget(m, scrape_interval=cfg.observability.vllm_scrape_interval, exposed=exposure(cfg, m).exposed)
+        miss = budget.miss
+        so = scaling.scaled_object(m, PROMETHEUS, miss)
+        reqs = requests.get(m.name) or Requests(np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+        terms = budget.terms
+        states[m.name] = ModelState(
+            m,
+            performance(m, pools[m.pool].config),
+            reqs,
+            None if static else hpa.Behavior.from_scaled_object(so),
+            so,
+            start_seconds=terms["weights"] + terms["engineStart"] + terms["probe"] + terms["loadBalancer"],
+            image_seconds=terms["imagePull"],
+            ttft=np.full(len(reqs), np.nan),
+            wait=np.full(len(reqs), np.nan),
+            served=np.zeros(len(reqs), dtype=bool),
+        )
+    # The replay starts in steady state: each model at its minimum (or static) count, on ready nodes.
+    for name, s in states.items():
+        count = static[name] if static else s.config.replicas.min
+        for _ in range(count):
+            _new_replica(s, pools[s.config.pool], -(10**6), warm=True)
+        for r in s.replicas:
+            r.ready_at = 0.0
+    for p in pools.values():
+        if not static:
+            p.pending_placeholders = p.headroom_pods
+            p.place_placeholders(-(10**6))
+        for n in p.nodes:
+            n.ready_at = min(n.ready_at, 0.0)
+            n.launched = min(n.launched, 0.0)
+    completions: list[tuple[float, int, Replica, float, str]] = []
+    counter = itertools.count()
+    scrape_every = duration_seconds(cfg.observability.vllm_scrape_interval)
+    cost = {p: {"spot": 0.0, "on-demand": 0.0} for p in pools}
+    node_seconds = {p: {"spot": 0.0, "on-demand": 0.0} for p in pools}
+    series: dict[str, dict[str, list[float]]] = {}
+    for name in states:
+        series[name] = {k: [] for k in ("requests", "desired", "ready", "queue", "ttftP99")}
+    for name in pools:
+        series[f"pool:{name}"] = {"nodes": []}
+    minute_desired = dict.fromkeys(states, 0)
+
+    def admit(s: ModelState, r: Replica, now: float) -> None:
+        perf = s.perf
+        while r.queue and r.running < perf.max_num_seqs:
+            i = r.queue[0]
+            tokens = float(s.requests.prompt[i] + s.requests.output[i])
+            if r.running and r.context + tokens > perf.kv_capacity_tokens:
+                return
+            r.queue.popleft()
+            arrival = float(s.requests.arrival[i])
+            start = max(now, arrival)
+            prefill_done = max(start, r.prefill_free_at) + perf.prefill_seconds(float(s.requests.prompt[i]))
+            r.prefill_free_at = prefill_done
+            r.running += 1
+            r.context += tokens
+            step = perf.step_seconds(r.context)
+            s.wait[i] = start - arrival
+            s.ttft[i] = prefill_done + step - arrival
+            done = prefill_done + float(s.requests.output[i]) * step
+            heapq.heappush(completions, (done, next(counter), r, tokens, s.config.name))
+            s.served[i] = True
+
+    def complete_until(now: float) -> None:
+        while completions and completions[0][0] <= now:
+            done, _, r, tokens, name = heapq.heappop(completions)
+            r.running -= 1
+            r.context = max(0.0, r.context - tokens)
+            admit(states[name], r, done)
+
+    for t in range(options.seconds):
+        now = float(t)
+        for s in states.values():
+            arrivals = s.requests.arrival
+            while s.next_request < len(arrivals) and arrivals[s.next_request] < now + 1:
+                i = s.next_request
+                s.next_request += 1
+                complete_until(float(arrivals[i]))
+                ready = [r for r in s.replicas if r.ready(float(arrivals[i]))]
+                if not ready:
+                    continue  # no healthy target: the ALB answers 503
+                r = ready[s.turn % len(ready)]
+                s.turn += 1
+                r.queue.append(i)
+                admit(s, r, float(arrivals[i]))
+        complete_until(now + 1)
+        if t % scrape_every == 0:
+            for s in states.values():
+                s.scraped = _scrape(s, now)
+        if not static and t % HPA_SYNC_SECONDS == 0:
+            for s in states.values():
+                current = len(s.active())
+                desired = _desired(s, now)
+                minute_desired[s.config.name] = desired
+                if desired != current:
+                    assert s.behavior is not None
+                    s.behavior.record(current, desired, now)
+                    _rescale(s, pools[s.config.pool], desired, now)
+        for p in pools.values():
+            _bind_pending(states, p, now)
+            p.place_placeholders(now)
+            p.consolidate(now)
+        for s in states.values():
+            _finish_draining(s, pools[s.config.pool], now, float(s.config.drain.termination_grace_period_seconds))
+        for name, p in pools.items():
+            for n in p.live():
+                cost[name][n.capacity_type] += n.price
+                node_seconds[name][n.capacity_type] += 1
+        if (t + 1) % MINUTE == 0:
+            _sample(states, pools, series, minute_desired, t + 1, static)
+        if progress and (t + 1) % 3600 == 0:
+            progress(3600)
+    return Result(states, pools, options.seconds, cost, node_seconds, series)
+
+
+def _new_replica(s: ModelState, pool: Pool, now: float, warm: bool = False) -> Replica:
+    r = Replica(s.config.name, now)
+    s.replicas.append(r)
+    placed = pool.place(s.config, now)
+    if placed is None and warm:
+        node = pool.launch(s.config, now)
+        placed = pool.place(s.config, now) if node else None
+    if placed is not None:
+        _bind(s, r, placed[0], placed[1], now)
+    return r
+
+
+def _bind(s: ModelState, r: Replica, node: Node, warm: bool, now: float) -> None:
+    r.node = node
+    begins = max(now, node.ready_at)
+    r.ready_at = begins + (0.0 if warm else s.image_seconds) + s.start_seconds
+
+
+def _rescale(s: ModelState, pool: Pool, desired: int, now: float) -> None:
+    active = s.active()
+    if desired > len(active):
+        for _ in range(desired - len(active)):
+            _new_replica(s, pool, now)
+        return
+
+    # Scale in: pending first, then starting, then the newest ready (the ReplicaSet's order).
+    def order(r: Replica) -> tuple[int, float]:
+        if r.node is None:
+            return (0, -r.created)
+        if r.ready_at is not None and r.ready_at > now:
+            return (1, -r.created)
+        return (2, -r.created)
+
+    for r in sorted(active, key=order)[: len(active) - desired]:
+        r.draining_since = now
+        if r.node is None or (r.ready_at is not None and r.ready_at > now):
+            _remove(s, pool, r, now)
+
+
+def _remove(s: ModelState, pool: Pool, r: Replica, now: float) -> None:
+    if r in s.replicas:
+        s.replicas.remove(r)
+    if r.node is not None:
+        pool.release(r.node, s.config, now)
+
+
+def _finish_draining(s: ModelState, pool: Pool, now: float, grace: float) -> None:
+    for r in [r for r in s.replicas if r.draining_since is not None]:
+        since = r.draining_since if r.draining_since is not None else now
+        if (r.running == 0 and not r.queue) or now - since >= grace:
+            for i in r.queue:
+                s.served[i] = False
+            r.queue.clear()
+            _remove(s, pool, r, now)
+
+
+def _bind_pending(states: dict[str, ModelState], pool: Pool, now: float) -> None:
+    pending = [(s, r) for s in states.values() if s.config.pool == pool.config.name for r in s.replicas if r.node is None]
+    if not pending:
+        pool.pending_since = None
+        return
+    if pool.pending_since is None:
+        pool.pending_since = now
+    for s, r in pending:
+        placed = pool.place(s.config, now)
+        waited = now - pool.pending_since >= speed.KARPENTER_BATCH_IDLE.value
+        if placed is None and waited and pool.launch(s.config, now) is not None:
+            placed = pool.place(s.config, now)
+        if placed is not None:
+            _bind(s, r, placed[0], placed[1], now)
+
+
+def _sample(
+    states: dict[str, ModelState],
+    pools: dict[str, Pool],
+    series: dict[str, dict[str, list[float]]],
+    desired: dict[str, int],
+    t: int,
+    static: dict[str, int] | None,
+) -> None:
+    for name, s in states.items():
+        arrivals = s.requests.arrival
+        lo, hi = np.searchsorted(arrivals, [t - MINUTE, t])
+        ttft = s.ttft[lo:hi]
+        ttft = ttft[~np.isnan(ttft)]
+        row = series[name]
+        row["requests"].append(float(hi - lo))
+        row["desired"].append(float(static[name] if static else desired[name] or len(s.active())))
+        row["ready"].append(float(sum(1 for r in s.replicas if r.ready(float(t)))))
+        row["queue"].append(float(sum(len(r.queue) for r in s.replicas)))
+        row["ttftP99"].append(float(np.percentile(ttft, 99)) if len(ttft) else 0.0)
+    for name, p in pools.items():
+        series[f"pool:{name}"]["nodes"].append(float(len(p.live())))

@@ -1,0 +1,141 @@
+"""Traffic to replay: a daily profile per model (YAML) or a recorded trace (CSV). Pure.
+
+Profile (`traffic/*.yaml`):
+
+    description: what the day looks like and where the numbers come from
+    models:
+      <model name>:                      # one entry for a stack with one model may use any name
+        ratePerMinute: [[0, 4], [8, 180], [18, 180], [22, 4], [24, 4]]   # hour of day -> requests/min, linear between
+        promptTokens: {mean: 512, sigma: 0.6}    # lognormal with this mean; sigma of the log
+        outputTokens: {mean: 256, sigma: 0.6}
+
+Arrivals are Poisson at the curve's rate, drawn per second from one seeded generator, so the same
+profile and seed give the same requests. Trace (`.csv`): timestamp (seconds from the start, or
+ISO 8601), model, prompt tokens, output tokens.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import yaml
+from pydantic import Field, model_validator
+
+from config.base import ConfigModel
+from config.types import config_error
+
+DAY_SECONDS = 86_400
+
+
+class TokenLengths(ConfigModel):
+    """A token-length distribution: lognormal with this mean."""
+
+    mean: float = Field(gt=0, le=1_000_000, description="Mean tokens.")
+    sigma: float = Field(default=0.6, ge=0, le=3, description="Standard deviation of log(tokens); 0 makes every request the mean.")
+
+
+class ModelTraffic(ConfigModel):
+    """One model's day."""
+
+    rate_per_minute: list[tuple[float, float]] = Field(min_length=2, description="(hour of day, requests per minute) points.")
+    prompt_tokens: TokenLengths
+    output_tokens: TokenLengths
+
+    @model_validator(mode="after")
+    def _curve(self) -> ModelTraffic:
+        hours = [h for h, _ in self.rate_per_minute]
+        if hours[0] != 0 or hours[-1] != 24 or hours != sorted(hours):
+            raise config_error("ratePerMinute must run from hour 0 to hour 24 in order", "start at [0, r] and end at [24, r]")
+        if any(r < 0 for _, r in self.rate_per_minute):
+            raise config_error("ratePerMinute has a negative rate", "use 0 or more requests per minute")
+        return self
+
+    def rate_per_second(self, seconds: np.ndarray) -> np.ndarray:
+        hours, rates = zip(*self.rate_per_minute, strict=True)
+        hour_of_day = (seconds % DAY_SECONDS) / 3600.0
+        rate: np.ndarray = np.interp(hour_of_day, hours, rates) / 60.0
+        return rate
+
+
+class Profile(ConfigModel):
+    """A traffic profile file."""
+
+    description: str = Field(default="", description="What the day is and where its numbers come from.")
+    models: dict[str, ModelTraffic] = Field(min_length=1, description="Traffic per model name.")
+
+
+@dataclass(frozen=True)
+class Requests:
+    """Every request of one model, in arrival order."""
+
+    arrival: np.ndarray
+    """Seconds from the start of the replay."""
+    prompt: np.ndarray
+    output: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.arrival)
+
+
+def load_profile(path: Path) -> Profile:
+    return Profile.model_validate(yaml.safe_load(path.read_text()))
+
+
+def for_models(profile: Profile, names: list[str]) -> dict[str, ModelTraffic]:
+    """The profile's entry for each model; one entry serves a stack's single model whatever its name."""
+    if len(profile.models) == 1 and len(names) == 1:
+        return {names[0]: next(iter(profile.models.values()))}
+    unknown = sorted(set(profile.models) - set(names))
+    if unknown:
+        raise ValueError(f"traffic for {', '.join(unknown)}, which the stack does not serve (it serves {', '.join(names)})")
+    return {n: profile.models[n] for n in names if n in profile.models}
+
+
+def _lengths(rng: np.random.Generator, spec: TokenLengths, n: int) -> np.ndarray:
+    if spec.sigma == 0:
+        return np.full(n, max(1, round(spec.mean)), dtype=np.int64)
+    mu = np.log(spec.mean) - spec.sigma**2 / 2  # the lognormal's mean is then spec.mean
+    return np.maximum(1, np.rint(rng.lognormal(mu, spec.sigma, n))).astype(np.int64)
+
+
+def generate(traffic: ModelTraffic, seconds: int, rng: np.random.Generator) -> Requests:
+    """Poisson arrivals per second at the profile's rate, spread uniformly inside each second."""
+    t = np.arange(seconds, dtype=np.float64)
+    counts = rng.poisson(traffic.rate_per_second(t))
+    starts = np.repeat(t, counts)
+    arrival = starts + rng.random(len(starts))
+    return Requests(arrival, _lengths(rng, traffic.prompt_tokens, len(starts)), _lengths(rng, traffic.output_tokens, len(starts)))
+
+
+def load_trace(path: Path, names: list[str]) -> dict[str, Requests]:
+    """A CSV trace: timestamp, model, prompt tokens, output tokens (a header row is skipped)."""
+    rows: dict[str, list[tuple[float, int, int]]] = {n: [] for n in names}
+    first: float | None = None
+    with path.open(newline="") as handle:
+        for record in csv.reader(handle):
+            if not record or record[0].strip().lower() in ("timestamp", "time"):
+                continue
+            stamp_text, model, prompt, output = (c.strip() for c in record[:4])
+            try:
+                stamp = float(stamp_text)
+            except ValueError:
+                stamp = dt.datetime.fromisoformat(stamp_text).timestamp()
+            if model not in rows:
+                if len(names) == 1:
+                    model = names[0]
+                else:
+                    raise ValueError(f"trace row for model {model!r}, which the stack does not serve")
+            first = stamp if first is None else min(first, stamp)
+            rows[model].append((stamp, int(prompt), int(output)))
+    out = {}
+    for name, items in rows.items():
+        items.sort()
+        arrival = np.array([s - (first or 0.0) for s, _, _ in items], dtype=np.float64)
+        out[name] = Requests(
+            arrival, np.array([p for _, p, _ in items], dtype=np.int64), np.array([o for _, _, o in items], dtype=np.int64)
+        )
+    return out
