@@ -51,8 +51,11 @@ class Pool:
     """Force one capacity type (the static baseline runs on-demand)."""
     nodes: list[Node] = field(default_factory=list)
     pending_since: float | None = None
-    placeholder_share: float = 0.0
     pending_placeholders: int = 0
+    waiting: int = 0
+    """Replicas of the pool without a node."""
+    version: int = 0
+    """Bumped on every change to the nodes or what they hold (the replay caches its sums on it)."""
 
     def __post_init__(self) -> None:
         shape = headroom.placeholders(self.config, self.models)
@@ -72,6 +75,17 @@ class Pool:
 
     def live(self) -> list[Node]:
         return [n for n in self.nodes if n.gone_at is None]
+
+    def rates(self) -> tuple[dict[str, float], dict[str, int], float]:
+        """Per capacity type: the live nodes' hourly prices and counts; and the share pods use."""
+        cost = {"spot": 0.0, "on-demand": 0.0}
+        count = {"spot": 0, "on-demand": 0}
+        used = 0.0
+        for n in self.live():
+            cost[n.capacity_type] += n.price
+            count[n.capacity_type] += 1
+            used += max(0.0, n.used - n.placeholders * self.placeholder_fraction(n.instance))
+        return cost, count, used
 
     def gpus(self) -> int:
         return sum(n.instance.gpu_count for n in self.live())
@@ -96,6 +110,7 @@ class Pool:
         for node in self.live():
             share = self.share(model, node.instance)
             while node.placeholders and not self.fits(node, share):
+                self.version += 1
                 node.placeholders -= 1
                 node.used -= self.placeholder_fraction(node.instance)
                 self.pending_placeholders += 1
@@ -105,11 +120,13 @@ class Pool:
         return None
 
     def _take(self, node: Node, share: float, now: float) -> None:
+        self.version += 1
         node.used += share
         node.pods += 1
         node.empty_since = None
 
     def release(self, node: Node, model: ModelConfig, now: float) -> None:
+        self.version += 1
         node.used = max(0.0, node.used - self.share(model, node.instance))
         node.pods -= 1
         if node.pods == 0 and node.placeholders == 0:
@@ -134,6 +151,7 @@ class Pool:
         ready = now + speed.KARPENTER_BATCH_IDLE.value + speed.NODE_READY.value
         node = Node(self.config.name, cheapest, kind, now, ready)
         self.nodes.append(node)
+        self.version += 1
         return node
 
     def place_placeholders(self, now: float) -> None:
@@ -144,6 +162,7 @@ class Pool:
                 node = self.launch(self.models[0] if self.models else None, now)
                 if node is None:
                     return
+            self.version += 1
             node.placeholders += 1
             node.used += self.placeholder_fraction(node.instance)
             node.empty_since = None
@@ -155,3 +174,4 @@ class Pool:
         for node in self.live():
             if node.empty_since is not None and now - node.empty_since >= self.consolidate_after:
                 node.gone_at = now
+                self.version += 1

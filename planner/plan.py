@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import sys
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -169,11 +171,16 @@ def run(
 ) -> tuple[dict[str, Any], Result, Result]:
     seconds = int(days * traffic.DAY_SECONDS)
     requests = requests_for(cfg, traffic_path, seconds, seed)
-    bar = _progress(seconds * 2) if progress else None
+    bar = _progress(seconds) if progress else None
     step = bar.update if bar else None
-    result = simulate(cfg, requests, Options(seconds, spot_availability, None, seed), step)
     fixed = {m.name: static_replicas or m.replicas.max for m in cfg.models}
-    static = simulate(cfg, requests, Options(seconds, spot_availability, fixed, seed), step)
+    static_options = Options(seconds, spot_availability, fixed, seed)
+    # The static baseline replays in a second process while this one replays the autoscaled fleet:
+    # both are deterministic, so where they run changes nothing but the wall time.
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        pending = pool.submit(simulate, cfg, requests, static_options)
+        result = simulate(cfg, requests, Options(seconds, spot_availability, None, seed), step)
+        static = pending.result()
     if bar:
         bar.close()
     needed = oracle.replicas_needed(cfg, requests, seconds)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -34,6 +35,8 @@ from planner.traffic import Requests
 PROMETHEUS = "http://prometheus.monitoring.svc:9090"
 HPA_SYNC_SECONDS = int(speed.HPA_SYNC_PERIOD.value)
 MINUTE = 60
+CONSOLIDATION_TICK = 10
+"""Seconds between consolidation passes (Karpenter's own loop is of that order)."""
 
 
 @dataclass(eq=False)
@@ -63,6 +66,12 @@ class ModelState:
     """From binding to a warm node to serving: weights, engine start, probe, load balancer."""
     image_seconds: float
     replicas: list[Replica] = field(default_factory=list)
+    version: int = 0
+    """Bumped whenever a replica is added, drained or removed."""
+    ready_cache: list[Replica] = field(default_factory=list)
+    ready_version: int = -1
+    ready_until: float = -1.0
+    draining: int = 0
     next_request: int = 0
     turn: int = 0
     scraped: dict[str, float] | None = None
@@ -174,7 +183,7 @@ def simulate(cfg: StackConfig, requests: dict[str, Requests], options: Options, 
         for n in p.nodes:
             n.ready_at = min(n.ready_at, 0.0)
             n.launched = min(n.launched, 0.0)
-    completions: list[tuple[float, int, Replica, float, str]] = []
+    completions: list[tuple[float, int, Replica, int, ModelState]] = []
     counter = itertools.count()
     scrape_every = duration_seconds(cfg.observability.vllm_scrape_interval)
     cost = {p: {"spot": 0.0, "on-demand": 0.0} for p in pools}
@@ -187,49 +196,86 @@ def simulate(cfg: StackConfig, requests: dict[str, Requests], options: Options, 
         series[f"pool:{name}"] = {"nodes": []}
     minute_desired = dict.fromkeys(states, 0)
 
+    # Plain lists in the hot path (numpy scalar access costs more than the arithmetic around it).
+    arrivals = {name: s.requests.arrival.tolist() for name, s in states.items()}
+    prompts = {name: s.requests.prompt.tolist() for name, s in states.items()}
+    outputs = {name: s.requests.output.tolist() for name, s in states.items()}
+    ttfts = {name: [math.nan] * len(s.requests) for name, s in states.items()}
+    waits = {name: [math.nan] * len(s.requests) for name, s in states.items()}
+    served = {name: [False] * len(s.requests) for name, s in states.items()}
+
+    lists = {name: (arrivals[name], prompts[name], outputs[name], waits[name], ttfts[name], served[name]) for name in states}
+
     def admit(s: ModelState, r: Replica, now: float) -> None:
         perf = s.perf
-        while r.queue and r.running < perf.max_num_seqs:
+        times, prompt, output, wait, ttft, done_flags = lists[s.config.name]
+        limit, capacity = perf.max_num_seqs, perf.kv_capacity_tokens
+        while r.queue and r.running < limit:
             i = r.queue[0]
-            tokens = float(s.requests.prompt[i] + s.requests.output[i])
-            if r.running and r.context + tokens > perf.kv_capacity_tokens:
+            tokens = prompt[i] + output[i]
+            if r.running and r.context + tokens > capacity:
                 return
             r.queue.popleft()
-            arrival = float(s.requests.arrival[i])
-            start = max(now, arrival)
-            prefill_done = max(start, r.prefill_free_at) + perf.prefill_seconds(float(s.requests.prompt[i]))
+            arrival = times[i]
+            start = now if now > arrival else arrival
+            begin = start if start > r.prefill_free_at else r.prefill_free_at
+            prefill_done = begin + prompt[i] / perf.prefill_tokens_per_second
             r.prefill_free_at = prefill_done
             r.running += 1
             r.context += tokens
             step = perf.step_seconds(r.context)
-            s.wait[i] = start - arrival
-            s.ttft[i] = prefill_done + step - arrival
-            done = prefill_done + float(s.requests.output[i]) * step
-            heapq.heappush(completions, (done, next(counter), r, tokens, s.config.name))
-            s.served[i] = True
+            wait[i] = start - arrival
+            ttft[i] = prefill_done + step - arrival
+            heapq.heappush(completions, (prefill_done + output[i] * step, next(counter), r, tokens, s))
+            done_flags[i] = True
 
     def complete_until(now: float) -> None:
         while completions and completions[0][0] <= now:
-            done, _, r, tokens, name = heapq.heappop(completions)
+            done, _, r, tokens, s = heapq.heappop(completions)
             r.running -= 1
-            r.context = max(0.0, r.context - tokens)
-            admit(states[name], r, done)
+            r.context -= tokens
+            if r.queue:
+                admit(s, r, done)
 
+    # Node cost accrues between changes: (version, since, hourly prices, node counts, used share).
+    accrued: dict[str, tuple[int, int, dict[str, float], dict[str, int], float]] = {}
+
+    def _accrue(name: str, p: Pool, until: int) -> None:
+        """Book the pool's sums since its last change up to `until`, then start from its current state.
+        A change during second t counts from second t + 1 on (the per-second accounting's rule)."""
+        _, since, rate, count, used = accrued[name]
+        span = until - since
+        for kind in ("spot", "on-demand"):
+            cost[name][kind] += rate[kind] * span
+            node_seconds[name][kind] += count[kind] * span
+        used_seconds[name] += used * span
+        accrued[name] = (p.version, until, *p.rates())
+
+    for name, p in pools.items():
+        accrued[name] = (p.version, 0, *p.rates())
     for t in range(options.seconds):
         now = float(t)
-        for s in states.values():
-            arrivals = s.requests.arrival
-            while s.next_request < len(arrivals) and arrivals[s.next_request] < now + 1:
+        for name, s in states.items():
+            times = arrivals[name]
+            if s.next_request >= len(times) or times[s.next_request] >= now + 1:
+                continue
+            if s.ready_version != s.version or now >= s.ready_until:
+                _refresh_ready(s, now)
+            ready = s.ready_cache  # the targets the ALB sends to in this second
+            end = now + 1
+            count = len(times)
+            while s.next_request < count and times[s.next_request] < end:
                 i = s.next_request
                 s.next_request += 1
-                complete_until(float(arrivals[i]))
-                ready = [r for r in s.replicas if r.ready(float(arrivals[i]))]
+                at = times[i]
+                if completions and completions[0][0] <= at:
+                    complete_until(at)
                 if not ready:
                     continue  # no healthy target: the ALB answers 503
                 r = ready[s.turn % len(ready)]
                 s.turn += 1
                 r.queue.append(i)
-                admit(s, r, float(arrivals[i]))
+                admit(s, r, at)
         complete_until(now + 1)
         if t % scrape_every == 0:
             for s in states.values():
@@ -244,24 +290,40 @@ def simulate(cfg: StackConfig, requests: dict[str, Requests], options: Options, 
                     s.behavior.record(current, desired, now)
                     _rescale(s, pools[s.config.pool], desired, now)
         for p in pools.values():
-            _bind_pending(states, p, now)
-            p.place_placeholders(now)
-            p.consolidate(now)
+            if p.waiting:
+                _bind_pending(states, p, now)
+            if p.pending_placeholders:
+                p.place_placeholders(now)
+            if t % CONSOLIDATION_TICK == 0:
+                p.consolidate(now)
         for s in states.values():
-            _finish_draining(s, pools[s.config.pool], now, float(s.config.drain.termination_grace_period_seconds))
+            if s.draining:
+                _finish_draining(s, pools[s.config.pool], now, float(s.config.drain.termination_grace_period_seconds))
         for name, p in pools.items():
-            for n in p.live():
-                cost[name][n.capacity_type] += n.price
-                node_seconds[name][n.capacity_type] += 1
-                used_seconds[name] += max(0.0, n.used - n.placeholders * p.placeholder_fraction(n.instance))
+            if accrued[name][0] != p.version:
+                _accrue(name, p, t + 1)
         if (t + 1) % MINUTE == 0:
             _sample(states, pools, series, minute_desired, t + 1, static)
         if progress and (t + 1) % 3600 == 0:
             progress(3600)
+    for name, p in pools.items():
+        _accrue(name, p, options.seconds)
+    for name, s in states.items():
+        s.ttft, s.wait, s.served = np.array(ttfts[name]), np.array(waits[name]), np.array(served[name], dtype=bool)
+        series[name]["ttftP99"] = minute_p99(s.requests.arrival, s.ttft, len(series[name]["requests"])).tolist()
     return Result(states, pools, options.seconds, cost, node_seconds, series, used_seconds)
 
 
+def _refresh_ready(s: ModelState, now: float) -> None:
+    """The replicas ready now, valid until one more becomes ready or the set changes."""
+    s.ready_cache = [r for r in s.replicas if r.ready(now)]
+    upcoming = [r.ready_at for r in s.replicas if r.ready_at is not None and r.ready_at > now and r.draining_since is None]
+    s.ready_until = min(upcoming) if upcoming else math.inf
+    s.ready_version = s.version
+
+
 def _new_replica(s: ModelState, pool: Pool, now: float, warm: bool = False) -> Replica:
+    s.version += 1
     r = Replica(s.config.name, now)
     s.replicas.append(r)
     placed = pool.place(s.config, now)
@@ -270,10 +332,13 @@ def _new_replica(s: ModelState, pool: Pool, now: float, warm: bool = False) -> R
         placed = pool.place(s.config, now) if node else None
     if placed is not None:
         _bind(s, r, placed[0], placed[1], now)
+    else:
+        pool.waiting += 1
     return r
 
 
 def _bind(s: ModelState, r: Replica, node: Node, warm: bool, now: float) -> None:
+    s.version += 1
     r.node = node
     begins = max(now, node.ready_at)
     r.ready_at = begins + (0.0 if warm else s.image_seconds) + s.start_seconds
@@ -294,26 +359,31 @@ def _rescale(s: ModelState, pool: Pool, desired: int, now: float) -> None:
             return (1, -r.created)
         return (2, -r.created)
 
+    s.version += 1
     for r in sorted(active, key=order)[: len(active) - desired]:
         r.draining_since = now
+        s.draining += 1
         if r.node is None or (r.ready_at is not None and r.ready_at > now):
             _remove(s, pool, r, now)
 
 
 def _remove(s: ModelState, pool: Pool, r: Replica, now: float) -> None:
+    s.version += 1
     if r in s.replicas:
         s.replicas.remove(r)
+        if r.draining_since is not None:
+            s.draining -= 1
     if r.node is not None:
         pool.release(r.node, s.config, now)
+    else:
+        pool.waiting -= 1
 
 
 def _finish_draining(s: ModelState, pool: Pool, now: float, grace: float) -> None:
     for r in [r for r in s.replicas if r.draining_since is not None]:
         since = r.draining_since if r.draining_since is not None else now
         if (r.running == 0 and not r.queue) or now - since >= grace:
-            for i in r.queue:
-                s.served[i] = False
-            r.queue.clear()
+            r.queue.clear()  # waiting requests a replica never admitted are lost (served stays False)
             _remove(s, pool, r, now)
 
 
@@ -331,6 +401,7 @@ def _bind_pending(states: dict[str, ModelState], pool: Pool, now: float) -> None
             placed = pool.place(s.config, now)
         if placed is not None:
             _bind(s, r, placed[0], placed[1], now)
+            pool.waiting -= 1
 
 
 def _sample(
@@ -342,15 +413,30 @@ def _sample(
     static: dict[str, int] | None,
 ) -> None:
     for name, s in states.items():
-        arrivals = s.requests.arrival
-        lo, hi = np.searchsorted(arrivals, [t - MINUTE, t])
-        ttft = s.ttft[lo:hi]
-        ttft = ttft[~np.isnan(ttft)]
+        lo, hi = np.searchsorted(s.requests.arrival, [t - MINUTE, t])
         row = series[name]
         row["requests"].append(float(hi - lo))
         row["desired"].append(float(static[name] if static else desired[name] or len(s.active())))
         row["ready"].append(float(sum(1 for r in s.replicas if r.ready(float(t)))))
         row["queue"].append(float(sum(len(r.queue) for r in s.replicas)))
-        row["ttftP99"].append(float(np.percentile(ttft, 99)) if len(ttft) else 0.0)
     for name, p in pools.items():
         series[f"pool:{name}"]["nodes"].append(float(len(p.live())))
+
+
+def minute_p99(arrival: np.ndarray, ttft: np.ndarray, minutes: int) -> np.ndarray:
+    """The 99th percentile (nearest rank) of time to first token by arrival minute, 0 for none."""
+    out = np.zeros(minutes)
+    keep = ~np.isnan(ttft)
+    minute = (arrival[keep] // MINUTE).astype(np.int64)
+    values = ttft[keep]
+    inside = minute < minutes
+    minute, values = minute[inside], values[inside]
+    if not len(values):
+        return out
+    order = np.lexsort((values, minute))
+    counts = np.bincount(minute, minlength=minutes)
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    has = counts > 0
+    rank = starts[has] + np.ceil(0.99 * counts[has]).astype(np.int64) - 1
+    out[has] = values[order][rank]
+    return out
