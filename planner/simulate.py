@@ -29,7 +29,7 @@ from config.models import ModelConfig
 from config.stack import StackConfig
 from config.types import duration_seconds
 from planner.fleet import Node, Pool
-from planner.serving import ReplicaPerformance, performance
+from planner.serving import STEP_OVERHEAD_SECONDS, ReplicaPerformance, performance
 from planner.traffic import Requests
 
 PROMETHEUS = "http://prometheus.monitoring.svc:9090"
@@ -204,29 +204,45 @@ def simulate(cfg: StackConfig, requests: dict[str, Requests], options: Options, 
     waits = {name: [math.nan] * len(s.requests) for name, s in states.items()}
     served = {name: [False] * len(s.requests) for name, s in states.items()}
 
-    lists = {name: (arrivals[name], prompts[name], outputs[name], waits[name], ttfts[name], served[name]) for name in states}
+    # Per model, everything admit reads: the request lists and the replica's constants.
+    hot = {
+        name: (
+            arrivals[name],
+            prompts[name],
+            outputs[name],
+            waits[name],
+            ttfts[name],
+            served[name],
+            s.perf.max_num_seqs,
+            s.perf.kv_capacity_tokens,
+            1.0 / s.perf.prefill_tokens_per_second,
+            s.perf.weights_step_seconds + STEP_OVERHEAD_SECONDS,
+            s.perf.kv_step_seconds_per_token,
+        )
+        for name, s in states.items()
+    }
+    push = heapq.heappush
 
     def admit(s: ModelState, r: Replica, now: float) -> None:
-        perf = s.perf
-        times, prompt, output, wait, ttft, done_flags = lists[s.config.name]
-        limit, capacity = perf.max_num_seqs, perf.kv_capacity_tokens
-        while r.queue and r.running < limit:
-            i = r.queue[0]
+        times, prompt, output, wait, ttft, done_flags, limit, capacity, per_prompt, fixed_step, per_token = hot[s.config.name]
+        queue = r.queue
+        while queue and r.running < limit:
+            i = queue[0]
             tokens = prompt[i] + output[i]
             if r.running and r.context + tokens > capacity:
                 return
-            r.queue.popleft()
+            queue.popleft()
             arrival = times[i]
             start = now if now > arrival else arrival
             begin = start if start > r.prefill_free_at else r.prefill_free_at
-            prefill_done = begin + prompt[i] / perf.prefill_tokens_per_second
+            prefill_done = begin + prompt[i] * per_prompt
             r.prefill_free_at = prefill_done
             r.running += 1
             r.context += tokens
-            step = perf.step_seconds(r.context)
+            step = fixed_step + per_token * r.context  # ReplicaPerformance.step_seconds, inlined
             wait[i] = start - arrival
             ttft[i] = prefill_done + step - arrival
-            heapq.heappush(completions, (prefill_done + output[i] * step, next(counter), r, tokens, s))
+            push(completions, (prefill_done + output[i] * step, next(counter), r, tokens, s))
             done_flags[i] = True
 
     def complete_until(now: float) -> None:
@@ -253,7 +269,27 @@ def simulate(cfg: StackConfig, requests: dict[str, Requests], options: Options, 
 
     for name, p in pools.items():
         accrued[name] = (p.version, 0, *p.rates())
-    for t in range(options.seconds):
+
+    def next_tick(t: int) -> int:
+        """The next second anything can happen. Every second while replicas wait for a node, drain,
+        or placeholders wait; else the next arrival, scrape, HPA sync, consolidation pass or minute.
+        (Completions need no tick: they are booked at their own time before anything that reads them.)"""
+        if any(p.waiting or p.pending_placeholders for p in pools.values()) or any(s.draining for s in states.values()):
+            return t + 1
+        candidates = [
+            t - t % scrape_every + scrape_every,
+            t - t % CONSOLIDATION_TICK + CONSOLIDATION_TICK,
+            t - (t + 1) % MINUTE + MINUTE,
+        ]
+        if not static:
+            candidates.append(t - t % HPA_SYNC_SECONDS + HPA_SYNC_SECONDS)
+        for name, s in states.items():
+            if s.next_request < len(arrivals[name]):
+                candidates.append(max(t + 1, int(arrivals[name][s.next_request])))
+        return min(candidates)
+
+    t = 0
+    while t < options.seconds:
         now = float(t)
         for name, s in states.items():
             times = arrivals[name]
@@ -304,8 +340,11 @@ def simulate(cfg: StackConfig, requests: dict[str, Requests], options: Options, 
                 _accrue(name, p, t + 1)
         if (t + 1) % MINUTE == 0:
             _sample(states, pools, series, minute_desired, t + 1, static)
-        if progress and (t + 1) % 3600 == 0:
-            progress(3600)
+        following = next_tick(t)
+        if progress and following // 3600 > t // 3600:
+            progress(3600 * (following // 3600 - t // 3600))
+        t = following
+    complete_until(float(options.seconds))
     for name, p in pools.items():
         _accrue(name, p, options.seconds)
     for name, s in states.items():

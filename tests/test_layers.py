@@ -18,9 +18,9 @@ import pytest
 
 from tests.conftest import ROOT
 
-PURE_PACKAGES = ("config", "builders")
+PURE_PACKAGES = ("config", "builders", "planner")
 PULUMI_READER = "config.load"
-CODE = ("config", "builders", "components", "offline", "policy", "examples", "__main__.py")
+CODE = ("config", "builders", "components", "offline", "planner", "policy", "examples", "__main__.py")
 
 
 def _modules(package: str) -> list[str]:
@@ -71,7 +71,12 @@ def _imports(path: Path) -> set[str]:
 
 @pytest.mark.parametrize(
     ("package", "forbidden"),
-    [("config", {"builders", "components", "offline"}), ("builders", {"components", "offline"}), ("components", {"offline"})],
+    [
+        ("config", {"builders", "components", "offline", "planner"}),
+        ("builders", {"components", "offline", "planner"}),
+        ("components", {"offline", "planner"}),
+        ("planner", {"components", "offline"}),
+    ],
 )
 def test_lower_layers_do_not_import_higher_ones(package: str, forbidden: set[str]) -> None:
     for path in (ROOT / package).rglob("*.py"):

@@ -1,0 +1,65 @@
+"""The plan of a pull request's base and head, side by side: `python -m planner.compare BASE HEAD`.
+
+Prints Markdown for the render comment: the monthly cost change and each model's P99 TTFT, e.g.
+"+$1,230 a month, P99 TTFT 0.90 -> 1.40 s". A missing base plan (a base without the planner, or
+a new stack) prints the head alone.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def _load(path: Path) -> dict[str, Any] | None:
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def _signed(value: float) -> str:
+    return f"{'+' if value >= 0 else '-'}${abs(value):,.0f}"
+
+
+def markdown(base: dict[str, Any] | None, head: dict[str, Any]) -> str:
+    now = head["cost"]["autoscaled"]["perMonth"]
+    if base is None:
+        lines = [f"Autoscaled: ${now:,.0f} a month (no plan on the base to compare with)."]
+        before: dict[str, Any] = {}
+    else:
+        was = base["cost"]["autoscaled"]["perMonth"]
+        lines = [f"**{_signed(now - was)} a month** autoscaled (${was:,.0f} -> ${now:,.0f})."]
+        before = base["models"]
+    lines += ["", "| Model | P99 TTFT | SLO attainment | Replicas (avg) |", "|---|---|---|---|"]
+    for name, m in sorted(head["models"].items()):
+        old = before.get(name)
+        p99 = m["ttftSeconds"]["p99"]
+        if old:
+            o99 = old["ttftSeconds"]["p99"]
+            lines.append(
+                f"| {name} | {o99:.2f} -> {p99:.2f} s | {old['sloAttainment']:.1%} -> {m['sloAttainment']:.1%} | "
+                f"{old['replicas']['avg']:.2f} -> {m['replicas']['avg']:.2f} |"
+            )
+        else:
+            lines.append(f"| {name} (new) | {p99:.2f} s | {m['sloAttainment']:.1%} | {m['replicas']['avg']:.2f} |")
+    removed = sorted(set(before) - set(head["models"]))
+    if removed:
+        lines += ["", "Removed: " + ", ".join(removed)]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2:
+        print("usage: python -m planner.compare BASE/plan.json HEAD/plan.json", file=sys.stderr)
+        return 2
+    head = _load(Path(args[1]))
+    if head is None:
+        print("No plan on the head.")
+        return 0
+    print(markdown(_load(Path(args[0])), head), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

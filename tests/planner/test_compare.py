@@ -1,0 +1,36 @@
+"""The pull-request comment's plan diff (planner/compare.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from planner import compare
+
+
+def _plan(per_month: float, p99: float, models: tuple[str, ...] = ("chat",)) -> dict[str, Any]:
+    model = {"ttftSeconds": {"p99": p99}, "sloAttainment": 0.99, "replicas": {"avg": 2.0}}
+    return {"cost": {"autoscaled": {"perMonth": per_month}}, "models": dict.fromkeys(models, model)}
+
+
+def test_the_diff_says_what_the_change_costs_and_does_to_latency() -> None:
+    text = compare.markdown(_plan(10_000, 0.9), _plan(11_230, 1.4))
+    assert "**+$1,230 a month** autoscaled ($10,000 -> $11,230)." in text
+    assert "| chat | 0.90 -> 1.40 s |" in text
+
+
+def test_savings_are_negative_and_new_or_removed_models_are_named() -> None:
+    text = compare.markdown(_plan(10_000, 0.9, ("chat", "old")), _plan(9_000, 0.9, ("chat", "new")))
+    assert "**-$1,000 a month**" in text
+    assert "| new (new) |" in text
+    assert "Removed: old" in text
+
+
+def test_a_base_without_a_plan_shows_the_head(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    head = tmp_path / "head.json"
+    head.write_text(json.dumps(_plan(5_000, 1.0)))
+    assert compare.main([str(tmp_path / "missing.json"), str(head)]) == 0
+    assert "no plan on the base" in capsys.readouterr().out

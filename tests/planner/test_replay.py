@@ -1,0 +1,208 @@
+"""The replay: invariants, the static arithmetic, a load step against the scale-up budget, the
+command line, and traffic inputs. Fixture stacks only (tests/fixtures/stacks/)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from config import catalog, scaleup
+from config.stack import StackConfig
+from offline import golden
+from planner import oracle, plan, prices, traffic
+from planner.simulate import HPA_SYNC_SECONDS, Options, simulate
+from tests.conftest import DEV, PROD, parse, stack_data
+
+HOUR = 3600
+
+
+def _constant(rpm: float, prompt: float = 512, output: float = 256) -> traffic.ModelTraffic:
+    return traffic.ModelTraffic.model_validate(
+        {
+            "ratePerMinute": [[0, rpm], [24, rpm]],
+            "promptTokens": {"mean": prompt, "sigma": 0},
+            "outputTokens": {"mean": output, "sigma": 0},
+        }
+    )
+
+
+def _requests(cfg: StackConfig, rpm: float, seconds: int, seed: int = 0) -> dict[str, traffic.Requests]:
+    rng = np.random.default_rng(seed)
+    return {m.name: traffic.generate(_constant(rpm), seconds, rng) for m in cfg.models}
+
+
+def _per_hour(result: Any, seconds: int) -> float:
+    return sum(sum(c.values()) for c in result.cost_seconds.values()) / seconds
+
+
+def _dev(**model: Any) -> StackConfig:
+    data = copy.deepcopy(stack_data(DEV))
+    data["models"][0].update(model)
+    return parse(data)
+
+
+# -- invariants --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("stack", [DEV, PROD])
+def test_replicas_stay_within_their_bounds(stack: str) -> None:
+    cfg = parse(stack_data(stack))
+    profile = traffic.load_profile(Path(__file__).resolve().parents[2] / "traffic" / "seed-day.yaml")
+    rng = np.random.default_rng(1)
+    day = next(iter(profile.models.values()))
+    requests = {m.name: traffic.generate(day, 12 * HOUR, rng) for m in cfg.models}
+    result = simulate(cfg, requests, Options(12 * HOUR))
+    for m in cfg.models:
+        series = result.series[m.name]
+        assert min(series["desired"]) >= m.replicas.min
+        assert max(series["desired"]) <= m.replicas.max
+        assert max(series["ready"]) <= m.replicas.max
+    for pool in cfg.gpu_pools:
+        gpus = [n.instance.gpu_count for n in result.pools[pool.name].nodes if n.gone_at is None]
+        assert sum(gpus) <= pool.gpu_limit
+
+
+def test_zero_traffic_costs_the_floor() -> None:
+    cfg = parse(stack_data(DEV))
+    result = simulate(cfg, _requests(cfg, 0, 2 * HOUR), Options(2 * HOUR, spot_availability=1.0))
+    # one replica (the minimum) on the cheapest single-GPU node of the pool, at its spot price
+    assert _per_hour(result, 2 * HOUR) == pytest.approx(prices.hourly(catalog.INSTANCE_TYPES["g6.xlarge"], "spot"))
+    assert result.series["llama-3-1-8b"]["ready"] == [1.0] * 120
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(low=st.integers(0, 150), extra=st.integers(1, 300))
+def test_more_traffic_never_costs_less_at_steady_state(low: int, extra: int) -> None:
+    cfg = parse(stack_data(DEV))
+    seconds = 3 * HOUR
+
+    def steady(rpm: int) -> float:
+        result = simulate(cfg, _requests(cfg, rpm, seconds), Options(seconds, spot_availability=1.0))
+        nodes = result.series["pool:gpu-l4-a10g"]["nodes"]
+        return float(np.mean(nodes[-60:]))  # the last hour
+
+    assert steady(low + extra) >= steady(low)
+
+
+def test_same_inputs_give_the_same_plan_byte_for_byte(tmp_path: Path) -> None:
+    profile = tmp_path / "day.yaml"
+    profile.write_text((Path(__file__).resolve().parents[2] / "traffic" / "seed-day.yaml").read_text())
+    cfg = parse(stack_data(DEV))
+    first, _, _ = plan.run(cfg, profile, days=0.25, seed=7)
+    second, _, _ = plan.run(cfg, profile, days=0.25, seed=7)
+    assert json.dumps(first, sort_keys=True) == json.dumps(second, sort_keys=True)
+    other, _, _ = plan.run(cfg, profile, days=0.25, seed=8)
+    assert other != first  # the seed is what varies the arrivals
+
+
+# -- the static arithmetic ------------------------------------------------------------------------------
+def test_the_seeds_static_fleet_exactly() -> None:
+    g5 = catalog.INSTANCE_TYPES["g5.2xlarge"]
+    assert round(10 * g5.price_per_hour, 2) == 12.12
+    assert round(10 * g5.price_per_hour * 720, 2) == 8726.40  # the seeds' 720-hour month
+    data = copy.deepcopy(stack_data(DEV))
+    data["gpuPools"][0].update(instanceTypes=["g5.2xlarge"], gpuLimit=12)
+    data["models"][0]["replicas"] = {"min": 1, "max": 10}
+    cfg = parse(data)
+    static = simulate(cfg, _requests(cfg, 60, HOUR), Options(HOUR, static_replicas={"llama-3-1-8b": 10}))
+    assert _per_hour(static, HOUR) == pytest.approx(12.12)
+    assert all(n.capacity_type == "on-demand" for n in static.pools["gpu-l4-a10g"].nodes)
+
+
+def test_the_oracle_is_a_lower_bound() -> None:
+    cfg = parse(stack_data(PROD))
+    profile = traffic.load_profile(Path(__file__).resolve().parents[2] / "traffic" / "seed-day.yaml")
+    rng = np.random.default_rng(3)
+    requests = {m.name: traffic.generate(next(iter(profile.models.values())), 6 * HOUR, rng) for m in cfg.models}
+    result = simulate(cfg, requests, Options(6 * HOUR, spot_availability=1.0))
+    needed = oracle.replicas_needed(cfg, requests, 6 * HOUR)
+    assert oracle.cost_per_minute(cfg, needed).sum() / 6 <= _per_hour(result, 6 * HOUR)
+
+
+# -- a load step against the scale-up budget --------------------------------------------------------------
+def test_a_load_step_is_served_within_the_scale_up_budget() -> None:
+    cfg = _dev()
+    model = cfg.models[0]
+    step_at = HOUR
+    quiet = traffic.generate(_constant(1), step_at, np.random.default_rng(0))
+    busy = traffic.generate(_constant(300), HOUR, np.random.default_rng(1))
+    requests = {
+        model.name: traffic.Requests(
+            np.concatenate([quiet.arrival, busy.arrival + step_at]),
+            np.concatenate([quiet.prompt, busy.prompt]),
+            np.concatenate([quiet.output, busy.output]),
+        )
+    }
+    result = simulate(cfg, requests, Options(2 * HOUR, spot_availability=1.0))
+    state = result.models[model.name]
+    first_new = min(r.ready_at for r in state.replicas if r.ready_at is not None and r.ready_at > 0)
+    budget = scaleup.budget(model, scrape_interval=cfg.observability.vllm_scrape_interval, exposed=True)
+    # the budget counts a whole scrape interval and HPA sync of signal; the load balancer term is
+    # inside the replica's start; Karpenter's batching wait rounds up to a whole second
+    assert first_new - step_at <= budget.miss + 1
+    assert first_new - step_at >= budget.miss - budget.terms["signal"] - HPA_SYNC_SECONDS
+
+
+# -- the command line ---------------------------------------------------------------------------------
+def test_make_plan_writes_the_plan_the_report_and_a_plot_per_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    profile = tmp_path / "day.yaml"
+    profile.write_text(
+        "models:\n  any-name:\n    ratePerMinute: [[0, 30], [24, 30]]\n    promptTokens: {mean: 512}\n    outputTokens: {mean: 128}\n"
+    )
+    code = plan.main([DEV, "--file", str(golden.fixtures()[DEV]), "--traffic", str(profile), "--days", "0.05", "--out", str(tmp_path)])
+    assert code == 0
+    folder = tmp_path / DEV / "plan"
+    assert sorted(p.name for p in folder.iterdir()) == ["llama-3-1-8b.png", "plan.json", "report.md"]
+    assert (folder / "llama-3-1-8b.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    data = json.loads((folder / "plan.json").read_text())
+    m = data["models"]["llama-3-1-8b"]
+    for key in ("requests", "served", "ttftSeconds", "queueWaitSeconds", "replicas", "replicaCapacity", "scaleUpSeconds", "sloAttainment"):
+        assert key in m, key
+    assert set(m["ttftSeconds"]) == {"p50", "p95", "p99"}
+    assert set(data["pools"]["gpu-l4-a10g"]) >= {"avgNodes", "maxNodes", "nodeHours"}
+    assert set(data["cost"]) >= {"hoursPerMonth", "autoscaled", "static", "oracle"}
+    assert data["cost"]["hoursPerMonth"] == catalog.HOURS_PER_MONTH
+    assert "| Cost per month |" in capsys.readouterr().out
+
+
+def test_traffic_for_a_model_the_stack_does_not_serve_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    profile = tmp_path / "day.yaml"
+    base = "    ratePerMinute: [[0, 30], [24, 30]]\n    promptTokens: {mean: 512}\n    outputTokens: {mean: 128}\n"
+    profile.write_text(f"models:\n  llama-3-1-8b:\n{base}  mistral-7b:\n{base}")
+    code = plan.main([DEV, "--file", str(golden.fixtures()[DEV]), "--traffic", str(profile), "--out", str(tmp_path)])
+    assert code == 2
+    assert "mistral-7b, which the stack does not serve" in capsys.readouterr().err
+
+
+def test_a_bad_profile_says_what_and_where(tmp_path: Path) -> None:
+    profile = tmp_path / "day.yaml"
+    profile.write_text(
+        "models:\n  m:\n    ratePerMinute: [[1, 30], [24, 30]]\n    promptTokens: {mean: 512}\n    outputTokens: {mean: 1}\n"
+    )
+    with pytest.raises(Exception, match="ratePerMinute must run from hour 0 to hour 24"):
+        traffic.load_profile(profile)
+
+
+def test_a_csv_trace_replays_as_recorded(tmp_path: Path) -> None:
+    trace = tmp_path / "trace.csv"
+    trace.write_text("timestamp,model,prompt,output\n2026-11-30T09:00:00,chat,100,20\n2026-11-30T09:00:30,chat,300,40\n")
+    requests = traffic.load_trace(trace, ["llama-3-1-8b"])["llama-3-1-8b"]
+    assert requests.arrival.tolist() == [0.0, 30.0]
+    assert requests.prompt.tolist() == [100, 300]
+    assert requests.output.tolist() == [20, 40]
+
+
+def test_token_lengths_have_the_profiles_mean() -> None:
+    draws = traffic.generate(_constant(600, prompt=512, output=256), HOUR, np.random.default_rng(0))
+    assert len(draws) == pytest.approx(600 * 60, rel=0.02)
+    spread = traffic.ModelTraffic.model_validate(
+        {"ratePerMinute": [[0, 600], [24, 600]], "promptTokens": {"mean": 512, "sigma": 0.6}, "outputTokens": {"mean": 256}}
+    )
+    assert traffic.generate(spread, HOUR, np.random.default_rng(0)).prompt.mean() == pytest.approx(512, rel=0.03)
+    assert math.isclose(float(draws.output.mean()), 256)
