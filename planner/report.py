@@ -44,10 +44,12 @@ def markdown(plan: dict[str, Any]) -> str:
         lines.append(f"| {name}: node utilization, spot ratio | - | {p['utilization']:.0%}, {p['spotRatio']:.0%} | - |")
     ratio = cost["autoscaledOverOracle"]
     saving = 1 - cost["autoscaledOverStatic"] if cost["autoscaledOverStatic"] is not None else None
+    verdict = f"Autoscaled costs {ratio:.2f}x the oracle lower bound" if ratio is not None else "No load: the oracle needs nothing"
+    if saving is not None:
+        verdict += f" and {saving:.0%} less than the static fleet"
     lines += [
         "",
-        f"Autoscaled costs {ratio:.2f}x the oracle lower bound" if ratio is not None else "No load: the oracle needs nothing",
-        f"and {saving:.0%} less than the static fleet." if saving is not None else "",
+        verdict + ".",
         "",
         "| Model | Requests | Served | TTFT p50 / p95 / p99 | Queue wait p99 | SLO attainment (TTFT) | Scale-up hit / miss |",
         "|---|---|---|---|---|---|---|",

@@ -66,3 +66,17 @@ def test_the_readme_budget_table_is_what_the_shipped_stacks_give() -> None:
             assert (row[2], int(row[3]), int(row[4])) == (model.weights.source, budget.hit, budget.miss), row
             seen.add((stack, model.name))
     assert len(seen) == len(rows)
+
+
+def test_the_readme_plan_table_is_what_make_plan_gives() -> None:
+    """The README quotes the seeds' day on the shipped dev stack; it must match a fresh replay."""
+    from planner import plan
+
+    readme = (ROOT / "README.md").read_text()
+    table = readme.split("The seeds' day on the dev stack")[1].split("![")[0]
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:5]] for line in table.splitlines() if line.startswith("| ")}
+    result, _, _ = plan.run(plan.load_stack("dev"), ROOT / "traffic" / "seed-day.yaml", days=1)
+    cost = result["cost"]
+    assert rows["Cost per month"] == [f"${cost[k]['perMonth']:,.2f}" for k in ("static", "autoscaled", "oracle")]
+    model = result["models"]["llama-3-1-8b"]
+    assert rows["llama-3-1-8b: P99 TTFT"][:2] == [f"{model['static']['ttftSeconds']['p99']:.2f} s", f"{model['ttftSeconds']['p99']:.2f} s"]
