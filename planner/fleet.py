@@ -3,12 +3,14 @@ replicas after a batching wait, packed cheapest-first, spot first with a given a
 on-demand as the fallback, within the pool's GPU limit, removed when empty for consolidateAfter;
 warm headroom as placeholders that any replica preempts. Pure.
 
+Consolidation removes empty nodes within the pool's disruption budgets (those always active).
 Not modelled (the report says so): underutilized consolidation (moving replicas to fewer nodes),
-spot interruptions, drift and expiry.
+scheduled budgets, spot interruptions, drift and expiry.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -168,10 +170,27 @@ class Pool:
             node.empty_since = None
             self.pending_placeholders -= 1
 
+    def empty_budget(self) -> int:
+        """Nodes one consolidation pass may remove: the tightest always-active budget that covers
+        empty nodes (Karpenter rounds a percentage up; scheduled budgets are not modelled)."""
+        live = len(self.live())
+        allowed = live
+        for budget in self.config.disruption.budgets:
+            if budget.schedule is not None or (budget.reasons and "Empty" not in budget.reasons):
+                continue
+            text = budget.nodes.strip()
+            count = math.ceil(live * float(text[:-1]) / 100) if text.endswith("%") else int(text)
+            allowed = min(allowed, count)
+        return allowed
+
     def consolidate(self, now: float) -> None:
         if self.consolidate_after is None:
             return
-        for node in self.live():
+        budget = self.empty_budget()
+        for node in sorted(self.live(), key=lambda n: n.empty_since if n.empty_since is not None else math.inf):
+            if budget <= 0:
+                return
             if node.empty_since is not None and now - node.empty_since >= self.consolidate_after:
                 node.gone_at = now
                 self.version += 1
+                budget -= 1

@@ -32,7 +32,8 @@ from planner.simulate import Options, Result, simulate
 ROOT = Path(__file__).resolve().parent.parent
 NOT_MODELLED = (
     "spot interruptions",
-    "underutilized consolidation (only empty nodes are removed)",
+    "underutilized consolidation (only empty nodes are removed, within the always-active disruption budgets)",
+    "scheduled disruption budgets",
     "node drift and expiry",
     "prefix caching and KV-cache preemption",
     "the system node group, NAT gateways, load balancers and storage (GPU nodes only)",

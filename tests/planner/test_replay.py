@@ -206,3 +206,17 @@ def test_token_lengths_have_the_profiles_mean() -> None:
     )
     assert traffic.generate(spread, HOUR, np.random.default_rng(0)).prompt.mean() == pytest.approx(512, rel=0.03)
     assert math.isclose(float(draws.output.mean()), 256)
+
+
+@pytest.mark.parametrize(("budgets", "removed"), [([{"nodes": "0"}], 0), ([{"nodes": "1"}], 1), ([{"nodes": "50%"}], 2), ([], 3)])
+def test_consolidation_respects_the_disruption_budgets(budgets: list[dict[str, str]], removed: int) -> None:
+    from planner.fleet import Node, Pool
+
+    data = copy.deepcopy(stack_data(DEV))
+    data["gpuPools"][0]["disruption"] = {"consolidateAfter": "5m", "budgets": budgets}
+    cfg = parse(data)
+    pool = Pool(cfg.gpu_pools[0], list(cfg.models), 1.0, np.random.default_rng(0))
+    g6 = catalog.INSTANCE_TYPES["g6.xlarge"]
+    pool.nodes = [Node("gpu-l4-a10g", g6, "spot", 0, 0, empty_since=0.0) for _ in range(3)]
+    pool.consolidate(600.0)
+    assert sum(1 for n in pool.nodes if n.gone_at is not None) == removed
