@@ -150,7 +150,7 @@ class Pool:
         if not hosts:
             return None
         cheapest = min(hosts, key=lambda t: (prices.hourly(t, kind) * (self.share(model, t) if model else 1.0), t.name))
-        ready = now + speed.KARPENTER_BATCH_IDLE.value + speed.NODE_READY.value
+        ready = now + speed.NODE_READY.value  # the batching second was waited before the launch
         node = Node(self.config.name, cheapest, kind, now, ready)
         self.nodes.append(node)
         self.version += 1

@@ -29,15 +29,17 @@ def replicas_needed(cfg: StackConfig, requests: dict[str, Requests], seconds: in
             counts = np.bincount((reqs.arrival // MINUTE).astype(np.int64), minlength=minutes)[:minutes].astype(float)
             prompt, output = float(reqs.prompt.mean()), float(reqs.output.mean())
             rate = performance(m, pool).saturated_requests_per_second(prompt, output)
-            out[m.name] = np.ceil(counts / MINUTE / rate)
+            # capped at max: beyond it the deployed fleet cannot go either, so the comparison stays fair
+            out[m.name] = np.minimum(np.ceil(counts / MINUTE / rate), m.replicas.max)
         else:
             out[m.name] = counts
     return out
 
 
 def cost_per_minute(cfg: StackConfig, needed: dict[str, np.ndarray]) -> np.ndarray:
-    """Dollars per minute of the oracle fleet: each pool's replicas on its cheapest node type per
-    replica, at the spot price where the pool allows spot."""
+    """Dollars per minute of the oracle fleet: every replica at the cheapest price per replica slot
+    of its pool (spot where the pool allows it), as fractions of nodes: no packing of whole nodes,
+    shared or not, can cost less."""
     total = np.zeros(len(next(iter(needed.values()))) if needed else 0)
     for pool in cfg.gpu_pools:
         kind = "spot" if "spot" in pool.capacity_types else "on-demand"
@@ -45,7 +47,6 @@ def cost_per_minute(cfg: StackConfig, needed: dict[str, np.ndarray]) -> np.ndarr
             hosts = capacity.packing_hosts(m, pool)
             if not hosts:
                 continue
-            best = min(hosts, key=lambda t: prices.hourly(t, kind) / capacity.replicas_per_node(m, pool, t))
-            per_node = capacity.replicas_per_node(m, pool, best)
-            total += np.ceil(needed[m.name] / per_node) * prices.hourly(best, kind) / 60
+            per_replica = min(prices.hourly(t, kind) / capacity.replicas_per_node(m, pool, t) for t in hosts)
+            total += needed[m.name] * per_replica / 60
     return total

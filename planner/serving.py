@@ -59,9 +59,11 @@ class ReplicaPerformance:
 
     def saturated_requests_per_second(self, prompt: float, output: float) -> float:
         """Requests a replica completes per second when full: as many sequences as KV cache and
-        max-num-seqs allow, each with its prefill and its decode steps."""
+        max-num-seqs allow (each holding its prompt and half its output on average), each with its
+        prefill and decode steps, decoding paused for the other sequences' prefills (the replay's rule)."""
         batch = self.batch_limit(prompt + output / 2)
-        per_request = self.prefill_seconds(prompt) + output * self.step_seconds(batch * (prompt + output / 2))
+        # each request's own prefill, its decode steps, and the pauses for the others' prefills
+        per_request = batch * self.prefill_seconds(prompt) + output * self.step_seconds(batch * (prompt + output / 2))
         return batch / per_request if per_request > 0 else 0.0
 
     def batch_limit(self, tokens_per_sequence: float) -> int:

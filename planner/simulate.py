@@ -29,8 +29,8 @@ from config.models import ModelConfig
 from config.stack import StackConfig
 from config.types import duration_seconds
 from planner.fleet import Node, Pool
-from planner.serving import STEP_OVERHEAD_SECONDS, ReplicaPerformance, performance
-from planner.traffic import Requests
+from planner.serving import REQUEST_OVERHEAD_SECONDS, STEP_OVERHEAD_SECONDS, ReplicaPerformance, performance
+from planner.traffic import Requests, stream
 
 PROMETHEUS = "http://prometheus.monitoring.svc:9090"
 HPA_SYNC_SECONDS = int(speed.HPA_SYNC_PERIOD.value)
@@ -47,6 +47,7 @@ class Replica:
     ready_at: float | None = None
     draining_since: float | None = None
     running: int = 0
+    running_ids: set[int] = field(default_factory=set)
     context: float = 0.0
     prefill_free_at: float = 0.0
     queue: deque[int] = field(default_factory=deque)
@@ -72,6 +73,8 @@ class ModelState:
     ready_version: int = -1
     ready_until: float = -1.0
     draining: int = 0
+    recent_ttft: deque[tuple[float, float]] | None = None
+    """(arrival, ttft) of the last two minutes, kept only when the model scales on p95 TTFT."""
     next_request: int = 0
     turn: int = 0
     scraped: dict[str, float] | None = None
@@ -107,13 +110,25 @@ class Result:
     """Pool -> sum over seconds of the share of its live nodes that pods (not placeholders) use."""
 
 
+TTFT_WINDOW = 120.0
+"""The ttft-p95 trigger's rate window (builders/serving/scaling.py: [2m])."""
+MODELLED_TRIGGERS = ("queue-depth", "kv-cache", "ttft-p95")
+
+
 def _scrape(m: ModelState, now: float) -> dict[str, float] | None:
     ready = [r for r in m.replicas if r.ready_at is not None and r.ready_at <= now]
     if not ready:
         return None  # no pod, no series: the queries return nothing and KEDA reports an error
     waiting = sum(len(r.queue) for r in ready)
     kv = sum(min(1.0, r.context / max(1, m.perf.kv_capacity_tokens)) for r in ready) / len(ready)
-    return {"queue-depth": float(waiting), "kv-cache": kv}
+    readings = {"queue-depth": float(waiting), "kv-cache": kv}
+    if m.recent_ttft is not None:
+        while m.recent_ttft and m.recent_ttft[0][0] < now - TTFT_WINDOW:
+            m.recent_ttft.popleft()
+        values = sorted(v for _, v in m.recent_ttft)
+        # idle is 0 seconds to first token, as the query's `or vector(0)` says
+        readings["ttft-p95"] = values[min(len(values) - 1, math.ceil(0.95 * len(values)) - 1)] if values else 0.0
+    return readings
 
 
 def _desired(m: ModelState, now: float) -> int:
@@ -122,10 +137,11 @@ def _desired(m: ModelState, now: float) -> int:
     if m.scraped is None:
         m.failures += 1
         fallback = scaling_fallback(m)
-        return max(current, fallback) if m.failures >= fallback_threshold(m) else current
+        proposal = max(current, fallback) if m.failures >= fallback_threshold(m) else current
+        return m.behavior.normalize(current, proposal, now)
     m.failures = 0
     triggers = hpa.triggers(m.scaled_object)
-    samples = [hpa.MetricSample(t.metric_type, m.scraped.get(t.name, 0.0), t.target) for t in triggers]
+    samples = [hpa.MetricSample(t.metric_type, m.scraped[t.name], t.target) for t in triggers]
     ready = sum(1 for r in m.replicas if r.ready(now))
     proposal = hpa.desired_replicas(current, samples, 0, 10**6, ready=ready)
     if current > m.behavior.maximum:
@@ -144,10 +160,15 @@ def fallback_threshold(m: ModelState) -> int:
 
 
 def simulate(cfg: StackConfig, requests: dict[str, Requests], options: Options, progress: Callable[[int], None] | None = None) -> Result:
-    rng = np.random.default_rng(options.seed)
     static = options.static_replicas
     pools = {
-        p.name: Pool(p, [m for m in cfg.models if m.pool == p.name], options.spot_availability, rng, "on-demand" if static else None)
+        p.name: Pool(
+            p,
+            [m for m in cfg.models if m.pool == p.name],
+            options.spot_availability,
+            stream(options.seed, f"pool:{p.name}"),
+            "on-demand" if static else None,
+        )
         for p in cfg.gpu_pools
     }
     states: dict[str, ModelState] = {}
@@ -155,6 +176,9 @@ def simulate(cfg: StackConfig, requests: dict[str, Requests], options: Options, 
         budget = scaleup.budget(m, scrape_interval=cfg.observability.vllm_scrape_interval, exposed=exposure(cfg, m).exposed)
         miss = budget.miss
         so = scaling.scaled_object(m, PROMETHEUS, miss)
+        unknown = [t.name for t in hpa.triggers(so) if t.name not in MODELLED_TRIGGERS]
+        if unknown:
+            raise ValueError(f"{m.name}: the planner does not model trigger(s) {', '.join(unknown)}")
         reqs = requests.get(m.name) or Requests(np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
         terms = budget.terms
         states[m.name] = ModelState(
@@ -168,6 +192,7 @@ def simulate(cfg: StackConfig, requests: dict[str, Requests], options: Options, 
             ttft=np.full(len(reqs), np.nan),
             wait=np.full(len(reqs), np.nan),
             served=np.zeros(len(reqs), dtype=bool),
+            recent_ttft=deque() if m.autoscaling.ttft_p95_seconds is not None else None,
         )
     # The replay starts in steady state: each model at its minimum (or static) count, on ready nodes.
     for name, s in states.items():
@@ -183,7 +208,7 @@ def simulate(cfg: StackConfig, requests: dict[str, Requests], options: Options, 
         for n in p.nodes:
             n.ready_at = min(n.ready_at, 0.0)
             n.launched = min(n.launched, 0.0)
-    completions: list[tuple[float, int, Replica, int, ModelState]] = []
+    completions: list[tuple[float, int, Replica, float, ModelState, int]] = []
     counter = itertools.count()
     scrape_every = duration_seconds(cfg.observability.vllm_scrape_interval)
     cost = {p: {"spot": 0.0, "on-demand": 0.0} for p in pools}
@@ -218,17 +243,18 @@ def simulate(cfg: StackConfig, requests: dict[str, Requests], options: Options, 
             1.0 / s.perf.prefill_tokens_per_second,
             s.perf.weights_step_seconds + STEP_OVERHEAD_SECONDS,
             s.perf.kv_step_seconds_per_token,
+            s.recent_ttft,
         )
         for name, s in states.items()
     }
     push = heapq.heappush
 
     def admit(s: ModelState, r: Replica, now: float) -> None:
-        times, prompt, output, wait, ttft, done_flags, limit, capacity, per_prompt, fixed_step, per_token = hot[s.config.name]
+        times, prompt, output, wait, ttft, _, limit, capacity, per_prompt, fixed_step, per_token, recent = hot[s.config.name]
         queue = r.queue
         while queue and r.running < limit:
             i = queue[0]
-            tokens = prompt[i] + output[i]
+            tokens = prompt[i] + output[i] / 2  # a sequence holds its prompt and, on average, half its output
             if r.running and r.context + tokens > capacity:
                 return
             queue.popleft()
@@ -240,16 +266,26 @@ def simulate(cfg: StackConfig, requests: dict[str, Requests], options: Options, 
             r.running += 1
             r.context += tokens
             step = fixed_step + per_token * r.context  # ReplicaPerformance.step_seconds, inlined
+            first = prefill_done + step + REQUEST_OVERHEAD_SECONDS
             wait[i] = start - arrival
-            ttft[i] = prefill_done + step - arrival
-            push(completions, (prefill_done + output[i] * step, next(counter), r, tokens, s))
-            done_flags[i] = True
+            ttft[i] = first - arrival
+            if recent is not None:
+                recent.append((arrival, first - arrival))
+            # Decoding pauses for the prefills of the others sharing the GPU (about one each over
+            # its life in a steady batch): ReplicaPerformance.saturated_requests_per_second's rule.
+            stall = (r.running - 1) * prompt[i] * per_prompt
+            push(completions, (prefill_done + output[i] * step + stall, next(counter), r, tokens, s, i))
+            r.running_ids.add(i)
 
     def complete_until(now: float) -> None:
         while completions and completions[0][0] <= now:
-            done, _, r, tokens, s = heapq.heappop(completions)
+            done, _, r, tokens, s, i = heapq.heappop(completions)
+            if i not in r.running_ids:
+                continue  # its replica was killed at the end of its drain: never served
+            r.running_ids.discard(i)
             r.running -= 1
             r.context -= tokens
+            served[s.config.name][i] = True
             if r.queue:
                 admit(s, r, done)
 
@@ -334,7 +370,7 @@ def simulate(cfg: StackConfig, requests: dict[str, Requests], options: Options, 
                 p.consolidate(now)
         for s in states.values():
             if s.draining:
-                _finish_draining(s, pools[s.config.pool], now, float(s.config.drain.termination_grace_period_seconds))
+                _finish_draining(s, pools[s.config.pool], now)
         for name, p in pools.items():
             if accrued[name][0] != p.version:
                 _accrue(name, p, t + 1)
@@ -345,6 +381,10 @@ def simulate(cfg: StackConfig, requests: dict[str, Requests], options: Options, 
             progress(3600 * (following // 3600 - t // 3600))
         t = following
     complete_until(float(options.seconds))
+    for name, s in states.items():
+        for r in s.replicas:
+            for i in r.running_ids:
+                served[name][i] = True  # admitted before the end: it finishes; still queued: not served
     for name, p in pools.items():
         _accrue(name, p, options.seconds)
     for name, s in states.items():
@@ -418,11 +458,18 @@ def _remove(s: ModelState, pool: Pool, r: Replica, now: float) -> None:
         pool.waiting -= 1
 
 
-def _finish_draining(s: ModelState, pool: Pool, now: float, grace: float) -> None:
+def _finish_draining(s: ModelState, pool: Pool, now: float) -> None:
+    """A draining replica holds its node through the preStop sleep; it goes when idle after that,
+    or when vLLM's shutdown timeout ends the drain (what still runs or waits then is lost)."""
+    drain = s.config.drain
     for r in [r for r in s.replicas if r.draining_since is not None]:
         since = r.draining_since if r.draining_since is not None else now
-        if (r.running == 0 and not r.queue) or now - since >= grace:
-            r.queue.clear()  # waiting requests a replica never admitted are lost (served stays False)
+        elapsed = now - since
+        if elapsed < drain.pre_stop_sleep_seconds:
+            continue
+        if (r.running == 0 and not r.queue) or elapsed >= drain.pre_stop_sleep_seconds + drain.shutdown_timeout_seconds:
+            r.queue.clear()  # never admitted: not served
+            r.running_ids.clear()  # cut mid-answer: not served (their completions are skipped)
             _remove(s, pool, r, now)
 
 
@@ -441,6 +488,8 @@ def _bind_pending(states: dict[str, ModelState], pool: Pool, now: float) -> None
         if placed is not None:
             _bind(s, r, placed[0], placed[1], now)
             pool.waiting -= 1
+    if not pool.waiting:
+        pool.pending_since = None
 
 
 def _sample(

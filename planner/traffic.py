@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import math
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,6 +99,17 @@ def for_models(profile: Profile, names: list[str]) -> dict[str, ModelTraffic]:
     return {n: profile.models[n] for n in names if n in profile.models}
 
 
+def stream(seed: int, name: str) -> np.random.Generator:
+    """A random stream of its own for one model (or pool), from the seed and a stable hash of its name."""
+    return np.random.default_rng([seed, zlib.crc32(name.encode())])
+
+
+def trace_days(path: Path) -> float:
+    """The span of a CSV trace in days (at least one second)."""
+    spans = [float(r.arrival.max()) for r in load_trace(path, ["*"]).values() if len(r)]
+    return max(1.0, math.ceil(max(spans, default=0.0)) + 1) / DAY_SECONDS
+
+
 def _lengths(rng: np.random.Generator, spec: TokenLengths, n: int) -> np.ndarray:
     if spec.sigma == 0:
         return np.full(n, max(1, round(spec.mean)), dtype=np.int64)
@@ -109,7 +122,7 @@ def generate(traffic: ModelTraffic, seconds: int, rng: np.random.Generator) -> R
     t = np.arange(seconds, dtype=np.float64)
     counts = rng.poisson(traffic.rate_per_second(t))
     starts = np.repeat(t, counts)
-    arrival = starts + rng.random(len(starts))
+    arrival = np.sort(starts + rng.random(len(starts)))  # in arrival order within each second too
     return Requests(arrival, _lengths(rng, traffic.prompt_tokens, len(starts)), _lengths(rng, traffic.output_tokens, len(starts)))
 
 

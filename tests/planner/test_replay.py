@@ -220,3 +220,40 @@ def test_consolidation_respects_the_disruption_budgets(budgets: list[dict[str, s
     pool.nodes = [Node("gpu-l4-a10g", g6, "spot", 0, 0, empty_since=0.0) for _ in range(3)]
     pool.consolidate(600.0)
     assert sum(1 for n in pool.nodes if n.gone_at is not None) == removed
+
+
+def test_the_oracle_stays_below_a_fleet_stuck_at_its_maximum() -> None:
+    """600 requests a minute overwhelm dev's 3 replicas: the oracle is capped at max like the fleet."""
+    cfg = parse(stack_data(DEV))
+    requests = _requests(cfg, 600, 2 * HOUR)
+    result = simulate(cfg, requests, Options(2 * HOUR, spot_availability=1.0))
+    needed = oracle.replicas_needed(cfg, requests, 2 * HOUR)
+    assert needed["llama-3-1-8b"].max() <= 3
+    assert oracle.cost_per_minute(cfg, needed).sum() / 120 <= _per_hour(result, 2 * HOUR)
+    # and the requests the capped fleet could not answer count against the objective
+    state = result.models["llama-3-1-8b"]
+    assert state.served.sum() < len(state.requests)
+
+
+def test_a_ttft_guardrail_is_replayed_not_read_as_zero() -> None:
+    cfg = parse(stack_data("internet-facing-tls"))
+    assert cfg.models[0].autoscaling.ttft_p95_seconds is not None
+    result = simulate(cfg, _requests(cfg, 120, HOUR), Options(HOUR))
+    scraped = result.models[cfg.models[0].name].scraped
+    assert scraped is not None
+    assert scraped["ttft-p95"] > 0
+
+
+def test_a_trace_replays_its_whole_span_by_default(tmp_path: Path) -> None:
+    trace = tmp_path / "trace.csv"
+    trace.write_text("timestamp,model,prompt,output\n0,m,100,20\n172000,m,100,20\n")
+    assert traffic.trace_days(trace) == pytest.approx(172001 / 86400)
+
+
+def test_one_models_arrivals_do_not_depend_on_the_others() -> None:
+    day = _constant(60)
+    alone = traffic.generate(day, HOUR, traffic.stream(0, "chat"))
+    again = traffic.generate(day, HOUR, traffic.stream(0, "chat"))
+    other = traffic.generate(day, HOUR, traffic.stream(0, "code"))
+    assert np.array_equal(alone.arrival, again.arrival)
+    assert not np.array_equal(alone.arrival, other.arrival)
