@@ -208,7 +208,7 @@ def simulate(cfg: StackConfig, requests: dict[str, Requests], options: Options, 
         for n in p.nodes:
             n.ready_at = min(n.ready_at, 0.0)
             n.launched = min(n.launched, 0.0)
-    completions: list[tuple[float, int, Replica, float, ModelState, int]] = []
+    completions: list[tuple[float, int, Replica, float, ModelState, int, list[bool]]] = []
     counter = itertools.count()
     scrape_every = duration_seconds(cfg.observability.vllm_scrape_interval)
     cost = {p: {"spot": 0.0, "on-demand": 0.0} for p in pools}
@@ -247,10 +247,10 @@ def simulate(cfg: StackConfig, requests: dict[str, Requests], options: Options, 
         )
         for name, s in states.items()
     }
-    push = heapq.heappush
+    push, pop = heapq.heappush, heapq.heappop
 
     def admit(s: ModelState, r: Replica, now: float) -> None:
-        times, prompt, output, wait, ttft, _, limit, capacity, per_prompt, fixed_step, per_token, recent = hot[s.config.name]
+        times, prompt, output, wait, ttft, answered, limit, capacity, per_prompt, fixed_step, per_token, recent = hot[s.config.name]
         queue = r.queue
         while queue and r.running < limit:
             i = queue[0]
@@ -274,18 +274,19 @@ def simulate(cfg: StackConfig, requests: dict[str, Requests], options: Options, 
             # Decoding pauses for the prefills of the others sharing the GPU (about one each over
             # its life in a steady batch): ReplicaPerformance.saturated_requests_per_second's rule.
             stall = (r.running - 1) * prompt[i] * per_prompt
-            push(completions, (prefill_done + output[i] * step + stall, next(counter), r, tokens, s, i))
+            push(completions, (prefill_done + output[i] * step + stall, next(counter), r, tokens, s, i, answered))
             r.running_ids.add(i)
 
     def complete_until(now: float) -> None:
         while completions and completions[0][0] <= now:
-            done, _, r, tokens, s, i = heapq.heappop(completions)
-            if i not in r.running_ids:
+            done, _, r, tokens, s, i, answered = pop(completions)
+            ids = r.running_ids
+            if i not in ids:
                 continue  # its replica was killed at the end of its drain: never served
-            r.running_ids.discard(i)
+            ids.discard(i)
             r.running -= 1
             r.context -= tokens
-            served[s.config.name][i] = True
+            answered[i] = True
             if r.queue:
                 admit(s, r, done)
 
@@ -310,6 +311,10 @@ def simulate(cfg: StackConfig, requests: dict[str, Requests], options: Options, 
         """The next second anything can happen. Every second while replicas wait for a node, drain,
         or placeholders wait; else the next arrival, scrape, HPA sync, consolidation pass or minute.
         (Completions need no tick: they are booked at their own time before anything that reads them.)"""
+        soon = t + 2
+        for name, s in states.items():  # the common case under load: an arrival in the next second
+            if s.next_request < len(arrivals[name]) and arrivals[name][s.next_request] < soon:
+                return t + 1
         if any(p.waiting or p.pending_placeholders for p in pools.values()) or any(s.draining for s in states.values()):
             return t + 1
         candidates = [
@@ -348,7 +353,8 @@ def simulate(cfg: StackConfig, requests: dict[str, Requests], options: Options, 
                 s.turn += 1
                 r.queue.append(i)
                 admit(s, r, at)
-        complete_until(now + 1)
+        if completions and completions[0][0] <= now + 1:
+            complete_until(now + 1)
         if t % scrape_every == 0:
             for s in states.values():
                 s.scraped = _scrape(s, now)
