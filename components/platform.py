@@ -6,12 +6,14 @@ from typing import Any
 
 import pulumi
 
+from builders import scale_to_zero
 from builders.network import node_subnet_selector_terms
 from builders.observability.rules import ModelWatch
 from builders.serving.workload import Sources
 from components.cluster import Cluster, ClusterArgs
 from components.gpu_operator import GpuOperator, GpuOperatorArgs
 from components.headroom import Headroom, HeadroomArgs
+from components.helm import release
 from components.images import ImageCache, ImageCacheArgs
 from components.ingress import LoadBalancerController, LoadBalancerControllerArgs
 from components.karpenter import Karpenter, KarpenterArgs
@@ -20,8 +22,8 @@ from components.network import Network, NetworkArgs
 from components.observability import Observability, ObservabilityArgs
 from components.serving import VllmModel, VllmModelArgs
 from components.weights import WeightsBucket, WeightsBucketArgs
-from config import images, scaleup
-from config.conventions import platform_tags
+from config import images, scaleup, versions
+from config.conventions import KEDA_NAMESPACE, platform_tags
 from config.exposure import exposed_models, exposure
 from config.load import Secrets
 from config.models import ModelConfig
@@ -80,6 +82,22 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
         opts=pulumi.ResourceOptions(depends_on=[cluster]),
     )
     keda = Keda("keda", KedaArgs(config=cfg.keda, provider=cluster.provider), opts=pulumi.ResourceOptions(depends_on=[observability]))
+    to_zero = [m for m in cfg.models if m.replicas.min == 0]
+    http_add_on = None
+    if to_zero:
+        slowest = max(
+            scaleup.budget(m, scrape_interval=cfg.observability.vllm_scrape_interval, exposed=exposure(cfg, m).exposed).miss
+            for m in to_zero
+        )
+        # Holds the requests of models at zero replicas; its ScaledObject needs KEDA first (W2.5.1).
+        http_add_on = release(
+            "keda-http-add-on",
+            release_name=scale_to_zero.RELEASE,
+            chart=versions.KEDA_HTTP_ADD_ON,
+            namespace=KEDA_NAMESPACE,
+            values=scale_to_zero.add_on_values(miss_seconds=slowest, alb_idle_timeout_seconds=cfg.ingress.idle_timeout_seconds),
+            opts=pulumi.ResourceOptions(parent=keda, provider=cluster.provider, depends_on=[keda.release]),
+        )
     controller = None
     if exposed_models(cfg):
         controller = LoadBalancerController(
@@ -158,7 +176,10 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
                 provider=cluster.provider,
                 api_key=secrets.api_keys.get(model.name),
                 ingress=cfg.ingress if exposed else None,
-                ingress_after=[controller.release] if controller is not None and exposed else [],
+                ingress_after=[
+                    *([controller.release] if controller is not None and exposed else []),
+                    *([http_add_on] if http_add_on is not None and model.replicas.min == 0 else []),
+                ],
                 sources=sources[model.name],
                 weights_bucket_arn=bucket.arn if bucket is not None else None,
                 cluster_name=cluster.cluster_name,

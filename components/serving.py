@@ -12,6 +12,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from builders import scale_to_zero
 from builders import weights as weights_builders
 from builders.iam import pod_identity_trust_policy
 from builders.ingress import endpoints as ingress_builders
@@ -148,14 +149,29 @@ class VllmModel(pulumi.ComponentResource):
         )
         self._object(f"{name}-service", builders.service(model), inside)
         self._object(f"{name}-pdb", builders.pod_disruption_budget(model), inside)
+        scaled_after: list[pulumi.Resource] = [deployment]
+        if model.replicas.min == 0:
+            # KEDA must find the route when it first reads the ScaledObject, or it falls back to CPU (W2.5.3).
+            assert args.ingress is not None  # validated: min 0 needs the exposed route
+            scaled_after.append(
+                self._object(
+                    f"{name}-interceptor-route",
+                    scale_to_zero.interceptor_route(model, args.ingress, args.scale_up_miss_seconds or 0),
+                    pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*after, namespace, *args.ingress_after]),
+                )
+            )
         self._object(
             f"{name}-scaledobject",
             scaling.scaled_object(model, args.prometheus_url, args.scale_up_miss_seconds),
-            pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[deployment]),
+            pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=scaled_after),
         )
         self.base_url = None
         if args.ingress is not None:
-            manifest = ingress_builders.ingress(model, args.ingress, args.vpc_cidr)
+            manifest = (
+                scale_to_zero.ingress(model, args.ingress, args.vpc_cidr)
+                if model.replicas.min == 0
+                else ingress_builders.ingress(model, args.ingress, args.vpc_cidr)
+            )
             ingress = self._object(
                 f"{name}-ingress",
                 manifest,

@@ -79,6 +79,11 @@ KUBERNETES_NAMESPACES: Final = ("default", KUBE_SYSTEM, "kube-public", "kube-nod
 KARPENTER_NAMESPACE: Final = KUBE_SYSTEM
 LOAD_BALANCER_CONTROLLER_NAMESPACE: Final = KUBE_SYSTEM
 KEDA_NAMESPACE: Final = "keda"
+HTTP_ADD_ON_PREFIX: Final = "keda-add-ons-http"
+"""The add-on's Service names start with the chart name, whatever the release is called (W2.5.4)."""
+INTERCEPTOR_PROXY: Final = (f"{HTTP_ADD_ON_PREFIX}-interceptor-proxy", 8080)
+INTERCEPTOR_ADMIN: Final = (f"{HTTP_ADD_ON_PREFIX}-interceptor-admin", 9090)
+EXTERNAL_SCALER: Final = (f"{HTTP_ADD_ON_PREFIX}-external-scaler", 9090)
 HEADROOM_NAMESPACE: Final = "gpu-headroom"
 """Where the placeholder pods that keep warm GPU headroom run."""
 HEADROOM_PRIORITY_CLASS: Final = "llm-platform-headroom"

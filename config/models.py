@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import re
+import zoneinfo
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from config import versions
+from config import cron, versions
 from config.base import ConfigModel
 from config.observability import Slo
-from config.types import CommitRevision, Fraction, HuggingFaceId, ImageDigest, K8sName, Quantity, config_error, parse_quantity
+from config.types import CommitRevision, Duration, Fraction, HuggingFaceId, ImageDigest, K8sName, Quantity, config_error, parse_quantity
 from config.weights import ModelWeights
 
 _TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
@@ -125,7 +126,11 @@ class Resources(ConfigModel):
 class Replicas(ConfigModel):
     """Replica bounds for autoscaling."""
 
-    min: int = Field(ge=0, description="Minimum replicas; at least 1, because every trigger reads vLLM's own metrics.")
+    min: int = Field(
+        ge=0,
+        description="Minimum replicas. 0 scales the model to zero when idle: requests then go through the KEDA HTTP "
+        "add-on's interceptor, which holds them while a replica starts (needs expose and ingress.domain).",
+    )
     max: int = Field(ge=1, description="Maximum replicas.")
 
     @model_validator(mode="after")
@@ -168,6 +173,39 @@ class Fallback(ConfigModel):
     )
 
 
+class Schedule(ConfigModel):
+    """A replica floor for a recurring window (a KEDA cron trigger): pre-warm a known peak."""
+
+    timezone: str = Field(default="UTC", description="IANA time zone of start and end, e.g. Europe/Berlin.")
+    start: str = Field(description="Five-field cron expression when the floor begins, e.g. `0 8 * * 1-5`.")
+    end: str = Field(description="Five-field cron expression when it ends, e.g. `0 18 * * 1-5`.")
+    replicas: int = Field(ge=1, le=1000, description="Replicas kept at least while the window is open (KEDA requires 1 or more).")
+
+    @field_validator("timezone")
+    @classmethod
+    def _timezone(cls, value: str) -> str:
+        try:
+            zoneinfo.ZoneInfo(value)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            raise config_error(f"'{value}' is not an IANA time zone", "write e.g. UTC, Europe/Berlin or America/New_York") from None
+        return value
+
+    @field_validator("start", "end")
+    @classmethod
+    def _cron(cls, value: str) -> str:
+        try:
+            cron.parse(value)
+        except cron.CronError as err:
+            raise config_error(f"'{value}' is not a cron expression KEDA takes: {err}", "write five fields, e.g. `0 8 * * 1-5`") from None
+        return value
+
+    @model_validator(mode="after")
+    def _window(self) -> Schedule:
+        if self.start.split() == self.end.split():
+            raise config_error("start and end are the same; KEDA rejects such a window", "give the window a different end")
+        return self
+
+
 class Autoscaling(ConfigModel):
     """KEDA triggers on vLLM's own metrics, and HPA behaviour."""
 
@@ -192,6 +230,16 @@ class Autoscaling(ConfigModel):
     scale_down: ScalePolicy = Field(
         default_factory=lambda: ScalePolicy(stabilization_window_seconds=300, pods=1, period_seconds=120),
         description="Scale-down behaviour: slow, one replica at a time.",
+    )
+    idle_after: Duration = Field(
+        default="30m",
+        description="With replicas.min 0: how long without a request (and nothing queued or running) before the "
+        "model scales to zero (KEDA cooldownPeriod). At least the model's scale-up budget on a new node.",
+    )
+    schedules: list[Schedule] = Field(
+        default_factory=list,
+        description="Replica floors for recurring windows (KEDA cron triggers), e.g. business hours; with "
+        "replicas.min 0 the model idles at zero outside them.",
     )
 
 
@@ -283,14 +331,3 @@ class ModelConfig(ConfigModel):
     def streams_from_s3(self) -> bool:
         """Whether replicas stream the weights from the stack's bucket (the source resolved by the stack)."""
         return self.weights.source == "s3"
-
-    @model_validator(mode="after")
-    def _scale_to_zero(self) -> ModelConfig:
-        if self.replicas.min == 0:
-            raise config_error(
-                "replicas.min is 0 but every trigger reads vLLM metrics, which vanish with the last "
-                "pod, so KEDA could never activate the model again (no signal that exists at zero "
-                "pods, such as a gateway's request count, is wired here)",
-                "keep replicas.min >= 1",
-            )
-        return self

@@ -5,23 +5,25 @@ Each rule returns Problems instead of raising, so one run reports everything at 
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
+import itertools
 import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from config import capacity, catalog, headroom, images, scaleup, system_capacity, weights
+from config import capacity, catalog, cron, headroom, images, scaleup, system_capacity, weights
 from config.capacity import ALLOCATABLE_CPU, ALLOCATABLE_MEMORY, OVERHEAD_GIB_PER_GPU
 from config.conventions import HPA_PREFIX, K8S_NAME_MAX, hpa_name, reserved_namespaces
 from config.errors import Problem
 from config.exposure import exposed_models, exposure
 from config.gpu_pools import GpuPool
-from config.models import ModelConfig
+from config.models import ModelConfig, Schedule
 from config.network import ExistingVpc, NewVpc
 from config.observability import EKS_UNREACHABLE_COMPONENTS
 from config.scheduling import uncovered
 from config.stack import StackConfig
-from config.types import is_zone_id, public_cidr, zone_in_region
+from config.types import duration_seconds, is_zone_id, public_cidr, zone_in_region
 
 # A Spot interruption gives two minutes' notice; the drain must finish inside it.
 SPOT_MAX_GRACE_SECONDS = 110
@@ -423,6 +425,75 @@ def rule_scale_up(cfg: StackConfig) -> Iterator[Problem]:
             )
 
 
+REFERENCE_WEEK = dt.datetime(2026, 1, 5)
+"""A Monday: schedules are compared over one week from it."""
+
+
+def _window(s: Schedule) -> list[bool]:
+    return cron.active_minutes(cron.parse(s.start), cron.parse(s.end), REFERENCE_WEEK, cron.WEEK_MINUTES, s.timezone)
+
+
+def rule_scale_to_zero(cfg: StackConfig) -> Iterator[Problem]:
+    """min 0 needs a signal that exists at zero and something to hold a request: the HTTP add-on's
+    interceptor on the model's route, which routes by host, and timeouts longer than a cold start."""
+    cold: list[tuple[str, int]] = []
+    for path, m, _ in _models(cfg):
+        a = m.autoscaling
+        if m.replicas.min == 0:
+            exp = exposure(cfg, m)
+            budget = scaleup.budget(m, scrape_interval=cfg.observability.vllm_scrape_interval, exposed=exp.exposed)
+            if not exp.exposed:
+                yield Problem(
+                    f"{path}.replicas.min",
+                    "is 0 but the model has no route through the interceptor (expose is false): a request at zero replicas "
+                    "would find no pod and fail. Fix: set expose: true, or keep replicas.min >= 1",
+                )
+            elif cfg.ingress.domain is None:
+                yield Problem(
+                    f"{path}.replicas.min",
+                    "is 0 but ingress.domain is not set: the interceptor that holds requests at zero routes by host "
+                    f"({m.name}.<domain>), and path routing cannot reach it. Fix: set ingress.domain, or keep replicas.min >= 1",
+                )
+            else:
+                cold.append((m.name, budget.miss))
+            idle = duration_seconds(a.idle_after)
+            if idle < budget.miss:
+                yield Problem(
+                    f"{path}.autoscaling.idleAfter",
+                    f"{a.idle_after} is shorter than the model's scale-up budget on a new node ({budget.miss} s): it would go "
+                    f"back to zero sooner than a cold start takes. Fix: set idleAfter to at least {math.ceil(budget.miss / 60)}m",
+                )
+        for i, s in enumerate(a.schedules):
+            if s.replicas > m.replicas.max:
+                yield Problem(
+                    f"{path}.autoscaling.schedules[{i}].replicas",
+                    f"{s.replicas} is above replicas.max ({m.replicas.max}); the HPA would stop at max. Fix: lower it or raise max",
+                )
+            elif s.replicas <= m.replicas.min:
+                yield Problem(
+                    f"{path}.autoscaling.schedules[{i}].replicas",
+                    f"{s.replicas} is not above replicas.min ({m.replicas.min}), so this floor never changes anything. "
+                    "Fix: raise it, or remove the schedule",
+                    "warning",
+                )
+        windows = [_window(s) for s in a.schedules]
+        for i, j in itertools.combinations(range(len(windows)), 2):
+            if any(x and y for x, y in zip(windows[i], windows[j], strict=True)):
+                yield Problem(
+                    f"{path}.autoscaling.schedules[{j}]",
+                    f"overlaps schedules[{i}]: two floors at once leave it to the larger one, which is rarely what was meant. "
+                    "Fix: make the windows disjoint, or merge them into one schedule",
+                )
+    slowest = max(cold, key=lambda c: c[1], default=None)
+    if slowest is not None and cfg.ingress.idle_timeout_seconds <= slowest[1]:
+        yield Problem(
+            "ingress.idleTimeoutSeconds",
+            f"{cfg.ingress.idle_timeout_seconds} s is not longer than the scale-up budget of {slowest[0]} ({slowest[1]} s), which "
+            "scales to zero: no byte flows while the interceptor holds a request, so the ALB would close it first. "
+            f"Fix: raise idleTimeoutSeconds above {slowest[1]}",
+        )
+
+
 def rule_pool_capacity(cfg: StackConfig) -> Iterator[Problem]:
     for pool in cfg.gpu_pools:
         family = pool.ami_family or cfg.karpenter.default_ami_family
@@ -803,6 +874,7 @@ RULES: tuple[Callable[[StackConfig], Iterator[Problem]], ...] = (
     rule_weights,
     rule_image_cache,
     rule_scale_up,
+    rule_scale_to_zero,
     rule_pool_capacity,
     rule_exposure,
     rule_gpu_operator,

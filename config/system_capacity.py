@@ -80,6 +80,14 @@ def _row(
 
 
 KEDA = f"keda-{versions.KEDA_VERSION}"
+HTTP_ADD_ON = f"keda-add-ons-http-{versions.KEDA_HTTP_ADD_ON_VERSION}"
+HTTP_ADD_ON_SCALERS = 2
+HTTP_ADD_ON_INTERCEPTORS = 2
+"""Replicas this program sets for the add-on's scaler and interceptor (builders/scale_to_zero.py reads them)."""
+HTTP_ADD_ON_OPERATOR = Requests("100m", "32Mi")
+HTTP_ADD_ON_SCALER = Requests("100m", "32Mi")
+"""Below the chart's 250m: they reconcile routes and relay a few pushes; the interceptors, which proxy
+every request of the models at zero, keep the chart's default."""
 GPU_OPERATOR = f"gpu-operator-{versions.GPU_OPERATOR_VERSION}"
 
 
@@ -148,6 +156,23 @@ def workloads(cfg: StackConfig) -> list[SystemWorkload]:
     ]
     if exposed_models(cfg):
         rows.append(_row("aws-load-balancer-controller", "Deployment", 2, "0", "0", "chart 3.5.0: no default requests"))
+    if any(m.replicas.min == 0 for m in cfg.models):
+        # the KEDA HTTP add-on, for models that scale to zero (builders/scale_to_zero.py sets the counts)
+        rows += [
+            SystemWorkload("http-add-on-operator", "Deployment", 1, HTTP_ADD_ON_OPERATOR, "builders/scale_to_zero.py operator.resources"),
+            SystemWorkload(
+                "http-add-on-scaler", "Deployment", HTTP_ADD_ON_SCALERS, HTTP_ADD_ON_SCALER, "builders/scale_to_zero.py scaler.resources"
+            ),
+            _row(
+                "http-add-on-interceptor",
+                "Deployment",
+                HTTP_ADD_ON_INTERCEPTORS,
+                "250m",
+                "20Mi",
+                f"chart {HTTP_ADD_ON} interceptor.resources",
+                (HTTP_ADD_ON, ("interceptor", "resources", "requests")),
+            ),
+        ]
     return rows
 
 

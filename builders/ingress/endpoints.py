@@ -51,6 +51,11 @@ def deregistration_delay(model: ModelConfig) -> int:
     return model.drain.pre_stop_sleep_seconds + model.drain.shutdown_timeout_seconds
 
 
+def host(model: ModelConfig, cfg: IngressConfig) -> str:
+    """A model's host name under ingress.domain (host routing)."""
+    return f"{model.name}.{cfg.domain}"
+
+
 def base_url(model: ModelConfig, cfg: IngressConfig, alb_hostname: str) -> str:
     scheme = "https" if cfg.certificate_arn else "http"
     if cfg.domain:
@@ -89,7 +94,7 @@ def ingress(model: ModelConfig, cfg: IngressConfig, vpc_cidr: str) -> dict[str, 
     backend = {"service": {"name": model.name, "port": {"number": PORT}}}
     rule: dict[str, Any]
     if cfg.domain:
-        rule = {"host": f"{model.name}.{cfg.domain}", "http": {"paths": [{"path": "/v1", "pathType": "Prefix", "backend": backend}]}}
+        rule = {"host": host(model, cfg), "http": {"paths": [{"path": "/v1", "pathType": "Prefix", "backend": backend}]}}
     else:
         annotations[f"{A}/transforms.{model.name}"] = json.dumps(
             [

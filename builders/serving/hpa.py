@@ -37,10 +37,17 @@ class Trigger:
     target: float
 
 
+METRIC_TRIGGERS = ("prometheus",)
+"""Triggers read as metrics against a threshold; cron floors and the HTTP add-on's external-push
+(the wake from zero) are KEDA's own business and handled by whoever replays them."""
+
+
 def triggers(scaled_object: dict[str, Any]) -> list[Trigger]:
-    """The triggers of a rendered ScaledObject, with their numeric targets."""
+    """The metric triggers of a rendered ScaledObject, with their numeric targets."""
     found = []
     for t in scaled_object["spec"]["triggers"]:
+        if t["type"] not in METRIC_TRIGGERS:
+            continue
         metric_type = t["metricType"]
         if metric_type not in ("AverageValue", "Value"):
             raise ValueError(f"trigger {t['name']}: metricType {metric_type} is not modelled here")

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from config.conventions import hpa_name
+from config.conventions import EXTERNAL_SCALER, KEDA_NAMESPACE, hpa_name
 from config.models import ModelConfig, ScalePolicy
+from config.types import duration_seconds
 
 
 def _selector(model: ModelConfig) -> str:
@@ -26,12 +27,22 @@ def _over_pods(aggregation: str, metric: str, model: ModelConfig) -> str:
     return f"{aggregation}({metric}{{{_selector(model)}}})"
 
 
+def _at_zero(model: ModelConfig, query: str) -> str:
+    """A model that scales to zero: with no replica available there is nothing to measure, so the
+    query reads 0 (kube-state-metrics' count of available replicas, when it is 0); with replicas
+    running, a missing vLLM series still returns nothing, which KEDA treats as an error."""
+    if model.replicas.min > 0:
+        return query
+    available = f'sum(kube_deployment_status_replicas_available{{namespace="{model.name}", deployment="{model.name}"}})'
+    return f"({query}) or ({available} == 0)"
+
+
 def queue_query(model: ModelConfig) -> str:
-    return _over_pods("sum", "vllm:num_requests_waiting", model)
+    return _at_zero(model, _over_pods("sum", "vllm:num_requests_waiting", model))
 
 
 def kv_cache_query(model: ModelConfig) -> str:
-    return _over_pods("avg", "vllm:kv_cache_usage_perc", model)
+    return _at_zero(model, _over_pods("avg", "vllm:kv_cache_usage_perc", model))
 
 
 def ttft_query(model: ModelConfig) -> str:
@@ -68,6 +79,24 @@ def triggers(model: ModelConfig, server_address: str) -> list[dict[str, Any]]:
     ]
     if a.ttft_p95_seconds is not None:
         out.append(prometheus("ttft-p95", "Value", ttft_query(model), a.ttft_p95_seconds))
+    if model.replicas.min == 0:
+        # The interceptor pushes its held and in-flight requests: the one signal that exists at zero.
+        scaler, port = EXTERNAL_SCALER
+        out.append(
+            {
+                "type": "external-push",
+                "name": "requests",
+                "metadata": {"scalerAddress": f"{scaler}.{KEDA_NAMESPACE}:{port}", "interceptorRoute": model.name},
+            }
+        )
+    for i, s in enumerate(a.schedules):
+        out.append(
+            {
+                "type": "cron",
+                "name": f"schedule-{i}",
+                "metadata": {"timezone": s.timezone, "start": s.start, "end": s.end, "desiredReplicas": str(s.replicas)},
+            }
+        )
     return out
 
 
@@ -109,6 +138,7 @@ def scaled_object(model: ModelConfig, server_address: str, scale_up_miss_seconds
             "minReplicaCount": model.replicas.min,
             "maxReplicaCount": model.replicas.max,
             "pollingInterval": a.polling_interval_seconds,
+            **({"cooldownPeriod": duration_seconds(a.idle_after)} if model.replicas.min == 0 else {}),
             "fallback": fallback,
             "advanced": {
                 "horizontalPodAutoscalerConfig": {

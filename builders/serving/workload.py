@@ -9,7 +9,7 @@ from typing import Any
 
 from builders.k8s import namespace_manifest
 from config import capacity, weights
-from config.conventions import KUBE_SYSTEM, MODEL_LABEL, POOL_LABEL, VLLM_APP_LABEL, VLLM_PORT, VLLM_PORT_NAME, ZONE_LABEL
+from config.conventions import KEDA_NAMESPACE, KUBE_SYSTEM, MODEL_LABEL, POOL_LABEL, VLLM_APP_LABEL, VLLM_PORT, VLLM_PORT_NAME, ZONE_LABEL
 from config.gpu_pools import GpuPool
 from config.models import ModelConfig
 from config.sharing import gpu_request
@@ -417,6 +417,17 @@ def network_policies(model: ModelConfig, vpc_cidr: str, monitoring_namespace: st
                     "from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": monitoring_namespace}}}],
                     "ports": [{"protocol": "TCP", "port": PORT}],
                 },
+                # scaled to zero: requests come through the HTTP add-on's interceptor, in KEDA's namespace
+                *(
+                    [
+                        {
+                            "from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": KEDA_NAMESPACE}}}],
+                            "ports": [{"protocol": "TCP", "port": PORT}],
+                        }
+                    ]
+                    if model.replicas.min == 0
+                    else []
+                ),
             ],
             "egress": [
                 {

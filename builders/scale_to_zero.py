@@ -1,0 +1,92 @@
+"""Scale to zero: the KEDA HTTP add-on's values, and per model its InterceptorRoute and the
+Ingress that sends the model's host to the interceptor. Pure.
+
+A model with replicas.min 0 is reached through the add-on's interceptor (ALB -> interceptor proxy
+-> model Service): at zero replicas it holds the request, tells KEDA through the external-push
+trigger, and forwards it when a replica is ready. Routing is by host (the interceptor matches the
+Host header the ALB passes through), so these models need ingress.domain.
+
+Guard against upstream #1692 (0.15.0: the first request after a long idle got a 504 without a
+scale-up, reported with requestRate on an HTTPScaledObject): routes use the `concurrency` metric
+on an InterceptorRoute with our own ScaledObject, never requestRate or HTTPScaledObject, and the
+interceptor's readiness wait is set explicitly to the model's scale-up budget with a margin.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from builders.helm import deep_merge
+from builders.ingress import endpoints
+from config.conventions import INTERCEPTOR_ADMIN, INTERCEPTOR_PROXY, KEDA_NAMESPACE, SYSTEM_NODE_SELECTOR, VLLM_PORT
+from config.ingress import IngressConfig
+from config.models import ModelConfig
+from config.system_capacity import HTTP_ADD_ON_INTERCEPTORS, HTTP_ADD_ON_OPERATOR, HTTP_ADD_ON_SCALER, HTTP_ADD_ON_SCALERS
+
+RELEASE = "keda-add-ons-http"
+READINESS_MARGIN = 1.5
+"""The interceptor waits this many scale-up budgets for a replica before it gives up (504)."""
+
+
+def readiness_seconds(miss_seconds: int) -> int:
+    return math.ceil(miss_seconds * READINESS_MARGIN)
+
+
+def add_on_values(*, miss_seconds: int, alb_idle_timeout_seconds: int, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The chart's values: on the system nodes, two interceptors and scalers, and timeouts that let a
+    held request wait out a cold start (the slowest model's budget) but never outlive the ALB's idle timeout."""
+    values: dict[str, Any] = {
+        "crds": {"install": True},
+        "operator": {"nodeSelector": dict(SYSTEM_NODE_SELECTOR), "resources": {"requests": HTTP_ADD_ON_OPERATOR.as_values()}},
+        "scaler": {
+            "replicas": HTTP_ADD_ON_SCALERS,
+            "nodeSelector": dict(SYSTEM_NODE_SELECTOR),
+            "resources": {"requests": HTTP_ADD_ON_SCALER.as_values()},
+        },
+        "interceptor": {
+            "replicas": {"min": HTTP_ADD_ON_INTERCEPTORS},
+            "nodeSelector": dict(SYSTEM_NODE_SELECTOR),
+            # no total deadline: a streamed answer may run long; the ALB's idle timeout bounds silence
+            "requestTimeout": "0s",
+            "readinessTimeout": f"{min(readiness_seconds(miss_seconds), alb_idle_timeout_seconds)}s",
+            "responseHeaderTimeout": f"{alb_idle_timeout_seconds}s",
+        },
+    }
+    return deep_merge(values, extra or {})
+
+
+def interceptor_route(model: ModelConfig, ingress: IngressConfig, miss_seconds: int) -> dict[str, Any]:
+    assert ingress.domain is not None  # validated: min 0 needs a domain
+    return {
+        "apiVersion": "http.keda.sh/v1beta1",
+        "kind": "InterceptorRoute",
+        "metadata": {"name": model.name, "namespace": model.name},
+        "spec": {
+            "target": {"service": model.name, "port": VLLM_PORT},
+            # in-flight requests per replica; the vLLM triggers scale beyond one, this one wakes from zero
+            "scalingMetric": {"concurrency": {"targetValue": model.max_num_seqs or 256}},
+            "rules": [{"hosts": [endpoints.host(model, ingress)]}],
+            "timeouts": {"readiness": f"{readiness_seconds(miss_seconds)}s"},
+        },
+    }
+
+
+def ingress(model: ModelConfig, cfg: IngressConfig, vpc_cidr: str) -> dict[str, Any]:
+    """The model's host on the shared ALB, sent to the interceptor (in KEDA's namespace, where its
+    Service is) instead of the model's Service; health checks on the interceptor's admin port."""
+    manifest = endpoints.ingress(model, cfg, vpc_cidr)
+    proxy, port = INTERCEPTOR_PROXY
+    annotations = dict(manifest["metadata"]["annotations"])
+    annotations[f"{endpoints.A}/healthcheck-port"] = str(INTERCEPTOR_ADMIN[1])
+    annotations[f"{endpoints.A}/healthcheck-path"] = "/readyz"
+    rule = json.loads(json.dumps(manifest["spec"]["rules"][0]))
+    for path in rule["http"]["paths"]:
+        path["backend"] = {"service": {"name": proxy, "port": {"number": port}}}
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "Ingress",
+        "metadata": {"name": model.name, "namespace": KEDA_NAMESPACE, "annotations": annotations},
+        "spec": {"ingressClassName": manifest["spec"]["ingressClassName"], "rules": [rule]},
+    }
