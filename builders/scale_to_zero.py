@@ -58,6 +58,8 @@ def add_on_values(*, miss_seconds: int, alb_idle_timeout_seconds: int, extra: di
 
 
 def interceptor_route(model: ModelConfig, ingress: IngressConfig, miss_seconds: int) -> dict[str, Any]:
+    """The model's route: its host, its Service, and how long a held request waits for a replica
+    (the budget with a margin, never past the ALB's idle timeout, which would cut the request first)."""
     assert ingress.domain is not None  # validated: min 0 needs a domain
     return {
         "apiVersion": "http.keda.sh/v1beta1",
@@ -68,7 +70,7 @@ def interceptor_route(model: ModelConfig, ingress: IngressConfig, miss_seconds: 
             # in-flight requests per replica; the vLLM triggers scale beyond one, this one wakes from zero
             "scalingMetric": {"concurrency": {"targetValue": model.max_num_seqs or 256}},
             "rules": [{"hosts": [endpoints.host(model, ingress)]}],
-            "timeouts": {"readiness": f"{readiness_seconds(miss_seconds)}s"},
+            "timeouts": {"readiness": f"{min(readiness_seconds(miss_seconds), ingress.idle_timeout_seconds)}s"},
         },
     }
 

@@ -122,7 +122,8 @@ def scaled_object(model: ModelConfig, server_address: str, scale_up_miss_seconds
     a = model.autoscaling
     fallback: dict[str, Any] = {
         "failureThreshold": a.fallback.failure_threshold,
-        "replicas": a.fallback.replicas or model.replicas.min,
+        # KEDA wants a positive count; a model that scales to zero falls back to one replica
+        "replicas": a.fallback.replicas or max(1, model.replicas.min),
         # Never scale in on missing metrics: keep the current count when it is higher.
         "behavior": "currentReplicasIfHigher",
     }

@@ -36,7 +36,7 @@ CASES: dict[str, Callable[[dict[str, Any]], object]] = {
     "zero-queue-threshold": lambda d: m0(d).update(autoscaling={"queueDepthPerReplica": 0}),
     "duplicate-model": lambda d: d["models"].append(dict(m0(d))),
     "hpa-name-too-long": lambda d: m0(d).update(name="m" * 55),
-    "scale-to-zero-without-signal": lambda d: m0(d)["replicas"].update(min=0),
+    "scale-to-zero-without-a-host-route": lambda d: m0(d)["replicas"].update(min=0),
     "cluster-name-too-long": lambda d: d["cluster"].update(name="c" * 47),
     "requirement-gt-not-integer": lambda d: p0(d).update(
         requirements=[{"key": "karpenter.k8s.aws/instance-generation", "operator": "Gt", "values": ["4", "5"]}]
@@ -202,8 +202,8 @@ EXPECTED: dict[str, list[str]] = {
         "models[mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm].name: name too long: KEDA names the HPA keda-hpa-mmmmmmmmmmm... (64 characters), which must be at most 63. Fix: use at most 54 characters",
         "ingress.certificateArn: is not set: mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm is served over plain HTTP inside the VPC. Fix: set an ACM certificate ARN to serve HTTPS (HTTP then redirects)",
     ],
-    "scale-to-zero-without-signal": [
-        "models[llama-3-1-8b]: replicas.min is 0 but every trigger reads vLLM metrics, which vanish with the last pod, so KEDA could never activate the model again (no signal that exists at zero pods, such as a gateway's request count, is wired here). Fix: keep replicas.min >= 1"
+    "scale-to-zero-without-a-host-route": [
+        "models[llama-3-1-8b].replicas.min: is 0 but ingress.domain is not set: the interceptor that holds requests at zero routes by host (llama-3-1-8b.<domain>), and path routing cannot reach it. Fix: set ingress.domain, or keep replicas.min >= 1"
     ],
     "cluster-name-too-long": [
         "cluster.name: 'ccccccccccccccccccccccccccccccccccccccccccccccc' is 47 characters; derived IAM role names such as KarpenterNodeRole-<cluster> would exceed 64 characters. Fix: use at most 46 characters"

@@ -117,6 +117,36 @@ CASES: dict[str, Callable[[dict[str, Any]], object]] = {
         m0(d).update(image={"repository": "ghcr.io/example/vllm", "tag": "v0.33.0"}),
     ),
     "s3-without-gateway-endpoint": lambda d: (m0(d).update(weights={"source": "s3"}), d["network"].update(s3GatewayEndpoint=False)),
+    # scale to zero: a route, bounds, windows, timeouts
+    "scale-to-zero-not-exposed": lambda d: (
+        d.update(ingress={"domain": "llm.dev.corp.internal"}),
+        m0(d).update(expose=False, replicas={"min": 0, "max": 3}),
+    ),
+    "idle-after-shorter-than-the-budget": lambda d: (
+        d.update(ingress={"domain": "llm.dev.corp.internal"}),
+        m0(d).update(replicas={"min": 0, "max": 3}, autoscaling={"idleAfter": "2m"}),
+    ),
+    "alb-idle-timeout-below-a-cold-start": lambda d: (
+        d.update(ingress={"domain": "llm.dev.corp.internal", "idleTimeoutSeconds": 300}),
+        m0(d).update(replicas={"min": 0, "max": 3}),
+    ),
+    "schedule-above-max": lambda d: m0(d).update(
+        autoscaling={"schedules": [{"start": "0 8 * * 1-5", "end": "0 18 * * 1-5", "replicas": 5}]}
+    ),
+    "overlapping-schedules": lambda d: m0(d).update(
+        autoscaling={
+            "schedules": [
+                {"start": "0 8 * * 1-5", "end": "0 18 * * 1-5", "replicas": 2},
+                {"start": "0 17 * * 1-5", "end": "0 20 * * 1-5", "replicas": 3},
+            ]
+        }
+    ),
+    "schedule-bad-cron-and-zone": lambda d: m0(d).update(
+        autoscaling={"schedules": [{"timezone": "Mars/Olympus", "start": "0 8 * * MON", "end": "0 18 * *", "replicas": 2}]}
+    ),
+    "schedule-zero-length": lambda d: m0(d).update(
+        autoscaling={"schedules": [{"start": "0 8 * * 1-5", "end": "0  8 * * 1-5", "replicas": 2}]}
+    ),
     "gp3-throughput-without-iops": lambda d: d.update(karpenter={"volumeThroughputMibps": 1000, "volumeIops": 3000}),
     "scale-down-window-below-budget": lambda d: m0(d).update(
         autoscaling={"scaleDown": {"stabilizationWindowSeconds": 60, "pods": 1, "periodSeconds": 60}}
@@ -149,6 +179,29 @@ EXPECTED: dict[str, list[str]] = {
     ],
     "s3-without-gateway-endpoint": [
         "network.s3GatewayEndpoint: models stream weights from S3 but the VPC has no S3 gateway endpoint: every replica start pulls its checkpoint through the NAT gateway, slower and billed per GB. Fix: remove s3GatewayEndpoint: false"
+    ],
+    "scale-to-zero-not-exposed": [
+        "models[llama-3-1-8b].replicas.min: is 0 but the model has no route through the interceptor (expose is false): a request at zero replicas would find no pod and fail. Fix: set expose: true, or keep replicas.min >= 1",
+    ],
+    "idle-after-shorter-than-the-budget": [
+        "models[llama-3-1-8b].autoscaling.idleAfter: 2m is shorter than the model's scale-up budget on a new node (577 s): it would go back to zero sooner than a cold start takes. Fix: set idleAfter to at least 10m",
+    ],
+    "alb-idle-timeout-below-a-cold-start": [
+        "ingress.idleTimeoutSeconds: 300 s is not longer than the scale-up budget of llama-3-1-8b (577 s), which scales to zero: no byte flows while the interceptor holds a request, so the ALB would close it first. Fix: raise idleTimeoutSeconds above 577",
+    ],
+    "schedule-above-max": [
+        "models[llama-3-1-8b].autoscaling.schedules[0].replicas: 5 is above replicas.max (3); the HPA would stop at max. Fix: lower it or raise max",
+    ],
+    "overlapping-schedules": [
+        "models[llama-3-1-8b].autoscaling.schedules[1]: overlaps schedules[0]: two floors at once leave it to the larger one, which is rarely what was meant. Fix: make the windows disjoint, or merge them into one schedule",
+    ],
+    "schedule-bad-cron-and-zone": [
+        "models[llama-3-1-8b].autoscaling.schedules[0].timezone: 'Mars/Olympus' is not an IANA time zone. Fix: write e.g. UTC, Europe/Berlin or America/New_York",
+        "models[llama-3-1-8b].autoscaling.schedules[0].start: '0 8 * * MON' is not a cron expression KEDA takes: day of week 'MON' is not a number, range, list or step. Fix: write five fields, e.g. `0 8 * * 1-5`",
+        "models[llama-3-1-8b].autoscaling.schedules[0].end: '0 18 * *' is not a cron expression KEDA takes: '0 18 * *' has 4 fields; cron takes five: minute hour day-of-month month day-of-week. Fix: write five fields, e.g. `0 8 * * 1-5`",
+    ],
+    "schedule-zero-length": [
+        "models[llama-3-1-8b].autoscaling.schedules[0]: start and end are the same; KEDA rejects such a window. Fix: give the window a different end",
     ],
     "gp3-throughput-without-iops": [
         "karpenter: volumeThroughputMibps 1000 needs at least 4000 volumeIops (gp3 allows 0.25 MiB/s per IOPS); EC2 would refuse to launch the nodes. Fix: raise volumeIops to 4000 or lower volumeThroughputMibps"
