@@ -67,9 +67,9 @@ def requests_for(cfg: StackConfig, traffic_path: Path, seconds: int, seed: int) 
 def _percentiles(values: np.ndarray) -> dict[str, float]:
     values = values[~np.isnan(values)]
     if not len(values):
-        return {"p50": 0.0, "p95": 0.0, "p99": 0.0}
+        return {"p50": 0.0, "p95": 0.0, "p99": 0.0, "max": 0.0}
     p50, p95, p99 = np.percentile(values, [50, 95, 99])
-    return {"p50": _r(p50), "p95": _r(p95), "p99": _r(p99)}
+    return {"p50": _r(p50), "p95": _r(p95), "p99": _r(p99), "max": _r(values.max())}
 
 
 def _r(value: float, digits: int = 4) -> float:

@@ -13,6 +13,7 @@ after the node: image (on a new node), weights, engine start, probe, load balanc
 
 from __future__ import annotations
 
+import datetime as dt
 import heapq
 import itertools
 import math
@@ -22,8 +23,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from builders import scale_to_zero
 from builders.serving import hpa, scaling
-from config import scaleup, speed
+from config import cron, scaleup, speed
 from config.exposure import exposure
 from config.models import ModelConfig
 from config.stack import StackConfig
@@ -73,6 +75,13 @@ class ModelState:
     ready_version: int = -1
     ready_until: float = -1.0
     draining: int = 0
+    held: deque[int] = field(default_factory=deque)
+    """Requests the interceptor holds while the model has no ready replica (replicas.min 0)."""
+    hold_seconds: float = 0.0
+    floors: list[int] = field(default_factory=list)
+    """The cron floor of each minute of the replay (0 outside every schedule)."""
+    last_active: float = 0.0
+    idle_after: float = math.inf
     recent_ttft: deque[tuple[float, float]] | None = None
     """(arrival, ttft) of the last two minutes, kept only when the model scales on p95 TTFT."""
     next_request: int = 0
@@ -144,11 +153,14 @@ def _desired(m: ModelState, now: float) -> int:
     samples = [hpa.MetricSample(t.metric_type, m.scraped[t.name], t.target) for t in triggers]
     ready = sum(1 for r in m.replicas if r.ready(now))
     proposal = hpa.desired_replicas(current, samples, 0, 10**6, ready=ready)
+    floor = m.floors[int(now) // MINUTE] if m.floors else 0
+    proposal = max(proposal, floor)  # a cron trigger's metric: its desiredReplicas inside the window
+    lowest = max(1, m.behavior.minimum)  # KEDA gives the HPA a minimum of 1 when the model may idle at 0
     if current > m.behavior.maximum:
         proposal = m.behavior.maximum
-    elif current < m.behavior.minimum:
-        proposal = m.behavior.minimum
-    return m.behavior.normalize(current, proposal, now)
+    elif current < lowest:
+        proposal = lowest
+    return max(lowest, m.behavior.normalize(current, proposal, now))
 
 
 def scaling_fallback(m: ModelState) -> int:
@@ -193,10 +205,14 @@ def simulate(cfg: StackConfig, requests: dict[str, Requests], options: Options, 
             wait=np.full(len(reqs), np.nan),
             served=np.zeros(len(reqs), dtype=bool),
             recent_ttft=deque() if m.autoscaling.ttft_p95_seconds is not None else None,
+            hold_seconds=float(min(scale_to_zero.readiness_seconds(miss), cfg.ingress.idle_timeout_seconds)),
+            floors=_floors(m, options.seconds),
+            idle_after=float(duration_seconds(m.autoscaling.idle_after)) if m.replicas.min == 0 else math.inf,
         )
     # The replay starts in steady state: each model at its minimum (or static) count, on ready nodes.
     for name, s in states.items():
-        count = static[name] if static else s.config.replicas.min
+        floor = s.floors[0] if s.floors else 0
+        count = static[name] if static else max(s.config.replicas.min, floor)
         for _ in range(count):
             _new_replica(s, pools[s.config.pool], -(10**6), warm=True)
         for r in s.replicas:
@@ -315,7 +331,7 @@ def simulate(cfg: StackConfig, requests: dict[str, Requests], options: Options, 
         for name, s in states.items():  # the common case under load: an arrival in the next second
             if s.next_request < len(arrivals[name]) and arrivals[name][s.next_request] < soon:
                 return t + 1
-        if any(p.waiting or p.pending_placeholders for p in pools.values()) or any(s.draining for s in states.values()):
+        if any(p.waiting or p.pending_placeholders for p in pools.values()) or any(s.draining or s.held for s in states.values()):
             return t + 1
         candidates = [
             t - t % scrape_every + scrape_every,
@@ -334,11 +350,24 @@ def simulate(cfg: StackConfig, requests: dict[str, Requests], options: Options, 
         now = float(t)
         for name, s in states.items():
             times = arrivals[name]
+            if s.held:
+                if s.ready_version != s.version or now >= s.ready_until:
+                    _refresh_ready(s, now)
+                while s.held and now - times[s.held[0]] > s.hold_seconds:
+                    s.held.popleft()  # the interceptor gives up: 504 (not served)
+                if s.ready_cache:
+                    while s.held:  # a replica is ready: the interceptor forwards what it held
+                        i = s.held.popleft()
+                        r = s.ready_cache[s.turn % len(s.ready_cache)]
+                        s.turn += 1
+                        r.queue.append(i)
+                        admit(s, r, now)
             if s.next_request >= len(times) or times[s.next_request] >= now + 1:
                 continue
             if s.ready_version != s.version or now >= s.ready_until:
                 _refresh_ready(s, now)
             ready = s.ready_cache  # the targets the ALB sends to in this second
+            s.last_active = now
             end = now + 1
             count = len(times)
             while s.next_request < count and times[s.next_request] < end:
@@ -348,7 +377,9 @@ def simulate(cfg: StackConfig, requests: dict[str, Requests], options: Options, 
                 if completions and completions[0][0] <= at:
                     complete_until(at)
                 if not ready:
-                    continue  # no healthy target: the ALB answers 503
+                    if s.config.replicas.min == 0:
+                        s.held.append(i)  # the interceptor holds it and pushes the wake to KEDA
+                    continue  # else no healthy target: the ALB answers 503
                 r = ready[s.turn % len(ready)]
                 s.turn += 1
                 r.queue.append(i)
@@ -358,9 +389,29 @@ def simulate(cfg: StackConfig, requests: dict[str, Requests], options: Options, 
         if t % scrape_every == 0:
             for s in states.values():
                 s.scraped = _scrape(s, now)
+        if not static:
+            for s in states.values():
+                if s.config.replicas.min > 0:
+                    continue
+                floor = s.floors[t // MINUTE] if s.floors else 0
+                busy = s.held or floor or any(r.running or r.queue for r in s.replicas)
+                if busy:
+                    s.last_active = now
+                current = len(s.active())
+                if current == 0 and (s.held or floor):
+                    # KEDA activates at once on the interceptor's push (or the cron window): 0 -> 1
+                    s.behavior.record(0, 1, now)  # type: ignore[union-attr]
+                    _rescale(s, pools[s.config.pool], 1, now)
+                elif current > 0 and not busy and now - s.last_active >= s.idle_after and t % HPA_SYNC_SECONDS == 0:
+                    # every trigger inactive for cooldownPeriod: KEDA scales the target to zero
+                    s.behavior.record(current, 0, now)  # type: ignore[union-attr]
+                    _rescale(s, pools[s.config.pool], 0, now)
         if not static and t % HPA_SYNC_SECONDS == 0:
             for s in states.values():
                 current = len(s.active())
+                if current == 0:
+                    minute_desired[s.config.name] = 0
+                    continue  # at zero KEDA, not the HPA, owns the count
                 desired = _desired(s, now)
                 minute_desired[s.config.name] = desired
                 if desired != current:
@@ -397,6 +448,20 @@ def simulate(cfg: StackConfig, requests: dict[str, Requests], options: Options, 
         s.ttft, s.wait, s.served = np.array(ttfts[name]), np.array(waits[name]), np.array(served[name], dtype=bool)
         series[name]["ttftP99"] = minute_p99(s.requests.arrival, s.ttft, len(series[name]["requests"])).tolist()
     return Result(states, pools, options.seconds, cost, node_seconds, series, used_seconds)
+
+
+REPLAY_START = dt.datetime(2026, 1, 5)
+"""Replays start on a Monday at 00:00 UTC (the cluster clock of the traffic profiles)."""
+
+
+def _floors(model: ModelConfig, seconds: int) -> list[int]:
+    """The cron floor of every minute of the replay: the largest schedule open then, else 0."""
+    minutes = math.ceil(seconds / MINUTE) + 1
+    floors = [0] * minutes
+    for s in model.autoscaling.schedules:
+        window = cron.active_minutes(cron.parse(s.start), cron.parse(s.end), REPLAY_START, minutes, s.timezone)
+        floors = [max(f, s.replicas if on else 0) for f, on in zip(floors, window, strict=True)]
+    return floors if model.autoscaling.schedules else []
 
 
 def _refresh_ready(s: ModelState, now: float) -> None:

@@ -80,3 +80,18 @@ def test_the_readme_plan_table_is_what_make_plan_gives() -> None:
     assert rows["Cost per month"] == [f"${cost[k]['perMonth']:,.2f}" for k in ("static", "autoscaled", "oracle")]
     model = result["models"]["llama-3-1-8b"]
     assert rows["llama-3-1-8b: P99 TTFT"][:2] == [f"{model['static']['ttftSeconds']['p99']:.2f} s", f"{model['ttftSeconds']['p99']:.2f} s"]
+
+
+def test_the_readme_scale_to_zero_figures_are_what_make_plan_gives() -> None:
+    from planner import plan
+
+    readme = (ROOT / "README.md").read_text()
+    cfg = plan.load_stack("dev")
+    at_zero, _, _ = plan.run(cfg, ROOT / "traffic" / "dev.yaml", days=1)
+    model = cfg.models[0]
+    always_on = cfg.model_copy(update={"models": [model.model_copy(update={"replicas": model.replicas.model_copy(update={"min": 1})})]})
+    on, _, _ = plan.run(always_on, ROOT / "traffic" / "dev.yaml", days=1)
+    cost = at_zero["cost"]
+    assert f"${cost['autoscaled']['perMonth']:,.2f} a month against ${on['cost']['autoscaled']['perMonth']:,.2f}" in readme
+    assert f"within {cost['autoscaledOverOracle']:.2f}x of the oracle" in readme
+    assert f"P99 TTFT {at_zero['models'][model.name]['ttftSeconds']['p99']:.2f} s" in readme

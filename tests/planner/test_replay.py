@@ -164,7 +164,7 @@ def test_make_plan_writes_the_plan_the_report_and_a_plot_per_model(tmp_path: Pat
     m = data["models"]["llama-3-1-8b"]
     for key in ("requests", "served", "ttftSeconds", "queueWaitSeconds", "replicas", "replicaCapacity", "scaleUpSeconds", "sloAttainment"):
         assert key in m, key
-    assert set(m["ttftSeconds"]) == {"p50", "p95", "p99"}
+    assert set(m["ttftSeconds"]) == {"p50", "p95", "p99", "max"}
     assert set(data["pools"]["gpu-l4-a10g"]) >= {"avgNodes", "maxNodes", "nodeHours"}
     assert set(data["cost"]) >= {"hoursPerMonth", "autoscaled", "static", "oracle"}
     assert data["cost"]["hoursPerMonth"] == catalog.HOURS_PER_MONTH
@@ -257,3 +257,49 @@ def test_one_models_arrivals_do_not_depend_on_the_others() -> None:
     other = traffic.generate(day, HOUR, traffic.stream(0, "code"))
     assert np.array_equal(alone.arrival, again.arrival)
     assert not np.array_equal(alone.arrival, other.arrival)
+
+
+# -- scale to zero ---------------------------------------------------------------------------------------
+def _working_day() -> traffic.ModelTraffic:
+    """Nothing at night, 30 requests a minute in working hours (traffic/dev.yaml's shape)."""
+    return traffic.ModelTraffic.model_validate(
+        {
+            "ratePerMinute": [[0, 0], [7, 0], [9, 30], [17, 30], [19, 0], [24, 0]],
+            "promptTokens": {"mean": 512, "sigma": 0.6},
+            "outputTokens": {"mean": 256, "sigma": 0.6},
+        }
+    )
+
+
+def test_at_zero_the_model_idles_without_nodes_and_holds_the_first_request() -> None:
+    always_on = parse(stack_data(DEV))
+    data = copy.deepcopy(stack_data("scale-to-zero-dev"))
+    data["models"][0]["autoscaling"].pop("schedules")  # no pre-warming: the first request meets a cold start
+    at_zero = parse(data)
+    day = 24 * HOUR
+    requests = {"llama-3-1-8b": traffic.generate(_working_day(), day, traffic.stream(0, "llama-3-1-8b"))}
+    on = simulate(always_on, requests, Options(day, spot_availability=1.0))
+    idle = simulate(at_zero, requests, Options(day, spot_availability=1.0))
+    assert _per_hour(idle, day) < 0.6 * _per_hour(on, day)
+    # no GPU node from 21:00 to 06:00, long after the last request and before the first
+    nodes = idle.series["pool:gpu-l4-a10g"]["nodes"]
+    assert max(nodes[21 * 60 :]) == 0
+    assert max(nodes[: 6 * 60]) == 0
+    state = idle.models["llama-3-1-8b"]
+    assert state.served.all()  # every request held at zero was answered, none dropped
+    budget = scaleup.budget(at_zero.models[0], scrape_interval=at_zero.observability.vllm_scrape_interval, exposed=True)
+    first_wait = float(np.nanmax(state.wait))
+    # the first request of the morning waits out a cold start: at least the start after the node, at most the budget
+    assert budget.hit - budget.terms["signal"] <= first_wait <= budget.miss
+    assert float(np.nanmax(on.models["llama-3-1-8b"].wait)) < 5
+
+
+def test_a_schedule_pre_warms_the_working_day() -> None:
+    cfg = parse(stack_data("scale-to-zero-dev"))
+    day = 24 * HOUR
+    requests = {"llama-3-1-8b": traffic.generate(_working_day(), day, traffic.stream(0, "llama-3-1-8b"))}
+    result = simulate(cfg, requests, Options(day, spot_availability=1.0))
+    ready = result.series["llama-3-1-8b"]["ready"]
+    # the floor opens at 08:00 Berlin (07:00 UTC in January): a replica is up before 07:30 and stays through 17:00 UTC
+    assert min(ready[int(7.5 * 60) : 17 * 60]) >= 1
+    assert max(ready[: 6 * 60]) == 0
