@@ -69,7 +69,7 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
         "observability",
         ObservabilityArgs(
             config=cfg.observability,
-            models=[ModelWatch(m.name, m.name, m.slo or cfg.observability.slo) for m in cfg.models],
+            models=[ModelWatch(m.name, m.name, m.slo or cfg.observability.slo, m.replicas.min == 0) for m in cfg.models],
             grafana_admin_password=secrets.grafana_admin_password or "",
             gpu_operator_namespace=cfg.gpu_operator.namespace,
             provider=cluster.provider,

@@ -28,6 +28,17 @@ class ModelWatch:
     name: str
     namespace: str
     slo: Slo
+    scales_to_zero: bool = False
+    """replicas.min 0: no metrics is normal while no replica is available."""
+
+
+def _metrics_absent(m: ModelWatch) -> str:
+    """No vLLM series for the model; for a model that idles at zero, only while a replica is available."""
+    absent = f'absent(vllm:num_requests_running{{namespace="{m.namespace}", model_name="{m.name}"}})'
+    if not m.scales_to_zero:
+        return absent
+    available = f'sum(kube_deployment_status_replicas_available{{namespace="{m.namespace}", deployment="{m.name}"}}) > 0'
+    return f"{absent} and on () ({available})"
 
 
 def _quantiles(record: str, histogram: str) -> list[dict[str, Any]]:
@@ -103,7 +114,7 @@ def alert_rules(models: list[ModelWatch], tuning: AlertTuning) -> list[dict[str,
         *[
             _alert(
                 "VllmMetricsAbsent",
-                f'absent(vllm:num_requests_running{{namespace="{m.namespace}", model_name="{m.name}"}})',
+                _metrics_absent(m),
                 "10m",
                 "critical",
                 f"No vLLM metrics for model {m.name}",

@@ -488,3 +488,37 @@ def test_the_name_check_catches_the_removed_kv_metric() -> None:
     used = metrics.vllm_names_in("avg(vllm:gpu_cache_usage_perc)")
     assert used == {"vllm:gpu_cache_usage_perc"}
     assert not used <= metrics.vllm_series()
+
+
+def test_a_model_at_zero_does_not_page_for_missing_metrics() -> None:
+    """replicas.min 0: no vLLM series is normal at zero available replicas, and still an alert with one up."""
+    idle = [rules.ModelWatch("chat", NS, Slo(ttft_p99_seconds=2.0, end_to_end_p99_seconds=60.0), scales_to_zero=True)]
+    available = f'kube_deployment_status_replicas_available{{namespace="{NS}", deployment="chat"}}'
+    tests = [
+        {
+            "interval": "15s",
+            "input_series": [{"series": available, "values": "0x60"}],
+            "alert_rule_test": [{"eval_time": "12m", "alertname": "VllmMetricsAbsent", "exp_alerts": []}],
+        },
+        {
+            "interval": "15s",
+            "input_series": [{"series": available, "values": "1x60"}],
+            "alert_rule_test": [
+                {
+                    "eval_time": "12m",
+                    "alertname": "VllmMetricsAbsent",
+                    "exp_alerts": [
+                        {
+                            "exp_labels": {"severity": "critical", "namespace": NS, "model_name": "chat"},
+                            "exp_annotations": {
+                                "summary": "No vLLM metrics for model chat",
+                                "description": "Model chat reports no metrics: no replica is running, or its served name or monitor is wrong. Autoscaling is blind until it returns.",
+                            },
+                        }
+                    ],
+                }
+            ],
+        },
+    ]
+    result = promtool.test_rules(rules.rule_groups(idle, AlertTuning()), tests)
+    assert result.returncode == 0, result.stdout + result.stderr

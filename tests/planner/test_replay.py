@@ -303,3 +303,17 @@ def test_a_schedule_pre_warms_the_working_day() -> None:
     # the floor opens at 08:00 Berlin (07:00 UTC in January): a replica is up before 07:30 and stays through 17:00 UTC
     assert min(ready[int(7.5 * 60) : 17 * 60]) >= 1
     assert max(ready[: 6 * 60]) == 0
+
+
+def test_on_the_seeds_day_zero_never_costs_more_than_one() -> None:
+    """The seeds' nights still see 4 requests a minute: a model at min 0 never idles long enough to
+    reach zero, so it costs what min 1 costs, and no request waits a cold start."""
+    profile = traffic.load_profile(Path(__file__).resolve().parents[2] / "traffic" / "seed-day.yaml")
+    day = next(iter(profile.models.values()))
+    requests = {"llama-3-1-8b": traffic.generate(day, 24 * HOUR, traffic.stream(0, "llama-3-1-8b"))}
+    data = copy.deepcopy(stack_data("scale-to-zero-dev"))
+    data["models"][0]["autoscaling"].pop("schedules")
+    zero = simulate(parse(data), requests, Options(24 * HOUR, spot_availability=1.0))
+    one = simulate(parse(stack_data(DEV)), requests, Options(24 * HOUR, spot_availability=1.0))
+    assert _per_hour(zero, 24 * HOUR) <= _per_hour(one, 24 * HOUR) + 1e-9
+    assert min(zero.series["llama-3-1-8b"]["ready"][60:]) >= 1
