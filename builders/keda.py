@@ -6,14 +6,17 @@ from typing import Any
 
 from builders.helm import deep_merge
 from builders.k8s import namespace_manifest
-from config.conventions import KEDA_NAMESPACE, SYSTEM_NODE_SELECTOR
+from config.conventions import KEDA_NAMESPACE, READINESS_GATE_LABEL, SYSTEM_NODE_SELECTOR
 from config.keda import KedaConfig
 
 RELEASE = "keda"
 
 
-def namespace() -> dict[str, Any]:
-    return namespace_manifest(KEDA_NAMESPACE, "baseline", audit="restricted")
+def namespace(*, readiness_gate: bool = False) -> dict[str, Any]:
+    """KEDA's namespace; with models at zero the interceptors are ALB targets here, and the load
+    balancer controller holds their rollouts until the new pods pass the ALB's health checks."""
+    labels = {READINESS_GATE_LABEL: "enabled"} if readiness_gate else None
+    return namespace_manifest(KEDA_NAMESPACE, "baseline", audit="restricted", labels=labels)
 
 
 def keda_values(cfg: KedaConfig) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from builders.ingress import endpoints
 from config.conventions import INTERCEPTOR_ADMIN, INTERCEPTOR_PROXY, KEDA_NAMESPACE, SYSTEM_NODE_SELECTOR, VLLM_PORT
 from config.ingress import IngressConfig
 from config.models import ModelConfig
+from config.scaleup import HOLD_MARGIN_SECONDS
 from config.system_capacity import HTTP_ADD_ON_INTERCEPTORS, HTTP_ADD_ON_OPERATOR, HTTP_ADD_ON_SCALER, HTTP_ADD_ON_SCALERS
 
 RELEASE = "keda-add-ons-http"
@@ -30,11 +31,15 @@ READINESS_MARGIN = 1.5
 """The interceptor waits this many scale-up budgets for a replica before it gives up (504)."""
 
 
-def readiness_seconds(miss_seconds: int) -> int:
-    return math.ceil(miss_seconds * READINESS_MARGIN)
+def readiness_seconds(miss_seconds: int, alb_idle_timeout_seconds: int) -> int:
+    """How long a held request waits for a replica: the budget with a margin, ending before the ALB's
+    idle timeout (config/scaleup.py HOLD_MARGIN_SECONDS), which the config rules keep above the budget."""
+    return min(math.ceil(miss_seconds * READINESS_MARGIN), alb_idle_timeout_seconds - HOLD_MARGIN_SECONDS)
 
 
-def add_on_values(*, miss_seconds: int, alb_idle_timeout_seconds: int, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+def add_on_values(
+    *, miss_seconds: int, alb_idle_timeout_seconds: int, drain: tuple[int, int] = (15, 45), extra: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """The chart's values: on the system nodes, two interceptors and scalers, and timeouts that let a
     held request wait out a cold start (the slowest model's budget) but never outlive the ALB's idle timeout."""
     values: dict[str, Any] = {
@@ -46,12 +51,17 @@ def add_on_values(*, miss_seconds: int, alb_idle_timeout_seconds: int, extra: di
             "resources": {"requests": HTTP_ADD_ON_SCALER.as_values()},
         },
         "interceptor": {
-            "replicas": {"min": HTTP_ADD_ON_INTERCEPTORS},
+            # a fixed pair: the system-capacity table counts two, and churn cuts streams
+            "replicas": {"min": HTTP_ADD_ON_INTERCEPTORS, "max": HTTP_ADD_ON_INTERCEPTORS},
             "nodeSelector": dict(SYSTEM_NODE_SELECTOR),
             # no total deadline: a streamed answer may run long; the ALB's idle timeout bounds silence
             "requestTimeout": "0s",
-            "readinessTimeout": f"{min(readiness_seconds(miss_seconds), alb_idle_timeout_seconds)}s",
+            "readinessTimeout": f"{readiness_seconds(miss_seconds, alb_idle_timeout_seconds)}s",
             "responseHeaderTimeout": f"{alb_idle_timeout_seconds}s",
+            # drain like the models behind it: out of the ALB first, then in-flight streams finish
+            "shutdownDelay": f"{drain[0]}s",
+            "drainTimeout": f"{drain[1]}s",
+            "terminationGracePeriodSeconds": drain[0] + drain[1] + 15,
         },
     }
     return deep_merge(values, extra or {})
@@ -70,7 +80,7 @@ def interceptor_route(model: ModelConfig, ingress: IngressConfig, miss_seconds: 
             # in-flight requests per replica; the vLLM triggers scale beyond one, this one wakes from zero
             "scalingMetric": {"concurrency": {"targetValue": model.max_num_seqs or 256}},
             "rules": [{"hosts": [endpoints.host(model, ingress)]}],
-            "timeouts": {"readiness": f"{min(readiness_seconds(miss_seconds), ingress.idle_timeout_seconds)}s"},
+            "timeouts": {"readiness": f"{readiness_seconds(miss_seconds, ingress.idle_timeout_seconds)}s"},
         },
     }
 

@@ -24,6 +24,8 @@ class KedaArgs:
     """The `keda` section."""
     provider: k8s.Provider
     """Kubernetes provider of the cluster."""
+    readiness_gate: bool = False
+    """The HTTP add-on's interceptors serve ALB targets here: gate their rollouts on the target's health."""
 
 
 class Keda(pulumi.ComponentResource):
@@ -35,7 +37,9 @@ class Keda(pulumi.ComponentResource):
         super().__init__("llmplatform:index:Keda", name, None, opts)
         after = inherited_depends_on(opts)
         namespace = k8s_objects.create(
-            f"{name}-namespace", builders.namespace(), pulumi.ResourceOptions(parent=self, provider=args.provider)
+            f"{name}-namespace",
+            builders.namespace(readiness_gate=args.readiness_gate),
+            pulumi.ResourceOptions(parent=self, provider=args.provider),
         )
         self.release = release(
             f"{name}-release",

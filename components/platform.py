@@ -81,8 +81,12 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
         GpuOperatorArgs(config=cfg.gpu_operator, pools=list(cfg.gpu_pools), provider=cluster.provider),
         opts=pulumi.ResourceOptions(depends_on=[cluster]),
     )
-    keda = Keda("keda", KedaArgs(config=cfg.keda, provider=cluster.provider), opts=pulumi.ResourceOptions(depends_on=[observability]))
     to_zero = [m for m in cfg.models if m.replicas.min == 0]
+    keda = Keda(
+        "keda",
+        KedaArgs(config=cfg.keda, provider=cluster.provider, readiness_gate=bool(to_zero)),
+        opts=pulumi.ResourceOptions(depends_on=[observability]),
+    )
     http_add_on = None
     if to_zero:
         slowest = max(
@@ -95,7 +99,14 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
             release_name=scale_to_zero.RELEASE,
             chart=versions.KEDA_HTTP_ADD_ON,
             namespace=KEDA_NAMESPACE,
-            values=scale_to_zero.add_on_values(miss_seconds=slowest, alb_idle_timeout_seconds=cfg.ingress.idle_timeout_seconds),
+            values=scale_to_zero.add_on_values(
+                miss_seconds=slowest,
+                alb_idle_timeout_seconds=cfg.ingress.idle_timeout_seconds,
+                drain=(
+                    max(m.drain.pre_stop_sleep_seconds for m in to_zero),
+                    max(m.drain.shutdown_timeout_seconds for m in to_zero),
+                ),
+            ),
             opts=pulumi.ResourceOptions(parent=keda, provider=cluster.provider, depends_on=[keda.release]),
         )
     controller = None

@@ -153,10 +153,11 @@ class VllmModel(pulumi.ComponentResource):
         if model.replicas.min == 0:
             # KEDA must find the route when it first reads the ScaledObject, or it falls back to CPU (W2.5.3).
             assert args.ingress is not None  # validated: min 0 needs the exposed route
+            assert args.scale_up_miss_seconds is not None  # wired by the platform
             scaled_after.append(
                 self._object(
                     f"{name}-interceptor-route",
-                    scale_to_zero.interceptor_route(model, args.ingress, args.scale_up_miss_seconds or 0),
+                    scale_to_zero.interceptor_route(model, args.ingress, args.scale_up_miss_seconds),
                     pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*after, namespace, *args.ingress_after]),
                 )
             )

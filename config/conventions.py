@@ -79,6 +79,8 @@ KUBERNETES_NAMESPACES: Final = ("default", KUBE_SYSTEM, "kube-public", "kube-nod
 KARPENTER_NAMESPACE: Final = KUBE_SYSTEM
 LOAD_BALANCER_CONTROLLER_NAMESPACE: Final = KUBE_SYSTEM
 KEDA_NAMESPACE: Final = "keda"
+READINESS_GATE_LABEL: Final = "elbv2.k8s.aws/pod-readiness-gate-inject"
+"""On a namespace whose pods are ALB targets: the load balancer controller gates their rollouts on target health."""
 HTTP_ADD_ON_PREFIX: Final = "keda-add-ons-http"
 """The add-on's Service names start with the chart name, whatever the release is called (W2.5.4)."""
 INTERCEPTOR_PROXY: Final = (f"{HTTP_ADD_ON_PREFIX}-interceptor-proxy", 8080)

@@ -1,8 +1,10 @@
 """Five-field Linux cron expressions (what KEDA's cron scaler takes), parsed and matched. Pure.
 
-Enough of cron for validation and for the planner's replay: `*`, numbers, ranges `a-b`, lists
-`a,b`, steps `*/n` and `a-b/n`; day of week 0-7 with 0 and 7 both Sunday. Names (`MON`) and
-the `L`/`W`/`#` extensions are rejected, as an unsupported expression should be.
+Enough of cron for validation and for the planner's replay, read as KEDA's parser (robfig/cron
+v3) reads it: `*`, numbers, ranges `a-b`, lists `a,b`, steps `*/n`, `a-b/n` and `a/n` (from a to
+the field's maximum); day of week 0-6, Sunday 0 (7 is rejected, as KEDA rejects it). Names
+(`MON`), `?` and the `L`/`W`/`#` extensions are rejected here, so every accepted expression means
+the same to both.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import re
 import zoneinfo
 from dataclasses import dataclass
 
-FIELDS = (("minute", 0, 59), ("hour", 0, 23), ("day of month", 1, 31), ("month", 1, 12), ("day of week", 0, 7))
+FIELDS = (("minute", 0, 59), ("hour", 0, 23), ("day of month", 1, 31), ("month", 1, 12), ("day of week", 0, 6))
 _PART = re.compile(r"^(\*|\d+(?:-\d+)?)(?:/(\d+))?$")
 
 
@@ -55,7 +57,8 @@ def _field(text: str, name: str, low: int, high: int) -> frozenset[int]:
         elif "-" in base:
             start, end = (int(x) for x in base.split("-"))
         else:
-            start = end = int(base)
+            start = int(base)
+            end = high if match.group(2) else start  # `5/15`: from 5 to the maximum, every 15
         if not (low <= start <= high and low <= end <= high) or start > end:
             raise CronError(f"{name} '{part}' is outside {low}-{high}")
         values.update(range(start, end + 1, step))
@@ -67,7 +70,7 @@ def parse(expression: str) -> Cron:
     if len(fields) != 5:
         raise CronError(f"'{expression}' has {len(fields)} fields; cron takes five: minute hour day-of-month month day-of-week")
     parsed = [_field(text, name, low, high) for text, (name, low, high) in zip(fields, FIELDS, strict=True)]
-    weekdays = frozenset(d % 7 for d in parsed[4])
+    weekdays = parsed[4]
     return Cron(parsed[0], parsed[1], parsed[2], parsed[3], weekdays, fields[2] == "*", fields[4] == "*")
 
 

@@ -478,19 +478,29 @@ def rule_scale_to_zero(cfg: StackConfig) -> Iterator[Problem]:
                 )
         windows = [_window(s) for s in a.schedules]
         for i, j in itertools.combinations(range(len(windows)), 2):
-            if any(x and y for x, y in zip(windows[i], windows[j], strict=True)):
+            if not any(x and y for x, y in zip(windows[i], windows[j], strict=True)):
+                continue
+            if windows[i] == windows[j]:
                 yield Problem(
                     f"{path}.autoscaling.schedules[{j}]",
-                    f"overlaps schedules[{i}]: two floors at once leave it to the larger one, which is rarely what was meant. "
-                    "Fix: make the windows disjoint, or merge them into one schedule",
+                    f"opens and closes with schedules[{i}] all week, so one of the two floors never counts "
+                    f"({a.schedules[i].replicas} and {a.schedules[j].replicas} replicas). Fix: remove one",
+                )
+            else:
+                yield Problem(
+                    f"{path}.autoscaling.schedules[{j}]",
+                    f"overlaps schedules[{i}]: while both are open the larger floor applies (the HPA takes the largest trigger). "
+                    "Fix: nothing, if nested floors are meant; else make the windows disjoint",
+                    "warning",
                 )
     slowest = max(cold, key=lambda c: c[1], default=None)
-    if slowest is not None and cfg.ingress.idle_timeout_seconds <= slowest[1]:
+    if slowest is not None and cfg.ingress.idle_timeout_seconds < slowest[1] + scaleup.HOLD_MARGIN_SECONDS:
+        need = slowest[1] + scaleup.HOLD_MARGIN_SECONDS
         yield Problem(
             "ingress.idleTimeoutSeconds",
-            f"{cfg.ingress.idle_timeout_seconds} s is not longer than the scale-up budget of {slowest[0]} ({slowest[1]} s), which "
-            "scales to zero: no byte flows while the interceptor holds a request, so the ALB would close it first. "
-            f"Fix: raise idleTimeoutSeconds above {slowest[1]}",
+            f"{cfg.ingress.idle_timeout_seconds} s does not cover the scale-up budget of {slowest[0]} ({slowest[1]} s), which "
+            f"scales to zero, plus {scaleup.HOLD_MARGIN_SECONDS} s for its first token: no byte flows while the interceptor "
+            f"holds a request, so the ALB would close it first. Fix: raise idleTimeoutSeconds to at least {need}",
         )
 
 

@@ -29,6 +29,10 @@ from config.types import duration_seconds
 ALB_HEALTHCHECK_INTERVAL_SECONDS = 5
 ALB_HEALTHCHECK_TIMEOUT_SECONDS = 3
 ALB_HEALTHY_THRESHOLD = 2
+HOLD_MARGIN_SECONDS = 30
+"""A held request's wait ends this long before the ALB's idle timeout, so the interceptor answers
+(504) before the ALB cuts the connection, and a replica that just became ready still has time to
+send its first token."""
 TERMS = ("signal", "nodeLaunch", "imagePull", "weights", "engineStart", "probe", "loadBalancer")
 MISS_ONLY = ("nodeLaunch", "imagePull")
 
@@ -57,7 +61,9 @@ def budget(model: ModelConfig, *, scrape_interval: str, exposed: bool) -> ScaleU
     signal = duration_seconds(scrape_interval) + speed.HPA_SYNC_PERIOD.value + model.autoscaling.scale_up.stabilization_window_seconds
     node = speed.KARPENTER_BATCH_IDLE.value + speed.NODE_READY.value
     image = speed.IMAGE_SIZE_GB.value / speed.IMAGE_PULL_RATE.value
-    balancer = ALB_HEALTHCHECK_INTERVAL_SECONDS * ALB_HEALTHY_THRESHOLD if exposed else 0
+    # A model at zero is reached through the interceptor, which forwards as soon as the replica is
+    # ready: no load-balancer registration in its path.
+    balancer = ALB_HEALTHCHECK_INTERVAL_SECONDS * ALB_HEALTHY_THRESHOLD if exposed and model.replicas.min > 0 else 0
     raw = {
         "signal": signal,
         "nodeLaunch": node,

@@ -205,7 +205,7 @@ def simulate(cfg: StackConfig, requests: dict[str, Requests], options: Options, 
             wait=np.full(len(reqs), np.nan),
             served=np.zeros(len(reqs), dtype=bool),
             recent_ttft=deque() if m.autoscaling.ttft_p95_seconds is not None else None,
-            hold_seconds=float(min(scale_to_zero.readiness_seconds(miss), cfg.ingress.idle_timeout_seconds)),
+            hold_seconds=float(scale_to_zero.readiness_seconds(miss, cfg.ingress.idle_timeout_seconds)),
             floors=_floors(m, options.seconds),
             idle_after=float(duration_seconds(m.autoscaling.idle_after)) if m.replicas.min == 0 else math.inf,
         )

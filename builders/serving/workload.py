@@ -9,7 +9,17 @@ from typing import Any
 
 from builders.k8s import namespace_manifest
 from config import capacity, weights
-from config.conventions import KEDA_NAMESPACE, KUBE_SYSTEM, MODEL_LABEL, POOL_LABEL, VLLM_APP_LABEL, VLLM_PORT, VLLM_PORT_NAME, ZONE_LABEL
+from config.conventions import (
+    KEDA_NAMESPACE,
+    KUBE_SYSTEM,
+    MODEL_LABEL,
+    POOL_LABEL,
+    READINESS_GATE_LABEL,
+    VLLM_APP_LABEL,
+    VLLM_PORT,
+    VLLM_PORT_NAME,
+    ZONE_LABEL,
+)
 from config.gpu_pools import GpuPool
 from config.models import ModelConfig
 from config.sharing import gpu_request
@@ -28,7 +38,6 @@ SCRIPT_FILE = "weights.py"
 POD_IDENTITY_AGENT = ("169.254.170.23/32", 80)
 # With weights streamed from S3 nothing big lands on disk: configs, tokenizer and compile caches.
 STREAMED_CACHE_SIZE = "10Gi"
-READINESS_GATE_LABEL = "elbv2.k8s.aws/pod-readiness-gate-inject"
 # The image's UID has no passwd entry: getpass.getuser() (torch's inductor) reads these instead.
 RUN_AS_NAME = "vllm"
 # /tmp holds only scratch now that every cache is on the sized cache volume: Python temporary

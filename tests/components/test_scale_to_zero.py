@@ -127,3 +127,39 @@ def test_the_add_on_pods_are_counted_on_the_system_nodes() -> None:
     assert {"http-add-on-operator", "http-add-on-scaler", "http-add-on-interceptor"} <= names
     assert not {"http-add-on-interceptor"} & {w.name for w in system_capacity.workloads(parse(stack_data(DEV)))}
     assert versions.KEDA_HTTP_ADD_ON.version == "0.15.0"
+
+
+def test_interceptors_drain_like_the_models_and_are_gated_on_alb_health(run: harness.RunResult) -> None:
+    interceptor = _doc(run, "kubernetes:helm.sh/v3:Release", "keda-http-add-on")["values"]["interceptor"]
+    model = parse(stack_data(STACK)).models[0]
+    assert duration_seconds(interceptor["shutdownDelay"]) >= model.drain.pre_stop_sleep_seconds
+    assert duration_seconds(interceptor["drainTimeout"]) >= model.drain.shutdown_timeout_seconds
+    assert interceptor["terminationGracePeriodSeconds"] > duration_seconds(interceptor["shutdownDelay"]) + duration_seconds(
+        interceptor["drainTimeout"]
+    )
+    assert interceptor["replicas"]["min"] == interceptor["replicas"]["max"] == system_capacity.HTTP_ADD_ON_INTERCEPTORS
+    namespace = _doc(run, "kubernetes:core/v1:Namespace", "keda-namespace")
+    assert namespace["metadata"]["labels"]["elbv2.k8s.aws/pod-readiness-gate-inject"] == "enabled"
+    # the held request's wait ends 30 s before the ALB would cut it
+    assert duration_seconds(interceptor["readinessTimeout"]) <= parse(stack_data(STACK)).ingress.idle_timeout_seconds - 30
+
+
+@pytest.mark.parametrize(
+    ("expression", "minutes"),
+    [("5/15 * * * *", {5, 20, 35, 50}), ("*/20 * * * *", {0, 20, 40}), ("10-30/10 * * * *", {10, 20, 30}), ("7 * * * *", {7})],
+)
+def test_cron_steps_read_as_keda_reads_them(expression: str, minutes: set[int]) -> None:
+    from config import cron
+
+    assert cron.parse(expression).minutes == frozenset(minutes)
+
+
+def test_cron_day_of_month_and_week_are_either_unless_one_is_any() -> None:
+    import datetime as dt
+
+    from config import cron
+
+    monday_the_5th = dt.datetime(2026, 1, 5, 8, 0)
+    assert cron.parse("0 8 1 * 1").matches(monday_the_5th)  # the 1st or a Monday
+    assert not cron.parse("0 8 1 * *").matches(monday_the_5th)
+    assert cron.parse("0 8 * * 1-5").matches(monday_the_5th)

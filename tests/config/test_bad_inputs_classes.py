@@ -144,6 +144,9 @@ CASES: dict[str, Callable[[dict[str, Any]], object]] = {
     "schedule-bad-cron-and-zone": lambda d: m0(d).update(
         autoscaling={"schedules": [{"timezone": "Mars/Olympus", "start": "0 8 * * MON", "end": "0 18 * *", "replicas": 2}]}
     ),
+    "schedule-on-day-seven": lambda d: m0(d).update(
+        autoscaling={"schedules": [{"start": "0 8 * * 7", "end": "0 18 * * 7", "replicas": 2}]}
+    ),
     "schedule-zero-length": lambda d: m0(d).update(
         autoscaling={"schedules": [{"start": "0 8 * * 1-5", "end": "0  8 * * 1-5", "replicas": 2}]}
     ),
@@ -184,16 +187,16 @@ EXPECTED: dict[str, list[str]] = {
         "models[llama-3-1-8b].replicas.min: is 0 but the model has no route through the interceptor (expose is false): a request at zero replicas would find no pod and fail. Fix: set expose: true, or keep replicas.min >= 1",
     ],
     "idle-after-shorter-than-the-budget": [
-        "models[llama-3-1-8b].autoscaling.idleAfter: 2m is shorter than the model's scale-up budget on a new node (577 s): it would go back to zero sooner than a cold start takes. Fix: set idleAfter to at least 10m",
+        "models[llama-3-1-8b].autoscaling.idleAfter: 2m is shorter than the model's scale-up budget on a new node (567 s): it would go back to zero sooner than a cold start takes. Fix: set idleAfter to at least 10m",
     ],
     "alb-idle-timeout-below-a-cold-start": [
-        "ingress.idleTimeoutSeconds: 300 s is not longer than the scale-up budget of llama-3-1-8b (577 s), which scales to zero: no byte flows while the interceptor holds a request, so the ALB would close it first. Fix: raise idleTimeoutSeconds above 577",
+        "ingress.idleTimeoutSeconds: 300 s does not cover the scale-up budget of llama-3-1-8b (567 s), which scales to zero, plus 30 s for its first token: no byte flows while the interceptor holds a request, so the ALB would close it first. Fix: raise idleTimeoutSeconds to at least 597",
     ],
     "schedule-above-max": [
         "models[llama-3-1-8b].autoscaling.schedules[0].replicas: 5 is above replicas.max (3); the HPA would stop at max. Fix: lower it or raise max",
     ],
     "overlapping-schedules": [
-        "models[llama-3-1-8b].autoscaling.schedules[1]: overlaps schedules[0]: two floors at once leave it to the larger one, which is rarely what was meant. Fix: make the windows disjoint, or merge them into one schedule",
+        "models[llama-3-1-8b].autoscaling.schedules[1]: overlaps schedules[0]: while both are open the larger floor applies (the HPA takes the largest trigger). Fix: nothing, if nested floors are meant; else make the windows disjoint",
     ],
     "schedule-bad-cron-and-zone": [
         "models[llama-3-1-8b].autoscaling.schedules[0].timezone: 'Mars/Olympus' is not an IANA time zone. Fix: write e.g. UTC, Europe/Berlin or America/New_York",
@@ -202,6 +205,10 @@ EXPECTED: dict[str, list[str]] = {
     ],
     "schedule-zero-length": [
         "models[llama-3-1-8b].autoscaling.schedules[0]: start and end are the same; KEDA rejects such a window. Fix: give the window a different end",
+    ],
+    "schedule-on-day-seven": [
+        "models[llama-3-1-8b].autoscaling.schedules[0].start: '0 8 * * 7' is not a cron expression KEDA takes: day of week '7' is outside 0-6. Fix: write five fields, e.g. `0 8 * * 1-5`",
+        "models[llama-3-1-8b].autoscaling.schedules[0].end: '0 18 * * 7' is not a cron expression KEDA takes: day of week '7' is outside 0-6. Fix: write five fields, e.g. `0 8 * * 1-5`",
     ],
     "gp3-throughput-without-iops": [
         "karpenter: volumeThroughputMibps 1000 needs at least 4000 volumeIops (gp3 allows 0.25 MiB/s per IOPS); EC2 would refuse to launch the nodes. Fix: raise volumeIops to 4000 or lower volumeThroughputMibps"
