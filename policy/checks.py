@@ -8,6 +8,7 @@ pack that `pulumi preview --policy-pack policy` runs.
 from __future__ import annotations
 
 import ipaddress
+import json
 import re
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -130,6 +131,69 @@ def secrets_only_from_secrets(args: ResourceValidationArgs, report: ReportViolat
                 report(f"Container {c.get('name')} passes {arg.split('=', 1)[0]} on the command line; use a Secret.", None)
 
 
+def _statements(document: Any) -> list[dict[str, Any]]:
+    if isinstance(document, str):
+        try:
+            document = json.loads(document)
+        except json.JSONDecodeError:
+            return []
+    statements = (document or {}).get("Statement") or []
+    return [statements] if isinstance(statements, dict) else list(statements)
+
+
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+POD_IDENTITY_ACTIONS = {"sts:AssumeRole", "sts:TagSession"}
+
+
+def iam_trust_scoped(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    """Nobody at large may assume a role: no `*` principal; Pod Identity with exactly AssumeRole and
+    TagSession; a web identity (IRSA) only for one service account and audience."""
+    if args.resource_type != "aws:iam/role:Role":
+        return
+    for s in _statements(args.props.get("assumeRolePolicy")):
+        if s.get("Effect") != "Allow":
+            continue
+        principal = s.get("Principal")
+        aws = principal.get("AWS") if isinstance(principal, dict) else None
+        if principal == "*" or "*" in _listed(aws or []):
+            report(f"Role {args.name} can be assumed by any principal ('*').", None)
+            continue
+        services = _listed(principal.get("Service", [])) if isinstance(principal, dict) else []
+        if "pods.eks.amazonaws.com" in services and set(_listed(s.get("Action"))) != POD_IDENTITY_ACTIONS:
+            report(f"Role {args.name}: EKS Pod Identity needs exactly sts:AssumeRole and sts:TagSession.", None)
+        if isinstance(principal, dict) and principal.get("Federated"):
+            keys = {k.rsplit(":", 1)[-1] for k in ((s.get("Condition") or {}).get("StringEquals") or {})}
+            if not {"sub", "aud"} <= keys:
+                report(f"Role {args.name}: a web-identity trust must pin the service account (sub) and audience (aud).", None)
+
+
+def iam_no_wildcard_actions(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    """No policy grants every action, or every action of a service."""
+    if args.resource_type not in ("aws:iam/policy:Policy", "aws:iam/rolePolicy:RolePolicy"):
+        return
+    for s in _statements(args.props.get("policy")):
+        if s.get("Effect") != "Allow":
+            continue
+        wild = [a for a in _listed(s.get("Action")) if a == "*" or str(a).endswith(":*")]
+        if wild:
+            report(f"Policy {args.name} allows {', '.join(map(str, wild))}: grant the actions the workload uses.", None)
+
+
+BROAD_MANAGED_POLICY = re.compile(r":iam::aws:policy/(.*/)?(AdministratorAccess|PowerUserAccess|IAMFullAccess|[A-Za-z0-9]*FullAccess)$")
+
+
+def iam_no_broad_managed_policies(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    """No role gets an administrator or full-access AWS managed policy."""
+    if args.resource_type != "aws:iam/rolePolicyAttachment:RolePolicyAttachment":
+        return
+    arn = str(args.props.get("policyArn") or "")
+    if BROAD_MANAGED_POLICY.search(arn):
+        report(f"Attachment {args.name} gives its role {arn.rsplit('/', 1)[-1]}.", None)
+
+
 CHECKS: dict[str, tuple[str, Callable[[ResourceValidationArgs, ReportViolation], None]]] = {
     "eks-endpoint-exposure": ("The EKS API endpoint is private, or public only to an allow-list.", eks_endpoint_exposure),
     "eks-secrets-encryption": ("Kubernetes Secrets are encrypted with a KMS key.", eks_secrets_encryption),
@@ -139,6 +203,12 @@ CHECKS: dict[str, tuple[str, Callable[[ResourceValidationArgs, ReportViolation],
     "no-direct-load-balancer": ("No LoadBalancer or NodePort Service exposes a workload.", no_direct_load_balancer),
     "requests-and-limits": ("Containers set CPU and memory requests and limits.", requests_and_limits),
     "secrets-only-from-secrets": ("Tokens and API keys come from Secrets, not literals or args.", secrets_only_from_secrets),
+    "iam-trust-scoped": ("Every role's trust is scoped: no '*', Pod Identity and IRSA as AWS documents them.", iam_trust_scoped),
+    "iam-no-wildcard-actions": ("No IAM policy allows '*' or every action of a service.", iam_no_wildcard_actions),
+    "iam-no-broad-managed-policies": (
+        "No role gets AdministratorAccess, PowerUserAccess or a *FullAccess policy.",
+        iam_no_broad_managed_policies,
+    ),
 }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -111,6 +112,66 @@ FAILING: dict[str, tuple[str, str | None, Callable[[dict[str, Any]], object], li
         ["Container vllm sets HF_TOKEN as a literal; use a Secret.", "Container vllm passes --api-key on the command line; use a Secret."],
     ),
 }
+
+
+def _statement(document: str, statement: dict[str, Any]) -> str:
+    parsed = json.loads(document)
+    parsed["Statement"] = [*parsed["Statement"], statement]
+    return json.dumps(parsed)
+
+
+FAILING |= {
+    "iam-trust-scoped": (
+        "aws:iam/role:Role",
+        "alb-controller-role",
+        lambda p: p.update(
+            assumeRolePolicy=_statement(p["assumeRolePolicy"], {"Effect": "Allow", "Principal": "*", "Action": "sts:AssumeRole"})
+        ),
+        ["Role alb-controller-role can be assumed by any principal ('*')."],
+    ),
+    "iam-no-wildcard-actions": (
+        "aws:iam/policy:Policy",
+        "alb-controller-policy",
+        lambda p: p.update(policy=_statement(p["policy"], {"Effect": "Allow", "Action": ["ec2:*", "s3:GetObject"], "Resource": "*"})),
+        ["Policy alb-controller-policy allows ec2:*: grant the actions the workload uses."],
+    ),
+    "iam-no-broad-managed-policies": (
+        "aws:iam/rolePolicyAttachment:RolePolicyAttachment",
+        "karpenter-node-amazoneksworkernodepolicy",
+        lambda p: p.update(policyArn="arn:aws:iam::aws:policy/AdministratorAccess"),
+        ["Attachment karpenter-node-amazoneksworkernodepolicy gives its role AdministratorAccess."],
+    ),
+}
+
+
+def test_pod_identity_and_irsa_trusts_are_checked(prod_run: harness.RunResult) -> None:
+    pod_identity = prod_run.one("aws:iam/role:Role", "model-llama-3-1-8b-weights-read")
+    props = copy.deepcopy(values(pod_identity))
+    trust = json.loads(props["assumeRolePolicy"])
+    trust["Statement"][0]["Action"] = "sts:AssumeRole"
+    props["assumeRolePolicy"] = json.dumps(trust)
+    assert _violations(checks.iam_trust_scoped, pod_identity, props) == [
+        "Role model-llama-3-1-8b-weights-read: EKS Pod Identity needs exactly sts:AssumeRole and sts:TagSession."
+    ]
+    federated = {
+        "Effect": "Allow",
+        "Principal": {"Federated": "arn:aws:iam::123456789012:oidc-provider/x"},
+        "Action": "sts:AssumeRoleWithWebIdentity",
+    }
+    props["assumeRolePolicy"] = json.dumps({"Version": "2012-10-17", "Statement": [federated]})
+    assert _violations(checks.iam_trust_scoped, pod_identity, props) == [
+        "Role model-llama-3-1-8b-weights-read: a web-identity trust must pin the service account (sub) and audience (aud)."
+    ]
+
+
+@pytest.mark.parametrize("stack", ["existing-vpc-irsa-bottlerocket", "internet-facing-tls", "scale-to-zero-dev"])
+def test_the_iam_policies_hold_on_every_fixture(stack: str) -> None:
+    from tests.conftest import fixture_run
+
+    run = fixture_run(stack)
+    for name in ("iam-trust-scoped", "iam-no-wildcard-actions", "iam-no-broad-managed-policies"):
+        for reg in run.registrations:
+            assert _violations(checks.CHECKS[name][1], reg) == [], (name, reg.ref)
 
 
 def test_every_policy_has_a_failing_case() -> None:
