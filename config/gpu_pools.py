@@ -85,6 +85,11 @@ class Disruption(ConfigModel):
         description="`WhenEmpty` (default for inference): only remove nodes with no serving pods, "
         "so consolidation never restarts a loaded model.",
     )
+    allow_underutilized_consolidation: bool = Field(
+        default=False,
+        description="Acknowledge that WhenEmptyOrUnderutilized or Balanced may evict serving replicas to repack "
+        "nodes (each eviction is a model reload and cut streams); required for those policies on pools that serve models.",
+    )
     consolidate_after: DurationOrNever = Field(
         default="10m", description="How long a node must be empty (or underutilized) before it is removed."
     )

@@ -504,6 +504,35 @@ def rule_scale_to_zero(cfg: StackConfig) -> Iterator[Problem]:
         )
 
 
+PROD_SCALE_DOWN_WINDOW_FLOOR = 120
+"""Prod never scales a model in on less than two minutes of calm (a flap is a reload and cut streams)."""
+
+
+def rule_disruption(cfg: StackConfig) -> Iterator[Problem]:
+    """Disruption controls are rules, not defaults: repacking serving nodes must be acknowledged, and
+    prod keeps a floor under the scale-down stabilization window."""
+    for pool in cfg.gpu_pools:
+        d = pool.disruption
+        serving = [m.name for m in cfg.models if m.pool == pool.name]
+        if serving and d.consolidation_policy != "WhenEmpty" and not d.allow_underutilized_consolidation:
+            yield Problem(
+                f"{pool_path(pool)}.disruption.consolidationPolicy",
+                f"{d.consolidation_policy} lets Karpenter evict replicas of {', '.join(serving)} to repack nodes: each "
+                "eviction reloads a model and cuts its streams. Fix: use WhenEmpty, or set "
+                "disruption.allowUnderutilizedConsolidation: true to accept it",
+            )
+    if not cfg.is_prod:
+        return
+    for path, m, _ in _models(cfg):
+        window = m.autoscaling.scale_down.stabilization_window_seconds
+        if window < PROD_SCALE_DOWN_WINDOW_FLOOR:
+            yield Problem(
+                f"{path}.autoscaling.scaleDown.stabilizationWindowSeconds",
+                f"{window} s in prod: a dip of a few scrapes would remove a replica that takes minutes to come back. "
+                f"Fix: set it to at least {PROD_SCALE_DOWN_WINDOW_FLOOR}",
+            )
+
+
 def rule_pool_capacity(cfg: StackConfig) -> Iterator[Problem]:
     for pool in cfg.gpu_pools:
         family = pool.ami_family or cfg.karpenter.default_ami_family
@@ -745,6 +774,12 @@ def rule_deploy_role(cfg: StackConfig) -> Iterator[Problem]:
 
 # Chart values the program derives and other parts rely on: an escape hatch may not replace them.
 # (section, dotted values path) -> the config field (or fact) to change instead.
+PROTECTED_VALUES: dict[tuple[str, tuple[str, ...]], str] = {
+    ("karpenter", ("podDisruptionBudget",)): "a drain of the system nodes must never take every Karpenter controller at once",
+    ("karpenter", ("priorityClassName",)): "Karpenter runs as system-cluster-critical, so nothing preempts the controller "
+    "that brings capacity back",
+}
+"""Reliability settings an escape hatch may not remove."""
 DERIVED_VALUES: dict[tuple[str, tuple[str, ...]], str] = {
     ("ingress", ("clusterName",)): "cluster.name",
     ("ingress", ("region",)): "aws:region",
@@ -801,6 +836,12 @@ def _has_path(values: Any, path: tuple[str, ...]) -> bool:
 
 def rule_escape_hatches(cfg: StackConfig) -> Iterator[Problem]:
     """extraValues may tune a chart, not replace what the program derives and other parts rely on."""
+    for (section, path), reason in PROTECTED_VALUES.items():
+        if _has_path(_SECTION_VALUES[section](cfg), path):
+            yield Problem(
+                f"{section}.extraValues.{'.'.join(path)}",
+                f"is pinned by the platform: {reason}. Fix: remove the override",
+            )
     for (section, path), instead in DERIVED_VALUES.items():
         if _has_path(_SECTION_VALUES[section](cfg), path):
             dotted = ".".join(path)
@@ -885,6 +926,7 @@ RULES: tuple[Callable[[StackConfig], Iterator[Problem]], ...] = (
     rule_image_cache,
     rule_scale_up,
     rule_scale_to_zero,
+    rule_disruption,
     rule_pool_capacity,
     rule_exposure,
     rule_gpu_operator,

@@ -39,6 +39,10 @@ def karpenter_values(
         # Never on the nodes Karpenter manages: the chart's own affinity already avoids them; the
         # selector pins it to the system node group.
         "nodeSelector": dict(SYSTEM_NODE_SELECTOR),
+        # Set, not left to the chart's defaults: the controller must survive drains of the system
+        # nodes and preemption (config/rules.py keeps the escape hatch from removing them).
+        "podDisruptionBudget": {"name": "karpenter", "maxUnavailable": 1},
+        "priorityClassName": "system-cluster-critical",
         "logLevel": "info",
     }
     return deep_merge(values, cfg.extra_values)

@@ -150,6 +150,11 @@ CASES: dict[str, Callable[[dict[str, Any]], object]] = {
     "schedule-zero-length": lambda d: m0(d).update(
         autoscaling={"schedules": [{"start": "0 8 * * 1-5", "end": "0  8 * * 1-5", "replicas": 2}]}
     ),
+    # disruption controls are rules
+    "underutilized-consolidation-on-a-serving-pool": lambda d: p0(d).update(disruption={"consolidationPolicy": "WhenEmptyOrUnderutilized"}),
+    "karpenter-pdb-and-priority-removed": lambda d: d.update(
+        karpenter={"extraValues": {"priorityClassName": "", "podDisruptionBudget": None}}
+    ),
     "gp3-throughput-without-iops": lambda d: d.update(karpenter={"volumeThroughputMibps": 1000, "volumeIops": 3000}),
     "scale-down-window-below-budget": lambda d: m0(d).update(
         autoscaling={"scaleDown": {"stabilizationWindowSeconds": 60, "pods": 1, "periodSeconds": 60}}
@@ -209,6 +214,13 @@ EXPECTED: dict[str, list[str]] = {
     "schedule-on-day-seven": [
         "models[llama-3-1-8b].autoscaling.schedules[0].start: '0 8 * * 7' is not a cron expression KEDA takes: day of week '7' is outside 0-6. Fix: write five fields, e.g. `0 8 * * 1-5`",
         "models[llama-3-1-8b].autoscaling.schedules[0].end: '0 18 * * 7' is not a cron expression KEDA takes: day of week '7' is outside 0-6. Fix: write five fields, e.g. `0 8 * * 1-5`",
+    ],
+    "underutilized-consolidation-on-a-serving-pool": [
+        "gpuPools[gpu-l4-a10g].disruption.consolidationPolicy: WhenEmptyOrUnderutilized lets Karpenter evict replicas of llama-3-1-8b to repack nodes: each eviction reloads a model and cuts its streams. Fix: use WhenEmpty, or set disruption.allowUnderutilizedConsolidation: true to accept it",
+    ],
+    "karpenter-pdb-and-priority-removed": [
+        "karpenter.extraValues.podDisruptionBudget: is pinned by the platform: a drain of the system nodes must never take every Karpenter controller at once. Fix: remove the override",
+        "karpenter.extraValues.priorityClassName: is pinned by the platform: Karpenter runs as system-cluster-critical, so nothing preempts the controller that brings capacity back. Fix: remove the override",
     ],
     "gp3-throughput-without-iops": [
         "karpenter: volumeThroughputMibps 1000 needs at least 4000 volumeIops (gp3 allows 0.25 MiB/s per IOPS); EC2 would refuse to launch the nodes. Fix: raise volumeIops to 4000 or lower volumeThroughputMibps"
