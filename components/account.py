@@ -92,6 +92,7 @@ def read_account(cfg: StackConfig) -> AccountFile:
                 s = aws.ec2.get_subnet(id=subnet_id)
                 subnets.append(Subnet(id=subnet_id, vpc_id=s.vpc_id, zone=s.availability_zone, cidr=s.cidr_block, tags=dict(s.tags or {})))
     return AccountFile(
+        caller=aws.get_caller_identity().arn,
         region=cfg.region,
         zones=dict(zip(zones.zone_ids, zones.names, strict=True)),
         quotas=quotas,

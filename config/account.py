@@ -65,6 +65,7 @@ class AccountFile(ConfigModel):
     spot_service_linked_role: bool = Field(description="AWSServiceRoleForEC2Spot exists.")
     vpcs: list[Vpc] = Field(default_factory=list, description="Existing VPCs (for stacks in an existing VPC).")
     subnets: list[Subnet] = Field(default_factory=list, description="Existing subnets (for stacks in an existing VPC).")
+    caller: str | None = Field(default=None, description="ARN of the identity running pulumi (STS GetCallerIdentity); unset: not checked.")
 
 
 def parse(data: Any, source: str) -> AccountFile:

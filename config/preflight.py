@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from config import capacity, catalog, versions
 from config.account import AccountFile
-from config.conventions import INTERNAL_ELB_TAG, PUBLIC_ELB_TAG
+from config.conventions import INTERNAL_ELB_TAG, PUBLIC_ELB_TAG, principal_kind_and_name
 from config.errors import Problem
 from config.gpu_pools import GpuPool
 from config.karpenter import KarpenterConfig
@@ -260,6 +260,40 @@ def _principals(cfg: StackConfig, account: AccountFile, authoritative: bool) -> 
             )
 
 
+def caller_role(arn: str) -> str:
+    """The IAM principal behind a caller ARN: an assumed role's role ARN, else the ARN itself."""
+    parts = arn.split(":")
+    if len(parts) == 6 and parts[2] == "sts" and parts[5].startswith("assumed-role/"):
+        return f"arn:{parts[1]}:iam::{parts[4]}:role/{parts[5].split('/')[1]}"
+    return arn
+
+
+def _caller(cfg: StackConfig, account: AccountFile) -> Iterator[Check]:
+    """pulumi-eks makes the identity that creates the cluster its admin, and every Kubernetes object is
+    created as the identity running pulumi: it must be the declared deploy role (or an admin)."""
+    if account.caller is None:
+        return
+    caller = caller_role(account.caller)
+    names = {principal_kind_and_name(a) for a in cfg.cluster.admin_role_arns}
+    deploy = cfg.cluster.deploy_role_arn
+    inputs = {"caller": caller, "deployRoleArn": deploy}
+    kind_name = principal_kind_and_name(caller) if caller.startswith("arn:") and ":iam::" in caller else None
+    if deploy is not None and kind_name == principal_kind_and_name(deploy):
+        yield Check("caller", "cluster.deployRoleArn", "ok", "pulumi runs as the deploy role", inputs)
+    elif kind_name in names:
+        yield Check("caller", "cluster.adminRoleArns", "ok", "pulumi runs as a cluster admin", inputs)
+    else:
+        yield Check(
+            "caller",
+            "cluster.deployRoleArn",
+            "failed",
+            f"pulumi runs as {caller}, which is neither cluster.deployRoleArn nor in adminRoleArns: on a first up EKS "
+            "would make it the cluster's creator-admin instead of the declared role, and on later ups it could not "
+            "create the Kubernetes objects. Fix: run as the deploy role (vars.AWS_ROLE_ARN), or declare this principal",
+            inputs,
+        )
+
+
 def _certificate(cfg: StackConfig, account: AccountFile, authoritative: bool, complete: bool = True) -> Iterator[Check]:
     arn = cfg.ingress.certificate_arn
     if arn is None:
@@ -455,6 +489,7 @@ def run(
     checks += _offerings(cfg, account)
     checks += _releases(cfg, account, addon_versions_complete, authoritative)
     checks += _principals(cfg, account, authoritative)
+    checks += _caller(cfg, account)
     checks += _certificate(cfg, account, authoritative, certificates_complete)
     checks += _spot_role(cfg, account)
     checks += _existing_vpc(cfg, account, authoritative)

@@ -64,7 +64,7 @@ def _ami_releases(ssm: Any, family: str, k8s: str) -> list[str]:
 
 def capture(cfg: StackConfig, client: ClientFactory) -> dict[str, Any]:
     """The account answers for this stack, in the account-file shape (camelCase)."""
-    ec2, quotas_client, ssm, eks, iam, acm = (client(s) for s in ("ec2", "service-quotas", "ssm", "eks", "iam", "acm"))
+    ec2, quotas_client, ssm, eks, iam, acm, sts = (client(s) for s in ("ec2", "service-quotas", "ssm", "eks", "iam", "acm", "sts"))
     zones = ec2.describe_availability_zones(Filters=[{"Name": "state", "Values": ["available"]}])["AvailabilityZones"]
     types = sorted({t.name for p in cfg.gpu_pools for t in p.resolved_instance_types()})
     offerings: dict[str, list[str]] = {}
@@ -91,6 +91,7 @@ def capture(cfg: StackConfig, client: ClientFactory) -> dict[str, Any]:
         "roles": roles,
         "certificates": _certificates(acm, cfg),
         "spotServiceLinkedRole": _role_exists(iam, SPOT_ROLE),
+        "caller": sts.get_caller_identity()["Arn"],
     }
     if isinstance(cfg.network, ExistingVpc):
         answers |= _existing_vpc(ec2, cfg.network)

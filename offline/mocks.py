@@ -261,7 +261,9 @@ class RecordingMocks(Mocks):
         if self.account is not None and args.token in ACCOUNT_TOKENS:
             return _account_answer(self.account, args.token, dict(args.args))
         if args.token == "aws:index/getCallerIdentity:getCallerIdentity":
-            return {"accountId": ACCOUNT_ID, "arn": f"arn:aws:iam::{ACCOUNT_ID}:user/offline", "userId": "OFFLINE", "id": ACCOUNT_ID}
+            # the account answers' caller when they name one (preflight checks it), else an offline user
+            caller = (self.account.caller if self.account is not None else None) or f"arn:aws:iam::{ACCOUNT_ID}:user/offline"
+            return {"accountId": ACCOUNT_ID, "arn": caller, "userId": "OFFLINE", "id": ACCOUNT_ID}
         if args.token == "aws:index/getRegion:getRegion":
             return {"name": region, "region": region, "id": region, "description": region, "endpoint": f"ec2.{region}.amazonaws.com"}
         if args.token == "aws:index/getPartition:getPartition":

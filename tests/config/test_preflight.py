@@ -269,3 +269,29 @@ def test_the_program_stops_before_registering_anything(tmp_path: Path, monkeypat
     assert "AWSServiceRoleForEC2Spot" in str(info.value)
     assert len(monitors) == 1
     assert monitors[0].registrations == []  # not one resource: the stack stays as it was
+
+
+@pytest.mark.parametrize(
+    ("caller", "result"),
+    [
+        ("arn:aws:sts::123456789012:assumed-role/llm-platform-deploy/gha-run-1", "ok"),
+        ("arn:aws:sts::123456789012:assumed-role/platform-admin/alice", "ok"),
+        ("arn:aws:sts::123456789012:assumed-role/developer/bob", "failed"),
+        ("arn:aws:iam::123456789012:user/carol", "failed"),
+    ],
+)
+def test_pulumi_runs_as_the_deploy_role_or_an_admin(caller: str, result: str) -> None:
+    """pulumi-eks makes whoever creates the cluster its admin: that must be the declared deploy role."""
+    cfg = parse(stack_data(PROD))
+    answers = account.load(ROOT / "offline" / "account.yaml").model_copy(update={"caller": caller, "region": cfg.region})
+    (check,) = [c for c in preflight.run(cfg, answers, authoritative=False) if c.name == "caller"]
+    assert check.result == result
+    if result == "failed":
+        assert "creator-admin" in check.message
+        assert "Fix: run as the deploy role" in check.message
+
+
+def test_the_caller_is_not_checked_without_an_answer() -> None:
+    cfg = parse(stack_data(PROD))
+    answers = account.load(ROOT / "offline" / "account.yaml").model_copy(update={"region": cfg.region})
+    assert [c for c in preflight.run(cfg, answers, authoritative=False) if c.name == "caller"] == []

@@ -22,7 +22,7 @@ class Clients:
 
     def __init__(self) -> None:
         session = boto3.session.Session(region_name="us-east-1", aws_access_key_id="test", aws_secret_access_key="test")
-        self.clients = {s: session.client(s) for s in ("ec2", "service-quotas", "ssm", "eks", "iam", "acm")}
+        self.clients = {s: session.client(s) for s in ("ec2", "service-quotas", "ssm", "eks", "iam", "acm", "sts")}
         self.stubs = {s: Stubber(c) for s, c in self.clients.items()}
 
     def __call__(self, service: str) -> Any:
@@ -85,6 +85,10 @@ def _stub_dev_account(c: Clients, p_quota: float, spot_role: bool) -> None:
         )
     else:
         c.stubs["iam"].add_client_error("get_role", service_error_code="NoSuchEntity", http_status_code=404)
+    c.stubs["sts"].add_response(
+        "get_caller_identity",
+        {"UserId": "AROAEXAMPLE:ci", "Account": "123456789012", "Arn": "arn:aws:sts::123456789012:assumed-role/platform-admin/ci"},
+    )
 
 
 def test_capture_writes_answers_the_render_accepts() -> None:
@@ -99,7 +103,9 @@ def test_capture_writes_answers_the_render_accepts() -> None:
     assert parsed.addon_versions["coredns"] == sorted([versions.EKS_ADDON_VERSIONS["coredns"], "v0.0.1-eksbuild.1"])
     assert parsed.roles == ["arn:aws:iam::123456789012:role/platform-admin"]
     assert parsed.spot_service_linked_role is True
+    assert parsed.caller == "arn:aws:sts::123456789012:assumed-role/platform-admin/ci"
     checks = preflight.run(cfg, parsed, authoritative=True)
+    assert [c.result for c in checks if c.name == "caller"] == ["ok"]  # an admin role of the stack
     assert [c.path for c in checks if c.result == "failed"] == []
 
 
