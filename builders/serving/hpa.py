@@ -139,6 +139,13 @@ def replicas_change_per_period(period_seconds: int, events: list[ScaleEvent], no
     return sum(e.replica_change for e in events if e.timestamp > cutoff)
 
 
+def _period_start(current: int, up_events: list[ScaleEvent], down_events: list[ScaleEvent], period_seconds: int, now: float) -> int:
+    """The replica count at the start of a policy's period: current, minus what that period added, plus what it removed."""
+    return (
+        current - replicas_change_per_period(period_seconds, up_events, now) + replicas_change_per_period(period_seconds, down_events, now)
+    )
+
+
 def scale_up_limit(current: int, up_events: list[ScaleEvent], down_events: list[ScaleEvent], rules: Rules, now: float) -> int:
     """The most replicas the scale-up policies allow now (calculateScaleUpLimitWithScalingRules)."""
     if rules.select_policy == "Disabled":
@@ -146,11 +153,7 @@ def scale_up_limit(current: int, up_events: list[ScaleEvent], down_events: list[
     pick = min if rules.select_policy == "Min" else max
     result: int | None = None
     for p in rules.policies:
-        start = (
-            current
-            - replicas_change_per_period(p.period_seconds, up_events, now)
-            + replicas_change_per_period(p.period_seconds, down_events, now)
-        )
+        start = _period_start(current, up_events, down_events, p.period_seconds, now)
         proposed = start + p.value if p.kind == "Pods" else math.ceil(start * (1 + p.value / 100))
         result = proposed if result is None else pick(result, proposed)
     return current if result is None else result
@@ -163,11 +166,7 @@ def scale_down_limit(current: int, up_events: list[ScaleEvent], down_events: lis
     pick = max if rules.select_policy == "Min" else min
     result: int | None = None
     for p in rules.policies:
-        start = (
-            current
-            - replicas_change_per_period(p.period_seconds, up_events, now)
-            + replicas_change_per_period(p.period_seconds, down_events, now)
-        )
+        start = _period_start(current, up_events, down_events, p.period_seconds, now)
         proposed = start - p.value if p.kind == "Pods" else int(start * (1 - p.value / 100))
         result = proposed if result is None else pick(result, proposed)
     return current if result is None else result

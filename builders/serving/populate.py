@@ -23,6 +23,7 @@ from builders.serving.workload import (
     Sources,
     aws_env,
     container_security,
+    dns_and_https_egress,
     hf_token_volume,
     pod_identity_egress,
     pod_security,
@@ -31,7 +32,7 @@ from builders.serving.workload import (
     script_volume,
 )
 from config import capacity, speed
-from config.conventions import KUBE_SYSTEM, MODEL_LABEL, POOL_LABEL, populate_job_name, populate_service_account
+from config.conventions import MODEL_LABEL, POOL_LABEL, populate_job_name, populate_service_account
 from config.gpu_pools import GpuPool
 from config.models import ModelConfig
 
@@ -179,13 +180,6 @@ def network_policy(model: ModelConfig) -> dict[str, Any]:
         "spec": {
             "podSelector": {"matchLabels": COMPONENT},
             "policyTypes": ["Ingress", "Egress"],
-            "egress": [
-                {
-                    "to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": KUBE_SYSTEM}}}],
-                    "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
-                },
-                {"ports": [{"protocol": "TCP", "port": 443}]},
-                pod_identity_egress(),
-            ],
+            "egress": [*dns_and_https_egress(), pod_identity_egress()],
         },
     }

@@ -438,18 +438,22 @@ def network_policies(model: ModelConfig, vpc_cidr: str, monitoring_namespace: st
                     else []
                 ),
             ],
-            "egress": [
-                {
-                    "to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": KUBE_SYSTEM}}}],
-                    "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
-                },
-                # Weights from Hugging Face or S3 over HTTPS only.
-                {"ports": [{"protocol": "TCP", "port": 443}]},
-                *([pod_identity_egress()] if model.streams_from_s3 else []),
-            ],
+            # Weights from Hugging Face or S3 over HTTPS only.
+            "egress": [*dns_and_https_egress(), *([pod_identity_egress()] if model.streams_from_s3 else [])],
         },
     }
     return [deny, vllm]
+
+
+def dns_and_https_egress() -> list[dict[str, Any]]:
+    """DNS from CoreDNS in kube-system, and HTTPS out (Hugging Face, S3)."""
+    return [
+        {
+            "to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": KUBE_SYSTEM}}}],
+            "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
+        },
+        {"ports": [{"protocol": "TCP", "port": 443}]},
+    ]
 
 
 def pod_identity_egress() -> dict[str, Any]:
