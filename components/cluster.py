@@ -37,6 +37,8 @@ class ClusterArgs:
     """VPC of the cluster."""
     private_subnet_ids: pulumi.Input[list[str]]
     """Subnets for the control plane ENIs and the nodes."""
+    region: str
+    """AWS region: CloudWatch Logs' service principal in the key policy."""
     tags: dict[str, str]
     """Tags for every AWS resource."""
 
@@ -67,16 +69,19 @@ class Cluster(pulumi.ComponentResource):
             description=f"EKS secrets envelope encryption for {cfg.name}",
             enable_key_rotation=True,
             deletion_window_in_days=30,
-            policy=pulumi.Output.all(account, partition).apply(lambda a: json.dumps(builders.kms_key_policy(a[0], a[1]))),
+            policy=pulumi.Output.all(account, partition).apply(
+                lambda a: json.dumps(builders.kms_key_policy(a[0], a[1], args.region, log_group_name(cfg.name)))
+            ),
             tags=tags,
             opts=child,
         )
         aws.kms.Alias(f"{name}-secrets", name=kms_alias(cfg.name), target_key_id=key.key_id, opts=child)
-        # Created before the cluster so the retention applies (EKS would create it with none).
+        # Created before the cluster so the retention and the key apply (EKS would create it with neither).
         logs = aws.cloudwatch.LogGroup(
             f"{name}-logs",
             name=log_group_name(cfg.name),
             retention_in_days=cfg.log_retention_days,
+            kms_key_id=key.arn,
             tags=tags,
             opts=child,
         )

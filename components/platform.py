@@ -6,7 +6,7 @@ from typing import Any
 
 import pulumi
 
-from builders import scale_to_zero
+from builders import network_policies, scale_to_zero
 from builders.network import node_subnet_selector_terms
 from builders.observability.rules import ModelWatch
 from builders.serving.workload import Sources
@@ -19,6 +19,7 @@ from components.ingress import LoadBalancerController, LoadBalancerControllerArg
 from components.karpenter import Karpenter, KarpenterArgs
 from components.keda import Keda, KedaArgs
 from components.network import Network, NetworkArgs
+from components.network_policies import PlatformNetworkPolicies, PlatformNetworkPoliciesArgs
 from components.observability import Observability, ObservabilityArgs
 from components.serving import VllmModel, VllmModelArgs
 from components.weights import WeightsBucket, WeightsBucketArgs
@@ -45,6 +46,7 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
             deletion_protection=cfg.deletion_protection,
             vpc_id=network.vpc_id,
             private_subnet_ids=network.private_subnet_ids,
+            region=cfg.region,
             tags=tags,
         ),
     )
@@ -123,6 +125,11 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
             ),
             opts=pulumi.ResourceOptions(depends_on=[cluster]),
         )
+    PlatformNetworkPolicies(
+        "network-policies",
+        PlatformNetworkPoliciesArgs(policies=network_policies.platform(cfg), provider=cluster.provider),
+        opts=pulumi.ResourceOptions(depends_on=[observability, gpu_operator, keda, *([controller] if controller else [])]),
+    )
     bucket = (
         WeightsBucket("weights", WeightsBucketArgs(config=cfg.weights, cluster_name=cfg.cluster.name, tags=tags))
         if cfg.uses_s3_weights
@@ -184,6 +191,7 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
                 vpc_cidr=cfg.vpc_cidr,
                 alb_idle_timeout_seconds=cfg.ingress.idle_timeout_seconds,
                 monitoring_namespace=cfg.observability.namespace,
+                load_balancer_sources=network_policies.load_balancer_sources(cfg) if exposed else [],
                 provider=cluster.provider,
                 api_key=secrets.api_keys.get(model.name),
                 ingress=cfg.ingress if exposed else None,

@@ -40,11 +40,13 @@ class VllmModelArgs:
     hf_token: pulumi.Input[str] | None
     """Hugging Face token (secret), mounted as a file; None when not configured."""
     vpc_cidr: str
-    """VPC CIDR: the load balancer's addresses, admitted by the NetworkPolicy."""
+    """VPC CIDR: the Ingress' default client range; never 'the internet' in egress rules."""
     alb_idle_timeout_seconds: int
     """The shared ALB's idle timeout, which vLLM's keep-alives are derived from."""
     monitoring_namespace: str
     """Namespace of Prometheus, admitted by the NetworkPolicy."""
+    load_balancer_sources: list[str] = field(default_factory=list)
+    """The ALB's subnets, admitted on vLLM's port when the model is exposed (empty when it is not)."""
     provider: k8s.Provider
     """Kubernetes provider of the cluster."""
     api_key: pulumi.Input[str] | None = None
@@ -117,7 +119,8 @@ class VllmModel(pulumi.ComponentResource):
                         opts=inside,
                     )
                 )
-        for policy in builders.network_policies(model, args.vpc_cidr, args.monitoring_namespace):
+        flows = builders.ModelFlows(args.load_balancer_sources, args.monitoring_namespace, args.vpc_cidr)
+        for policy in builders.network_policies(model, flows):
             self._object(f"{name}-netpol-{policy['metadata']['name']}", policy, inside)
         # Readiness can take long: a GPU node launch, the image pull and the model download and load.
         # Pulumi's default 10-minute wait would give up first. The load balancer controller's
@@ -239,7 +242,7 @@ class VllmModel(pulumi.ComponentResource):
             )
         script = self._object(f"{name}-weights-script", populate.script_config_map(model), inside)
         account = self._object(f"{name}-weights-service-account", populate.service_account(model), inside)
-        self._object(f"{name}-netpol-weights", populate.network_policy(model), inside)
+        self._object(f"{name}-netpol-weights", populate.network_policy(model, args.vpc_cidr), inside)
         timeout = f"{math.ceil(populate.populate_seconds(model) / 60)}m"
         job = k8s_objects.create_resolved(
             f"{name}-weights-job",

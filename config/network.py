@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from config.base import ConfigModel
 from config.conventions import DISCOVERY_TAG, INTERNAL_ELB_TAG, PUBLIC_ELB_TAG
@@ -71,7 +72,7 @@ class ExistingVpc(ConfigModel):
 
     mode: Literal["existing"] = Field(description="`existing`: use a VPC created elsewhere.")
     vpc_id: VpcId = Field(description="The VPC id.")
-    vpc_cidr: NetworkCidr = Field(description="The VPC's IPv4 CIDR (model NetworkPolicies admit the load balancer from it).")
+    vpc_cidr: NetworkCidr = Field(description="The VPC's IPv4 CIDR.")
     private_subnet_ids: list[SubnetId] = Field(
         description="Private subnets (two or more AZs) for nodes and internal load balancers. "
         f"They must carry the tags `{INTERNAL_ELB_TAG}=1` and `{DISCOVERY_TAG}=<cluster>`.",
@@ -80,6 +81,13 @@ class ExistingVpc(ConfigModel):
         default_factory=list,
         description=f"Public subnets for internet-facing load balancers (tag `{PUBLIC_ELB_TAG}=1`); "
         "may be empty when every endpoint is internal.",
+    )
+
+    load_balancer_subnet_cidrs: list[NetworkCidr] = Field(
+        default_factory=list,
+        description="IPv4 CIDRs of the subnets the shared ALB uses (the public subnets for an internet-facing "
+        "scheme, the private ones for internal). vLLM's port admits the ALB from these only; empty: from the "
+        "whole vpcCidr (a warning when models are exposed).",
     )
 
     @field_validator("private_subnet_ids")
@@ -98,6 +106,21 @@ class ExistingVpc(ConfigModel):
     @classmethod
     def _public(cls, value: list[str]) -> list[str]:
         _listed_once(value, "publicSubnetIds")
+        return value
+
+    @field_validator("load_balancer_subnet_cidrs")
+    @classmethod
+    def _inside_the_vpc(cls, value: list[str], info: ValidationInfo) -> list[str]:
+        if "vpc_cidr" not in info.data:
+            return value  # the VPC's own CIDR is wrong: reported there
+        vpc = ipaddress.IPv4Network(info.data["vpc_cidr"], strict=False)
+        outside = [c for c in value if not ipaddress.IPv4Network(c, strict=False).subnet_of(vpc)]
+        if outside:
+            raise config_error(
+                f"lists {', '.join(outside)}, outside the VPC's {vpc}; the ALB's interfaces are in the VPC's "
+                "subnets, so the policy would admit addresses the ALB never has",
+                "list the CIDRs of the subnets the load balancer uses, each inside vpcCidr",
+            )
         return value
 
     @model_validator(mode="after")

@@ -384,6 +384,17 @@ def rule_weights(cfg: StackConfig) -> Iterator[Problem]:
         )
 
 
+def rule_load_balancer_sources(cfg: StackConfig) -> Iterator[Problem]:
+    if isinstance(cfg.network, ExistingVpc) and not cfg.network.load_balancer_subnet_cidrs and exposed_models(cfg):
+        yield Problem(
+            "network.loadBalancerSubnetCidrs",
+            "is empty, so vLLM's port admits the load balancer from the whole VPC: any host or pod in it reaches "
+            "/metrics and every route vLLM leaves unauthenticated. Fix: list the CIDRs of the subnets the ALB uses "
+            f"({'public' if cfg.ingress.scheme == 'internet-facing' else 'private'} subnets for the {cfg.ingress.scheme} scheme)",
+            "warning",
+        )
+
+
 def rule_image_cache(cfg: StackConfig) -> Iterator[Problem]:
     if not cfg.image_cache.enabled:
         return
@@ -924,6 +935,7 @@ RULES: tuple[Callable[[StackConfig], Iterator[Problem]], ...] = (
     rule_headroom,
     rule_weights,
     rule_image_cache,
+    rule_load_balancer_sources,
     rule_scale_up,
     rule_scale_to_zero,
     rule_disruption,

@@ -13,7 +13,14 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
+from pulumi_policy import (
+    EnforcementLevel,
+    ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+    StackValidationArgs,
+    StackValidationPolicy,
+)
 
 REQUIRED_LOG_TYPES = ("api", "audit", "authenticator")
 WORKLOADS = ("kubernetes:apps/v1:Deployment", "kubernetes:apps/v1:StatefulSet", "kubernetes:apps/v1:DaemonSet")
@@ -212,8 +219,94 @@ CHECKS: dict[str, tuple[str, Callable[[ResourceValidationArgs, ReportViolation],
 }
 
 
-def policies() -> list[ResourceValidationPolicy]:
-    return [
+NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+VLLM_PORT = 8000
+ELB_SUBNET_TAG_PREFIX = "kubernetes.io/role/"
+"""The load balancer controller's subnet discovery tags (`.../elb`, `.../internal-elb`); the pack runs
+without the program's modules, so it reads the tags by their common prefix."""
+
+
+def _is_default_deny(spec: dict[str, Any]) -> bool:
+    return (
+        not (spec.get("podSelector") or {})
+        and set(spec.get("policyTypes") or []) == {"Ingress", "Egress"}
+        and not spec.get("ingress")
+        and not spec.get("egress")
+    )
+
+
+def namespaces_deny_by_default(args: StackValidationArgs, report: ReportViolation) -> None:
+    """Every namespace the program creates has a default-deny NetworkPolicy (flows are then opened by name)."""
+    denied = {
+        (r.props.get("metadata") or {}).get("namespace")
+        for r in args.resources
+        if r.resource_type == NETWORK_POLICY and _is_default_deny(r.props.get("spec") or {})
+    }
+    for r in args.resources:
+        if r.resource_type == "kubernetes:core/v1:Namespace":
+            name = (r.props.get("metadata") or {}).get("name")
+            if name not in denied:
+                report(f"Namespace {name} has no default-deny NetworkPolicy: every pod in it is open both ways.", r.urn)
+
+
+def _admits(rule: dict[str, Any], port: int) -> bool:
+    ports = rule.get("ports") or []
+    return not ports or any(
+        p.get("port") is None or isinstance(p["port"], str) or p["port"] <= port <= p.get("endPort", p["port"]) for p in ports
+    )
+
+
+def vllm_port_sources(args: StackValidationArgs, report: ReportViolation) -> None:
+    """vLLM's port admits addresses only from the load balancer's subnets: never the internet or the whole VPC.
+
+    The VPC's and the load balancer subnets' ranges come from the stack's own Vpc and Subnet resources
+    (an existing VPC has none here: only the internet and host-bits checks apply)."""
+    vpcs = [
+        ipaddress.ip_network(r.props["cidrBlock"])
+        for r in args.resources
+        if r.resource_type == "aws:ec2/vpc:Vpc" and r.props.get("cidrBlock")
+    ]
+    elb_subnets = {
+        r.props.get("cidrBlock")
+        for r in args.resources
+        if r.resource_type == "aws:ec2/subnet:Subnet" and any(str(t).startswith(ELB_SUBNET_TAG_PREFIX) for t in (r.props.get("tags") or {}))
+    }
+    for r in args.resources:
+        if r.resource_type != NETWORK_POLICY:
+            continue
+        for rule in (r.props.get("spec") or {}).get("ingress") or []:
+            if not _admits(rule, VLLM_PORT):
+                continue
+            for peer in rule.get("from") or []:
+                cidr = (peer.get("ipBlock") or {}).get("cidr")
+                if cidr is None:
+                    continue
+                net = ipaddress.ip_network(cidr, strict=False)
+                name = (r.props.get("metadata") or {}).get("name")
+                if net.prefixlen == 0:
+                    report(f"NetworkPolicy {name} admits port {VLLM_PORT} from every address ({cidr}).", r.urn)
+                elif any(vpc.subnet_of(net) for vpc in vpcs):  # type: ignore[arg-type]
+                    report(
+                        f"NetworkPolicy {name} admits port {VLLM_PORT} from {cidr}, the whole VPC: admit the load balancer's subnets.",
+                        r.urn,
+                    )
+                elif vpcs and cidr not in elb_subnets:
+                    report(f"NetworkPolicy {name} admits port {VLLM_PORT} from {cidr}, not a load balancer subnet of the stack.", r.urn)
+
+
+STACK_CHECKS: dict[str, tuple[str, Callable[[StackValidationArgs, ReportViolation], None]]] = {
+    "namespaces-deny-by-default": ("Every namespace the program creates has a default-deny NetworkPolicy.", namespaces_deny_by_default),
+    "vllm-port-sources": ("vLLM's port admits the load balancer's subnets only, never the VPC or the internet.", vllm_port_sources),
+}
+
+
+def policies() -> list[ResourceValidationPolicy | StackValidationPolicy]:
+    found: list[ResourceValidationPolicy | StackValidationPolicy] = [
         ResourceValidationPolicy(name=name, description=description, validate=check, enforcement_level=EnforcementLevel.MANDATORY)
         for name, (description, check) in CHECKS.items()
     ]
+    found += [
+        StackValidationPolicy(name=name, description=description, validate=check, enforcement_level=EnforcementLevel.MANDATORY)
+        for name, (description, check) in STACK_CHECKS.items()
+    ]
+    return found

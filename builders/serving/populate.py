@@ -12,6 +12,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from builders import network_policies as netpol
 from builders.serving import weights_script
 from builders.serving.workload import (
     HF_TOKEN_DIR,
@@ -23,9 +24,7 @@ from builders.serving.workload import (
     Sources,
     aws_env,
     container_security,
-    dns_and_https_egress,
     hf_token_volume,
-    pod_identity_egress,
     pod_security,
     pool_tolerations,
     script_args,
@@ -171,7 +170,7 @@ def job(
     }
 
 
-def network_policy(model: ModelConfig) -> dict[str, Any]:
+def network_policy(model: ModelConfig, vpc_cidr: str) -> dict[str, Any]:
     """The Job takes no traffic; it reaches DNS, HTTPS (Hugging Face, S3) and the Pod Identity agent."""
     return {
         "apiVersion": "networking.k8s.io/v1",
@@ -180,6 +179,6 @@ def network_policy(model: ModelConfig) -> dict[str, Any]:
         "spec": {
             "podSelector": {"matchLabels": COMPONENT},
             "policyTypes": ["Ingress", "Egress"],
-            "egress": [*dns_and_https_egress(), pod_identity_egress()],
+            "egress": [netpol.dns_egress(), netpol.internet_https_egress(vpc_cidr), netpol.pod_identity_egress()],
         },
     }

@@ -7,11 +7,11 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from builders import network_policies as netpol
 from builders.k8s import namespace_manifest
 from config import capacity, weights
 from config.conventions import (
     KEDA_NAMESPACE,
-    KUBE_SYSTEM,
     MODEL_LABEL,
     POOL_LABEL,
     READINESS_GATE_LABEL,
@@ -26,6 +26,19 @@ from config.sharing import gpu_request
 from config.types import parse_quantity
 
 PORT = VLLM_PORT
+
+
+@dataclass(frozen=True)
+class ModelFlows:
+    """Where a model's traffic may come from, resolved from the stack (builders.network_policies)."""
+
+    load_balancer_sources: list[str]
+    """The ALB's subnets; empty when the model is not exposed."""
+    monitoring_namespace: str
+    vpc_cidr: str
+    """Excluded from 'the internet' in egress rules."""
+
+
 RUN_AS = 10001
 HF_TOKEN_DIR = "/var/run/secrets/huggingface"
 HF_TOKEN_SECRET = "hf-token"
@@ -34,8 +47,6 @@ CACHE_DIR = "/cache"
 SCRIPT_DIR = "/opt/llm-platform"
 SCRIPT_CONFIG_MAP = "weights-script"
 SCRIPT_FILE = "weights.py"
-# EKS Pod Identity: the node agent serves credentials on this link-local address (port 80).
-POD_IDENTITY_AGENT = ("169.254.170.23/32", 80)
 # With weights streamed from S3 nothing big lands on disk: configs, tokenizer and compile caches.
 STREAMED_CACHE_SIZE = "10Gi"
 # The image's UID has no passwd entry: getpass.getuser() (torch's inductor) reads these instead.
@@ -404,59 +415,29 @@ def pod_disruption_budget(model: ModelConfig) -> dict[str, Any]:
     }
 
 
-def network_policies(model: ModelConfig, vpc_cidr: str, monitoring_namespace: str) -> list[dict[str, Any]]:
-    """Default deny in the namespace; vLLM admits only the load balancer (from the VPC) and Prometheus."""
-    deny = {
-        "apiVersion": "networking.k8s.io/v1",
-        "kind": "NetworkPolicy",
-        "metadata": {"name": "default-deny", "namespace": model.name},
-        "spec": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]},
-    }
-    vllm = {
-        "apiVersion": "networking.k8s.io/v1",
-        "kind": "NetworkPolicy",
-        "metadata": {"name": model.name, "namespace": model.name},
-        "spec": {
-            "podSelector": {"matchLabels": selector(model)},
-            "policyTypes": ["Ingress", "Egress"],
-            "ingress": [
-                # The ALB targets pod IPs directly (target type ip); its addresses are in the VPC.
-                {"from": [{"ipBlock": {"cidr": vpc_cidr}}], "ports": [{"protocol": "TCP", "port": PORT}]},
-                {
-                    "from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": monitoring_namespace}}}],
-                    "ports": [{"protocol": "TCP", "port": PORT}],
-                },
-                # scaled to zero: requests come through the HTTP add-on's interceptor, in KEDA's namespace
-                *(
-                    [
-                        {
-                            "from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": KEDA_NAMESPACE}}}],
-                            "ports": [{"protocol": "TCP", "port": PORT}],
-                        }
-                    ]
-                    if model.replicas.min == 0
-                    else []
-                ),
-            ],
-            # Weights from Hugging Face or S3 over HTTPS only.
-            "egress": [*dns_and_https_egress(), *([pod_identity_egress()] if model.streams_from_s3 else [])],
-        },
-    }
-    return [deny, vllm]
+def network_policies(model: ModelConfig, flows: ModelFlows) -> list[dict[str, Any]]:
+    """Default deny in the namespace; vLLM's port admits only the load balancer, Prometheus and (at zero) the interceptor."""
+    sources: list[dict[str, Any]] = [netpol.namespace_peer(flows.monitoring_namespace)]
+    if model.replicas.min == 0:
+        # scaled to zero: requests come through the HTTP add-on's interceptor, in KEDA's namespace
+        sources.append(netpol.namespace_peer(KEDA_NAMESPACE))
+    else:
+        # The ALB targets pod IPs directly (target type ip), from its interfaces in its subnets.
+        sources += netpol.cidr_peers(flows.load_balancer_sources)
+    vllm = netpol.policy(
+        model.name,
+        model.name,
+        selector(model),
+        [{"from": sources, "ports": netpol.tcp(PORT)}],
+        model_egress(model, flows.vpc_cidr),
+    )
+    return [netpol.default_deny(model.name), vllm]
 
 
-def dns_and_https_egress() -> list[dict[str, Any]]:
-    """DNS from CoreDNS in kube-system, and HTTPS out (Hugging Face, S3)."""
+def model_egress(model: ModelConfig, vpc_cidr: str) -> list[dict[str, Any]]:
+    """DNS, HTTPS to the internet only (Hugging Face or S3), and the Pod Identity agent for S3 credentials."""
     return [
-        {
-            "to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": KUBE_SYSTEM}}}],
-            "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
-        },
-        {"ports": [{"protocol": "TCP", "port": 443}]},
+        netpol.dns_egress(),
+        netpol.internet_https_egress(vpc_cidr),
+        *([netpol.pod_identity_egress()] if model.streams_from_s3 else []),
     ]
-
-
-def pod_identity_egress() -> dict[str, Any]:
-    """Credentials for S3 come from the EKS Pod Identity agent on the node."""
-    cidr, port = POD_IDENTITY_AGENT
-    return {"to": [{"ipBlock": {"cidr": cidr}}], "ports": [{"protocol": "TCP", "port": port}]}

@@ -100,13 +100,20 @@ def test_secrets_key_rotates_and_has_no_wildcard_principal(prod_run: harness.Run
     assert key["deletionWindowInDays"] == 30
     policy = json.loads(key["policy"])
     principals = [s["Principal"] for s in policy["Statement"]]
-    assert principals == [{"AWS": "arn:aws:iam::123456789012:root"}]
+    assert principals == [{"AWS": "arn:aws:iam::123456789012:root"}, {"Service": "logs.us-east-1.amazonaws.com"}]
+    logs = policy["Statement"][1]
+    assert logs["Condition"] == {
+        "ArnEquals": {"kms:EncryptionContext:aws:logs:arn": "arn:aws:logs:us-east-1:123456789012:log-group:/aws/eks/llm-prod/cluster"}
+    }
+    assert not any(a in ("kms:*", "kms:CreateGrant", "kms:PutKeyPolicy") for a in logs["Action"])
 
 
-def test_control_plane_log_retention(prod_run: harness.RunResult) -> None:
+def test_control_plane_logs_are_retained_and_encrypted_with_the_cluster_key(prod_run: harness.RunResult) -> None:
     group = values(prod_run.one("aws:cloudwatch/logGroup:LogGroup"))
+    key = prod_run.one("aws:kms/key:Key")
     assert group["name"] == "/aws/eks/llm-prod/cluster"
     assert group["retentionInDays"] == 90
+    assert group["kmsKeyId"] == f"arn:aws:kms:us-east-1:123456789012:key/{key.id}"
 
 
 def test_system_nodes_require_imdsv2_with_hop_limit_1(prod_run: harness.RunResult) -> None:

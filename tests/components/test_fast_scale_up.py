@@ -175,7 +175,10 @@ def test_streaming_pods_may_reach_the_pod_identity_agent(prod_run: harness.RunRe
     for name in (f"model-{MODEL}-netpol-{MODEL}", f"model-{MODEL}-netpol-weights"):
         policy = _one(prod_run, "kubernetes:networking.k8s.io/v1:NetworkPolicy", name)
         assert agent in policy["spec"]["egress"]
-        assert {"ports": [{"protocol": "TCP", "port": 443}]} in policy["spec"]["egress"]
+        https = [r for r in policy["spec"]["egress"] if r["ports"] == [{"protocol": "TCP", "port": 443}]]
+        assert len(https) == 1
+        assert https[0]["to"][0]["ipBlock"]["cidr"] == "0.0.0.0/0"
+        assert "10.0.0.0/8" in https[0]["to"][0]["ipBlock"]["except"]
     job_policy = _one(prod_run, "kubernetes:networking.k8s.io/v1:NetworkPolicy", f"model-{MODEL}-netpol-weights")
     assert "ingress" not in job_policy["spec"]  # the Job takes no traffic
 

@@ -97,8 +97,10 @@ def test_the_scaled_object_wakes_on_requests_and_keeps_its_floors(run: harness.R
 
 def test_replicas_admit_the_interceptor(run: harness.RunResult) -> None:
     policy = _doc(run, "kubernetes:networking.k8s.io/v1:NetworkPolicy", f"model-{MODEL}-netpol-{MODEL}")
-    sources = [rule["from"][0] for rule in policy["spec"]["ingress"]]
+    sources = [peer for rule in policy["spec"]["ingress"] for peer in rule["from"]]
     assert {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "keda"}}} in sources
+    # the ALB reaches the interceptor, not the replicas
+    assert not any("ipBlock" in peer for peer in sources)
 
 
 def test_every_wait_covers_a_cold_start_and_none_outlives_the_alb() -> None:

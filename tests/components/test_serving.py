@@ -385,14 +385,23 @@ def test_network_policies(dev_run: harness.RunResult) -> None:
     deny = policies["model-llama-3-1-8b-netpol-default-deny"]["spec"]
     assert deny == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
     vllm = policies["model-llama-3-1-8b-netpol-llama-3-1-8b"]["spec"]
+    # an internal ALB: its interfaces are in the private subnets (not the whole 10.40.0.0/16)
     assert vllm["ingress"] == [
-        {"from": [{"ipBlock": {"cidr": "10.40.0.0/16"}}], "ports": [{"protocol": "TCP", "port": 8000}]},
         {
-            "from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}],
+            "from": [
+                {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}},
+                {"ipBlock": {"cidr": "10.40.0.0/18"}},
+                {"ipBlock": {"cidr": "10.40.64.0/18"}},
+            ],
             "ports": [{"protocol": "TCP", "port": 8000}],
-        },
+        }
     ]
-    assert vllm["egress"][1] == {"ports": [{"protocol": "TCP", "port": 443}]}
+    # HTTPS to public addresses only: nothing in the VPC, the cluster or link-local
+    https = vllm["egress"][1]
+    assert https["ports"] == [{"protocol": "TCP", "port": 443}]
+    assert https["to"] == [
+        {"ipBlock": {"cidr": "0.0.0.0/0", "except": ["10.0.0.0/8", "100.64.0.0/10", "169.254.0.0/16", "172.16.0.0/12", "192.168.0.0/16"]}}
+    ]
 
 
 def test_namespace_is_restricted_and_ready_for_alb_readiness_gates(dev_run: harness.RunResult) -> None:

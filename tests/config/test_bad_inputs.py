@@ -113,6 +113,7 @@ CASES: dict[str, Callable[[dict[str, Any]], object]] = {
                 "vpcId": "vpc-0a1b2c3d4e5f60718",
                 "vpcCidr": "10.60.0.0/16",
                 "privateSubnetIds": ["subnet-0a1b2c3d4e5f60711", "subnet-0a1b2c3d4e5f60712"],
+                "loadBalancerSubnetCidrs": ["10.60.0.0/18", "10.60.64.0/18"],
             }
         ),
     ),

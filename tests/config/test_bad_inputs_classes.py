@@ -25,6 +25,7 @@ EXISTING = {
     "vpcId": "vpc-0a1b2c3d4e5f60718",
     "vpcCidr": "10.60.0.0/16",
     "privateSubnetIds": ["subnet-0a1b2c3d4e5f60711", "subnet-0a1b2c3d4e5f60712"],
+    "loadBalancerSubnetCidrs": ["10.60.0.0/18", "10.60.64.0/18"],
 }
 
 
@@ -58,6 +59,10 @@ CASES: dict[str, Callable[[dict[str, Any]], object]] = {
             }
         ),
     ),
+    "load-balancer-subnets-outside-the-vpc": lambda d: d.update(
+        network={**EXISTING, "loadBalancerSubnetCidrs": ["10.60.0.0/18", "10.99.0.0/24"]}
+    ),
+    "load-balancer-subnets-not-named": lambda d: d.update(network={**EXISTING, "loadBalancerSubnetCidrs": []}),
     "scale-down-without-a-limit": lambda d: m0(d).update(
         autoscaling={"scaleDown": {"stabilizationWindowSeconds": 300, "periodSeconds": 60}}
     ),
@@ -257,6 +262,12 @@ EXPECTED: dict[str, list[str]] = {
     ],
     "internet-facing-without-public-subnets": [
         "network.publicSubnetIds: is empty, but ingress.scheme is internet-facing: the load balancer controller needs public subnets (tag kubernetes.io/role/elb=1) for an internet-facing ALB and would leave the Ingress without an address. Fix: list the VPC's public subnets, or use ingress.scheme internal",
+    ],
+    "load-balancer-subnets-outside-the-vpc": [
+        "network.loadBalancerSubnetCidrs: lists 10.99.0.0/24, outside the VPC's 10.60.0.0/16; the ALB's interfaces are in the VPC's subnets, so the policy would admit addresses the ALB never has. Fix: list the CIDRs of the subnets the load balancer uses, each inside vpcCidr",
+    ],
+    "load-balancer-subnets-not-named": [
+        "network.loadBalancerSubnetCidrs: is empty, so vLLM's port admits the load balancer from the whole VPC: any host or pod in it reaches /metrics and every route vLLM leaves unauthenticated. Fix: list the CIDRs of the subnets the ALB uses (private subnets for the internal scheme)",
     ],
     "scale-down-without-a-limit": [
         "models[llama-3-1-8b].autoscaling.scaleDown: neither percent nor pods is set, so the HPA would get no policy for this direction and move without any step limit. Fix: set pods (e.g. 1 for one replica per period) or percent",

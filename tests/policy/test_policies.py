@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from collections.abc import Callable
 from typing import Any
 
 import pytest
-from pulumi_policy import PolicyCustomTimeouts, PolicyResourceOptions, ResourceValidationArgs
+from pulumi_policy import PolicyCustomTimeouts, PolicyResource, PolicyResourceOptions, ResourceValidationArgs, StackValidationArgs
 
 from offline import harness
 from offline.mocks import Registration
 from policy import checks
-from tests.conftest import values
+from tests.conftest import FIXTURES, fixture_run, values
 
 
 def _args(reg: Registration, props: dict[str, Any] | None = None) -> ResourceValidationArgs:
@@ -205,4 +206,66 @@ def test_public_endpoint_without_cidrs_is_caught(dev_run: harness.RunResult) -> 
 
 
 def test_the_pack_builds_its_policies() -> None:
-    assert [p.name for p in checks.policies()] == list(checks.CHECKS)
+    assert [p.name for p in checks.policies()] == [*checks.CHECKS, *checks.STACK_CHECKS]
+
+
+def _stack(run: harness.RunResult, change: Callable[[list[Registration]], list[Registration]] | None = None) -> StackValidationArgs:
+    opts = PolicyResourceOptions(False, [], None, [], PolicyCustomTimeouts(0, 0, 0), [], None)
+    regs = change(list(run.registrations)) if change else run.registrations
+    resources = [
+        PolicyResource(r.type, values(r), f"urn:pulumi:test::llm-platform::{r.type}::{r.name}", r.name, opts, None, None, [], {})
+        for r in regs
+    ]
+    return StackValidationArgs(resources)
+
+
+def _stack_violations(name: str, args: StackValidationArgs) -> list[str]:
+    found: list[str] = []
+    checks.STACK_CHECKS[name][1](args, lambda message, urn=None: found.append(message))
+    return found
+
+
+@pytest.mark.parametrize("stack", FIXTURES)
+@pytest.mark.parametrize("name", sorted(checks.STACK_CHECKS))
+def test_every_stack_policy_passes_on_every_fixture(name: str, stack: str) -> None:
+    assert _stack_violations(name, _stack(fixture_run(stack))) == []
+
+
+def _edit_policy(
+    namespace: str, name: str, mutate: Callable[[dict[str, Any]], object]
+) -> Callable[[list[Registration]], list[Registration]]:
+    def change(regs: list[Registration]) -> list[Registration]:
+        out = []
+        for r in regs:
+            doc = values(r)
+            if r.type == checks.NETWORK_POLICY and (doc["metadata"]["namespace"], doc["metadata"]["name"]) == (namespace, name):
+                doc = copy.deepcopy(doc)
+                mutate(doc)
+                r = dataclasses.replace(r, inputs=doc)
+            out.append(r)
+        return out
+
+    return change
+
+
+def test_a_namespace_without_default_deny_fails(dev_run: harness.RunResult) -> None:
+    drop = _edit_policy("monitoring", "default-deny", lambda d: d["spec"].update(ingress=[{}]))
+    assert _stack_violations("namespaces-deny-by-default", _stack(dev_run, drop)) == [
+        "Namespace monitoring has no default-deny NetworkPolicy: every pod in it is open both ways."
+    ]
+
+
+@pytest.mark.parametrize(
+    ("cidr", "expected"),
+    [
+        ("0.0.0.0/0", "NetworkPolicy llama-3-1-8b admits port 8000 from every address (0.0.0.0/0)."),
+        (
+            "10.40.0.0/16",
+            "NetworkPolicy llama-3-1-8b admits port 8000 from 10.40.0.0/16, the whole VPC: admit the load balancer's subnets.",
+        ),
+        ("10.40.200.0/24", "NetworkPolicy llama-3-1-8b admits port 8000 from 10.40.200.0/24, not a load balancer subnet of the stack."),
+    ],
+)
+def test_vllm_port_open_beyond_the_load_balancer_fails(dev_run: harness.RunResult, cidr: str, expected: str) -> None:
+    widen = _edit_policy("llama-3-1-8b", "llama-3-1-8b", lambda d: d["spec"]["ingress"][0]["from"].append({"ipBlock": {"cidr": cidr}}))
+    assert _stack_violations("vllm-port-sources", _stack(dev_run, widen)) == [expected]

@@ -1,0 +1,333 @@
+"""Relational checks over the rendered NetworkPolicies of every fixture stack.
+
+A world is built from the render: the pods of every Deployment and Job it renders, the pods of
+the charts it installs (their upstream labels, CHART_PODS), and the addresses outside every
+policy (the load balancer in its subnets, the control plane in the cluster's subnets, nodes, the
+internet, the API server's Service address, the Pod Identity agent). The evaluator
+(tests/validators/netpol.py) then answers, for each flow the platform needs, whether it is open,
+and for each flow it must refuse, whether it is shut. Needed flows come from the render where it
+says them: every PodMonitor and ServiceMonitor is a scrape, every Ingress backend and health-check
+port an ALB flow, every ScaledObject's Prometheus trigger a KEDA query.
+
+Each check is shown failing on a broken copy of the render.
+"""
+
+from __future__ import annotations
+
+import copy
+import ipaddress
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from builders import network_policies as netpol
+from builders.network import subnet_plan
+from config.conventions import INTERCEPTOR_ADMIN, INTERCEPTOR_PROXY, KEDA_NAMESPACE, VLLM_PORT
+from config.network import ExistingVpc
+from config.stack import StackConfig
+from offline import harness
+from tests.conftest import FIXTURES, fixture_run, parse, stack_data, values
+from tests.validators.netpol import Cluster, Endpoint
+
+NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+
+CHART_PODS: list[tuple[str, str, dict[str, str]]] = [
+    # (name, namespace ("@monitoring", "@gpu-operator": the stack's), labels the upstream chart sets)
+    ("prometheus", "@monitoring", {"app.kubernetes.io/name": "prometheus"}),
+    ("alertmanager", "@monitoring", {"app.kubernetes.io/name": "alertmanager"}),
+    ("grafana", "@monitoring", {"app.kubernetes.io/name": "grafana"}),
+    ("prometheus-operator", "@monitoring", {"app": "kube-prometheus-stack-operator"}),
+    ("keda-operator", KEDA_NAMESPACE, {"app": "keda-operator"}),
+    ("keda-metrics-apiserver", KEDA_NAMESPACE, {"app": "keda-operator-metrics-apiserver"}),
+    ("keda-admission-webhooks", KEDA_NAMESPACE, {"app": "keda-admission-webhooks"}),
+    ("interceptor", KEDA_NAMESPACE, {"app.kubernetes.io/component": "interceptor"}),
+    ("gpu-operator", "@gpu-operator", {"app": "gpu-operator"}),
+    ("dcgm-exporter", "@gpu-operator", {"app": "nvidia-dcgm-exporter"}),
+    ("karpenter", "kube-system", {"app.kubernetes.io/name": "karpenter", "app.kubernetes.io/instance": "karpenter"}),
+    ("alb-controller", "kube-system", {"app.kubernetes.io/name": "aws-load-balancer-controller"}),
+    ("coredns", "kube-system", {"k8s-app": "kube-dns"}),
+    ("stranger", "default", {"app": "stranger"}),
+]
+"""Pods the platform installs through charts (not rendered here), and one it does not know."""
+CHART_PORTS = {"gpu-metrics": 9400, "http-metrics": 8080}
+"""Named metrics ports of the chart Services our ServiceMonitors scrape (dcgm-exporter, Karpenter)."""
+
+
+@dataclass
+class World:
+    cfg: StackConfig
+    cluster: Cluster
+    pods: dict[str, Endpoint]
+    """By name: `<namespace>/<workload>` for rendered workloads, the CHART_PODS name for chart pods."""
+    hosts: dict[str, Endpoint]
+    run: harness.RunResult
+    policies: list[dict[str, Any]]
+
+
+def _host(network: str, offset: int) -> str:
+    return str(ipaddress.IPv4Network(network)[offset])
+
+
+def _pod_subnet(cfg: StackConfig) -> str:
+    network = cfg.network
+    if isinstance(network, ExistingVpc):
+        return str(next(ipaddress.IPv4Network(network.vpc_cidr).subnets(new_prefix=20)))
+    return subnet_plan(network.cidr, network.az_count)[0].private_cidr
+
+
+def build_world(stack: str, policies: list[dict[str, Any]] | None = None) -> World:
+    cfg, run = parse(stack_data(stack)), fixture_run(stack)
+    rendered = [values(r) for r in run.of_type(NETWORK_POLICY)]
+    namespaces = {
+        values(r)["metadata"]["name"]: values(r)["metadata"].get("labels") or {} for r in run.of_type("kubernetes:core/v1:Namespace")
+    }
+    subnet, n = _pod_subnet(cfg), 10
+    pods: dict[str, Endpoint] = {}
+    for r in [*run.of_type("kubernetes:apps/v1:Deployment"), *run.of_type("kubernetes:batch/v1:Job")]:
+        doc = values(r)
+        ns = doc["metadata"]["namespace"]
+        name = f"{ns}/{doc['metadata']['name']}"
+        pods[name] = Endpoint(name, _host(subnet, n), ns, doc["spec"]["template"]["metadata"]["labels"])
+        n += 1
+    for name, ns, labels in CHART_PODS:
+        ns = {"@monitoring": cfg.observability.namespace, "@gpu-operator": cfg.gpu_operator.namespace}.get(ns, ns)
+        pods[name] = Endpoint(name, _host(subnet, n), ns, labels)
+        n += 1
+    alb_subnet = netpol.load_balancer_sources(cfg)[0]
+    hosts = {
+        "alb": Endpoint("alb", _host(alb_subnet, 200)),
+        "control-plane": Endpoint("control-plane", _host(subnet, 240)),
+        "other-node": Endpoint("other-node", _host(subnet, 250)),
+        "api-service": Endpoint("api-service", "172.20.0.1"),
+        "internet": Endpoint("internet", "93.184.216.34"),
+        "pod-identity-agent": Endpoint("pod-identity-agent", "169.254.170.23"),
+        "imds": Endpoint("imds", "169.254.169.254"),
+    }
+    chosen = rendered if policies is None else policies
+    return World(cfg, Cluster(chosen, namespaces), pods, hosts, run, chosen)
+
+
+def _models(world: World) -> Iterator[tuple[Any, Endpoint]]:
+    for model in world.cfg.models:
+        yield model, world.pods[f"{model.name}/{model.name}"]
+
+
+def _container_port(world: World, model_name: str, port_name: str) -> int:
+    doc = values(world.run.one("kubernetes:apps/v1:Deployment", f"model-{model_name}-deployment"))
+    for container in doc["spec"]["template"]["spec"]["containers"]:
+        for p in container.get("ports") or []:
+            if p.get("name") == port_name:
+                return int(p["containerPort"])
+    raise AssertionError(f"{model_name} has no port {port_name}")
+
+
+def needed_flows(world: World) -> Iterator[tuple[str, Endpoint, Endpoint, int, str]]:
+    """(why, source, destination, port, protocol) for every flow the platform depends on."""
+    p, h = world.pods, world.hosts
+    prometheus = p["prometheus"]
+    # scrapes: every PodMonitor (the models) and ServiceMonitor we render
+    for r in world.run.of_type("kubernetes:monitoring.coreos.com/v1:PodMonitor"):
+        for endpoint in values(r)["spec"]["podMetricsEndpoints"]:
+            for model, pod in _models(world):
+                yield f"Prometheus scrapes {model.name}", prometheus, pod, _container_port(world, model.name, endpoint["port"]), "TCP"
+    targets = {"dcgm-exporter": p["dcgm-exporter"], "karpenter": p["karpenter"]}
+    for r in world.run.of_type("kubernetes:monitoring.coreos.com/v1:ServiceMonitor"):
+        doc = values(r)
+        for endpoint in doc["spec"]["endpoints"]:
+            yield (
+                f"Prometheus scrapes {doc['metadata']['name']}",
+                prometheus,
+                targets[doc["metadata"]["name"]],
+                CHART_PORTS[endpoint["port"]],
+                "TCP",
+            )
+    yield "Prometheus scrapes KEDA", prometheus, p["keda-operator"], netpol.CONTROLLER_METRICS_PORT, "TCP"
+    for port in netpol.NODE_SCRAPE_PORTS:
+        yield f"Prometheus scrapes nodes on {port}", prometheus, h["other-node"], port, "TCP"
+    yield "Prometheus discovers targets", prometheus, h["api-service"], 443, "TCP"
+    yield "Grafana queries Prometheus", p["grafana"], prometheus, netpol.PROMETHEUS_PORT, "TCP"
+    yield "Prometheus alerts Alertmanager", prometheus, p["alertmanager"], 9093, "TCP"
+    yield "Alertmanager notifies", p["alertmanager"], h["internet"], 443, "TCP"
+    # KEDA: every ScaledObject's Prometheus trigger is a query from the operator
+    for r in world.run.of_type("kubernetes:keda.sh/v1alpha1:ScaledObject"):
+        for trigger in values(r)["spec"]["triggers"]:
+            if trigger["type"] == "prometheus":
+                port = int(trigger["metadata"]["serverAddress"].rsplit(":", 1)[1])
+                yield "KEDA queries Prometheus", p["keda-operator"], prometheus, port, "TCP"
+    # the control plane calls webhooks and API services
+    for port in netpol.KEDA_CONTROL_PLANE_PORTS:
+        target = p["keda-admission-webhooks"] if port == 9443 else p["keda-metrics-apiserver"]
+        yield f"control plane calls KEDA on {port}", h["control-plane"], target, port, "TCP"
+    yield (
+        "control plane calls the Prometheus operator webhook",
+        h["control-plane"],
+        p["prometheus-operator"],
+        netpol.PROMETHEUS_OPERATOR_WEBHOOK_PORT,
+        "TCP",
+    )
+    # every Ingress: the ALB reaches its backend and health-checks it
+    for r in world.run.of_type("kubernetes:networking.k8s.io/v1:Ingress"):
+        doc = values(r)
+        annotations = doc["metadata"].get("annotations") or {}
+        for rule in doc["spec"]["rules"]:
+            for path in rule["http"]["paths"]:
+                service = path["backend"]["service"]
+                if service["name"] == INTERCEPTOR_PROXY[0]:
+                    target, port = p["interceptor"], INTERCEPTOR_PROXY[1]
+                else:
+                    target, port = p[f"{doc['metadata']['namespace']}/{service['name']}"], int(service["port"]["number"])
+                yield f"ALB forwards to {target.name}", h["alb"], target, port, "TCP"
+                check = annotations.get("alb.ingress.kubernetes.io/healthcheck-port", "traffic-port")
+                health = port if check == "traffic-port" else int(check)
+                if target.name == "interceptor":
+                    assert health == INTERCEPTOR_ADMIN[1]
+                yield f"ALB health-checks {target.name}", h["alb"], target, health, "TCP"
+    for model, pod in _models(world):
+        if model.replicas.min == 0:
+            yield f"interceptor forwards to {model.name}", p["interceptor"], pod, VLLM_PORT, "TCP"
+        yield f"{model.name} fetches weights over HTTPS", pod, h["internet"], 443, "TCP"
+        yield f"{model.name} resolves names", pod, p["coredns"], 53, "UDP"
+        if model.streams_from_s3:
+            yield f"{model.name} gets S3 credentials", pod, h["pod-identity-agent"], 80, "TCP"
+    # controllers
+    for name in ("karpenter", *(["alb-controller"] if world.run.of_type("kubernetes:networking.k8s.io/v1:Ingress") else [])):
+        yield f"{name} calls the API server", p[name], h["api-service"], 443, "TCP"
+        yield f"{name} calls AWS", p[name], h["internet"], 443, "TCP"
+        yield f"{name} gets credentials", p[name], h["pod-identity-agent"], 80, "TCP"
+        yield f"{name} resolves names", p[name], p["coredns"], 53, "UDP"
+    if world.run.of_type("kubernetes:networking.k8s.io/v1:Ingress"):
+        yield "control plane calls the load balancer webhook", h["control-plane"], p["alb-controller"], 9443, "TCP"
+    for name in ("gpu-operator", "keda-operator", "prometheus-operator"):
+        yield f"{name} calls the API server", p[name], h["api-service"], 443, "TCP"
+
+
+def forbidden_flows(world: World) -> Iterator[tuple[str, Endpoint, Endpoint, int, str]]:
+    """Flows the policies must refuse."""
+    p, h = world.pods, world.hosts
+    models = list(_models(world))
+    for model, pod in models:
+        yield f"the internet reaches {model.name}", h["internet"], pod, VLLM_PORT, "TCP"
+        yield f"{model.name} calls the API server", pod, h["api-service"], 443, "TCP"
+        yield f"{model.name} reads instance metadata", pod, h["imds"], 80, "TCP"
+        yield f"{model.name} reaches Prometheus", pod, p["prometheus"], netpol.PROMETHEUS_PORT, "TCP"
+        yield f"{model.name} reaches the VPC on 443", pod, h["other-node"], 443, "TCP"
+        for other, other_pod in models:
+            if other.name != model.name:
+                yield f"{model.name} reaches {other.name}", pod, other_pod, VLLM_PORT, "TCP"
+        if model.replicas.min > 0:
+            yield f"the interceptor reaches {model.name} (not at zero)", p["interceptor"], pod, VLLM_PORT, "TCP"
+        if world.cfg.ingress.scheme == "internet-facing" and not isinstance(world.cfg.network, ExistingVpc):
+            # the ALB's subnets hold no pods and no nodes: the rest of the VPC stays out
+            yield f"a node reaches {model.name}", h["other-node"], pod, VLLM_PORT, "TCP"
+            yield f"a stray pod reaches {model.name}", p["stranger"], pod, VLLM_PORT, "TCP"
+    for name in ("prometheus", "grafana", "keda-operator", "gpu-operator", "dcgm-exporter"):
+        yield f"{name} reaches the internet", p[name], h["internet"], 443, "TCP"
+    yield "a stray pod queries Prometheus", p["stranger"], p["prometheus"], netpol.PROMETHEUS_PORT, "TCP"
+    yield "a stray pod scrapes Karpenter", p["stranger"], p["karpenter"], netpol.CONTROLLER_METRICS_PORT, "TCP"
+    yield "a stray pod reaches the GPU operator", p["stranger"], p["dcgm-exporter"], netpol.DCGM_EXPORTER_PORT, "TCP"
+
+
+def blocked(world: World) -> list[str]:
+    return [why for why, src, dst, port, proto in needed_flows(world) if not world.cluster.allowed(src, dst, port, proto)]
+
+
+def leaks(world: World) -> list[str]:
+    return [why for why, src, dst, port, proto in forbidden_flows(world) if world.cluster.allowed(src, dst, port, proto)]
+
+
+def undefended_namespaces(world: World) -> list[str]:
+    """Namespaces the program creates without a default-deny policy (pods selector empty, both directions, no rules)."""
+    deny = {
+        p["metadata"]["namespace"]
+        for p in world.policies
+        if p["spec"].get("podSelector") in ({}, None)
+        and set(p["spec"].get("policyTypes", [])) == {"Ingress", "Egress"}
+        and not p["spec"].get("ingress")
+        and not p["spec"].get("egress")
+    }
+    created = {values(r)["metadata"]["name"] for r in world.run.of_type("kubernetes:core/v1:Namespace")}
+    return sorted(created - deny)
+
+
+@pytest.mark.parametrize("stack", FIXTURES)
+def test_every_needed_flow_is_open(stack: str) -> None:
+    world = build_world(stack)
+    assert len(list(needed_flows(world))) > 20
+    assert blocked(world) == []
+
+
+@pytest.mark.parametrize("stack", FIXTURES)
+def test_every_forbidden_flow_is_shut(stack: str) -> None:
+    assert leaks(build_world(stack)) == []
+
+
+@pytest.mark.parametrize("stack", FIXTURES)
+def test_every_namespace_the_program_creates_denies_by_default(stack: str) -> None:
+    world = build_world(stack)
+    assert undefended_namespaces(world) == []
+    assert {"keda", world.cfg.observability.namespace, world.cfg.gpu_operator.namespace} <= {
+        values(r)["metadata"]["name"] for r in world.run.of_type("kubernetes:core/v1:Namespace")
+    }
+
+
+def test_every_policy_port_is_a_number() -> None:
+    """The agent drops named ports from ipBlock rules: every port the platform writes is numeric."""
+    for stack in FIXTURES:
+        for policy in build_world(stack).policies:
+            for key in ("ingress", "egress"):
+                for rule in policy["spec"].get(key) or []:
+                    assert all(isinstance(p["port"], int) for p in rule.get("ports") or []), policy["metadata"]
+
+
+def _broken(stack: str, change: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]) -> World:
+    policies = change(copy.deepcopy([values(r) for r in fixture_run(stack).of_type(NETWORK_POLICY)]))
+    return build_world(stack, policies)
+
+
+def _without(namespace: str, name: str) -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:
+    return lambda ps: [p for p in ps if (p["metadata"]["namespace"], p["metadata"]["name"]) != (namespace, name)]
+
+
+def test_a_closed_needed_flow_is_found() -> None:
+    world = _broken("minimal-dev", _without("monitoring", "platform-flows"))
+    assert "KEDA queries Prometheus" in blocked(world)
+
+
+def test_a_missing_interceptor_health_check_is_found() -> None:
+    def no_admin_port(ps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for p in ps:
+            for rule in p["spec"].get("ingress") or []:
+                rule["ports"] = [x for x in rule.get("ports") or [] if not (p["metadata"]["namespace"] == "keda" and x["port"] == 9090)]
+        return ps
+
+    assert "ALB health-checks interceptor" in blocked(_broken("scale-to-zero-dev", no_admin_port))
+
+
+def test_vllm_open_to_the_vpc_is_found() -> None:
+    def from_the_vpc(ps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for p in ps:
+            if p["metadata"]["name"] == "llama-3-1-8b" and p["metadata"]["namespace"] == "llama-3-1-8b":
+                p["spec"]["ingress"][0]["from"].append({"ipBlock": {"cidr": "10.70.0.0/16"}})
+        return ps
+
+    found = leaks(_broken("internet-facing-tls", from_the_vpc))
+    assert "a node reaches llama-3-1-8b" in found
+    assert "a stray pod reaches llama-3-1-8b" in found
+
+
+def test_model_egress_into_the_cluster_is_found() -> None:
+    def https_anywhere(ps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for p in ps:
+            if p["metadata"]["name"] == "llama-3-1-8b":
+                p["spec"]["egress"][1] = {"ports": [{"protocol": "TCP", "port": 443}]}
+        return ps
+
+    found = leaks(_broken("minimal-dev", https_anywhere))
+    assert "llama-3-1-8b calls the API server" in found
+
+
+def test_a_namespace_without_default_deny_is_found() -> None:
+    world = _broken("minimal-dev", _without("keda", "default-deny"))
+    assert undefended_namespaces(world) == ["keda"]

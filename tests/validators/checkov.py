@@ -1,0 +1,68 @@
+"""Run checkov's CloudFormation checks on templates (a separate environment: `make checkov`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DEFAULT = ROOT / ".tools" / "checkov" / "bin" / "checkov"
+
+
+@dataclass(frozen=True)
+class Result:
+    """One check on one resource of one template."""
+
+    template: str
+    check_id: str
+    check_name: str
+    logical_id: str
+    passed: bool
+
+
+def require() -> str:
+    path = os.environ.get("CHECKOV") or str(DEFAULT)
+    if not Path(path).exists():
+        pytest.skip("checkov not installed: `make checkov` (make test does it) puts it in .tools/checkov")
+    return path
+
+
+def scan(templates: dict[str, dict[str, Any]]) -> list[Result]:
+    """Every passed and failed CloudFormation check on every template, in one checkov run."""
+    checkov = require()
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, template in templates.items():
+            (Path(tmp) / f"{name}.json").write_text(json.dumps(template, indent=1))
+        # --skip-download: no vendor API calls (offline); exit code 1 only means a check failed.
+        proc = subprocess.run(
+            [checkov, "-d", tmp, "--framework", "cloudformation", "--skip-download", "-o", "json"],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=600,
+        )
+    if proc.returncode not in (0, 1):
+        raise AssertionError(f"checkov failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    report = json.loads(proc.stdout)
+    if report["summary"]["parsing_errors"]:
+        raise AssertionError(f"checkov could not parse a template: {report['results'].get('parsing_errors')}")
+    results = []
+    for passed, key in ((True, "passed_checks"), (False, "failed_checks")):
+        for found in report["results"].get(key, []):
+            results.append(
+                Result(
+                    template=Path(found["file_path"]).stem,
+                    check_id=found["check_id"],
+                    check_name=found["check_name"],
+                    logical_id=found["resource"].split(".", 1)[1],
+                    passed=passed,
+                )
+            )
+    return results
