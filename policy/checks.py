@@ -73,6 +73,15 @@ def eks_control_plane_logs(args: ResourceValidationArgs, report: ReportViolation
         report(f"Control-plane log types missing: {', '.join(missing)}.", None)
 
 
+def eks_access_entries(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    """Access is granted by access entries (API mode), not the aws-auth ConfigMap nobody reviews."""
+    if args.resource_type != "eks:index:Cluster":
+        return
+    mode = args.props.get("authenticationMode") or "CONFIG_MAP"  # absent means the EKS default
+    if mode not in ("API", "API_AND_CONFIG_MAP"):
+        report(f"The cluster authenticates through {mode}: grant access with access entries (authenticationMode API).", None)
+
+
 def _imds_problems(options: dict[str, Any], tokens_key: str, hops_key: str) -> Iterator[str]:
     if options.get(tokens_key) != "required":
         yield "IMDSv2 is not required (httpTokens must be required)"
@@ -205,6 +214,7 @@ CHECKS: dict[str, tuple[str, Callable[[ResourceValidationArgs, ReportViolation],
     "eks-endpoint-exposure": ("The EKS API endpoint is private, or public only to an allow-list.", eks_endpoint_exposure),
     "eks-secrets-encryption": ("Kubernetes Secrets are encrypted with a KMS key.", eks_secrets_encryption),
     "eks-control-plane-logs": ("api, audit and authenticator logs are on.", eks_control_plane_logs),
+    "eks-access-entries": ("Cluster access is granted by access entries (authenticationMode API).", eks_access_entries),
     "imdsv2-on-node-paths": ("Nodes require IMDSv2 with hop limit 1.", imdsv2_on_node_paths),
     "pinned-images": ("Images are pinned by tag or digest, never latest.", pinned_images),
     "no-direct-load-balancer": ("No LoadBalancer or NodePort Service exposes a workload.", no_direct_load_balancer),

@@ -73,6 +73,12 @@ FAILING: dict[str, tuple[str, str | None, Callable[[dict[str, Any]], object], li
         lambda p: p.pop("encryptionConfigKeyArn"),
         ["The EKS cluster does not encrypt Secrets with a KMS key (encryptionConfigKeyArn)."],
     ),
+    "eks-access-entries": (
+        "eks:index:Cluster",
+        None,
+        lambda p: p.update(authenticationMode="CONFIG_MAP"),
+        ["The cluster authenticates through CONFIG_MAP: grant access with access entries (authenticationMode API)."],
+    ),
     "eks-control-plane-logs": (
         "eks:index:Cluster",
         None,
