@@ -55,6 +55,9 @@ LOAD_BALANCER_CONTROLLER_WEBHOOK_PORT = 9443
 KARPENTER_POD = {"app.kubernetes.io/name": "karpenter"}
 LOAD_BALANCER_CONTROLLER_POD = {"app.kubernetes.io/name": "aws-load-balancer-controller"}
 ALERTMANAGER_POD = {"app.kubernetes.io/name": "alertmanager"}
+PROMETHEUS_POD = {"app.kubernetes.io/name": "prometheus"}
+INTERCEPTOR_POD = {"app.kubernetes.io/component": "interceptor"}
+"""The HTTP add-on's interceptor pods (its chart's component label)."""
 MODEL_NAMESPACES = {"namespaceSelector": {"matchExpressions": [{"key": MODEL_LABEL, "operator": "Exists"}]}}
 """Every model namespace (each carries the model label)."""
 
@@ -94,16 +97,20 @@ def dns_egress() -> dict[str, Any]:
     }
 
 
-def api_server_egress(vpc_cidr: str) -> dict[str, Any]:
+def api_server_egress(vpc: list[str]) -> dict[str, Any]:
     """The API server: its Service address, and its network interfaces in the VPC (endpoint name, post-DNAT)."""
-    return {"to": cidr_peers([*API_SERVER_SERVICE_ADDRESSES, vpc_cidr]), "ports": tcp(443)}
+    return {"to": cidr_peers([*API_SERVER_SERVICE_ADDRESSES, *vpc]), "ports": tcp(443)}
 
 
-def internet_https_egress(vpc_cidr: str) -> dict[str, Any]:
-    """HTTPS to public addresses only (AWS APIs, S3, Hugging Face), never into the VPC or the cluster."""
-    excluded = sorted(set(NOT_THE_INTERNET) | {vpc_cidr})
+def internet_https_egress(vpc: list[str], allowed_inside: list[str] | None = None) -> list[dict[str, Any]]:
+    """HTTPS to public addresses only (AWS APIs, S3, Hugging Face), never into the VPC or the cluster;
+    plus, where S3 resolves inside the VPC, its interface endpoints' subnets."""
+    excluded = sorted(set(NOT_THE_INTERNET) | set(vpc))
     excluded = [c for c in excluded if not _inside(c, [e for e in excluded if e != c])]
-    return {"to": [{"ipBlock": {"cidr": "0.0.0.0/0", "except": excluded}}], "ports": tcp(443)}
+    rules = [{"to": [{"ipBlock": {"cidr": "0.0.0.0/0", "except": excluded}}], "ports": tcp(443)}]
+    if allowed_inside:
+        rules.append({"to": cidr_peers(allowed_inside), "ports": tcp(443)})
+    return rules
 
 
 def pod_identity_egress() -> dict[str, Any]:
@@ -122,15 +129,20 @@ def load_balancer_sources(cfg: StackConfig) -> list[str]:
     Internet-facing ALBs sit in the public subnets, where no pod runs. Internal ALBs sit in the
     private subnets, which the pods share: there the rule cannot tell an ALB from a pod, and vLLM's
     API key is what guards /v1. An existing VPC names the subnets' ranges in
-    `network.loadBalancerSubnetCidrs`; without them, the VPC's range.
+    `network.loadBalancerSubnetCidrs`; without them, the VPC's ranges.
     """
     network = cfg.network
     if isinstance(network, ExistingVpc):
-        return list(network.load_balancer_subnet_cidrs) or [network.vpc_cidr]
+        return list(network.load_balancer_subnet_cidrs) or cfg.vpc_cidrs
     plan = subnet_plan(network.cidr, network.az_count)
     if cfg.ingress.scheme == "internet-facing":
         return [p.public_cidr for p in plan]
     return [p.private_cidr for p in plan]
+
+
+def interface_endpoints(cfg: StackConfig) -> list[str]:
+    """Subnets of an existing VPC's interface endpoints (S3 resolving inside the VPC)."""
+    return list(cfg.network.interface_endpoint_cidrs) if isinstance(cfg.network, ExistingVpc) else []
 
 
 def scale_to_zero(cfg: StackConfig) -> bool:
@@ -138,63 +150,77 @@ def scale_to_zero(cfg: StackConfig) -> bool:
     return any(m.replicas.min == 0 for m in cfg.models)
 
 
-def _platform_namespace(namespace: str, vpc_cidr: str, ingress: list[Any], egress: list[Any]) -> list[dict[str, Any]]:
+def prometheus_peer(monitoring_namespace: str) -> dict[str, Any]:
+    """The platform's Prometheus pods (prometheus-operator labels them), not every pod of the namespace."""
+    return {**namespace_peer(monitoring_namespace), "podSelector": {"matchLabels": dict(PROMETHEUS_POD)}}
+
+
+def _platform_namespace(namespace: str, vpc: list[str], ingress: list[Any], egress: list[Any]) -> list[dict[str, Any]]:
     """Default deny, traffic inside the namespace (one chart's parts), DNS and the API server, then the extras."""
     within: dict[str, Any] = {"podSelector": {}}
     return [
         default_deny(namespace),
         policy("within-namespace", namespace, None, [{"from": [within]}], [{"to": [within]}]),
-        policy("dns-and-api-server", namespace, None, None, [dns_egress(), api_server_egress(vpc_cidr)]),
+        policy("dns-and-api-server", namespace, None, None, [dns_egress(), api_server_egress(vpc)]),
         *([policy("platform-flows", namespace, None, ingress, egress or None)] if ingress or egress else []),
     ]
 
 
 def monitoring(cfg: StackConfig) -> list[dict[str, Any]]:
-    ns, vpc = cfg.observability.namespace, cfg.vpc_cidr
+    ns, vpc = cfg.observability.namespace, cfg.vpc_cidrs
     ingress = [
         # the control plane calls the Prometheus operator's admission webhook
-        {"from": cidr_peers([vpc]), "ports": tcp(PROMETHEUS_OPERATOR_WEBHOOK_PORT)},
+        {"from": cidr_peers(vpc), "ports": tcp(PROMETHEUS_OPERATOR_WEBHOOK_PORT)},
         # KEDA's scalers query Prometheus
         {"from": [namespace_peer(KEDA_NAMESPACE)], "ports": tcp(PROMETHEUS_PORT)},
     ]
-    egress = [
-        # scraping is Prometheus' job: every pod that serves metrics decides in its own ingress rules
+    scrapes = [
+        # scraping is Prometheus' job: every pod that serves metrics admits it in its own ingress rules
         {"to": [{"namespaceSelector": {}}]},
-        # host-network targets (node-exporter, kubelets) at node addresses
-        {"to": cidr_peers([vpc]), "ports": tcp(*NODE_SCRAPE_PORTS)},
+        # host-network targets (node-exporter, kubelets) at node addresses, and the API server's endpoints
+        {"to": cidr_peers(vpc), "ports": tcp(*NODE_SCRAPE_PORTS, 443)},
     ]
     return [
-        *_platform_namespace(ns, vpc, ingress, egress),
-        # Alertmanager delivers notifications to HTTPS receivers
-        policy("alertmanager-notifications", ns, ALERTMANAGER_POD, None, [internet_https_egress(vpc)]),
+        *_platform_namespace(ns, vpc, ingress, []),
+        policy("prometheus-scrapes", ns, PROMETHEUS_POD, None, scrapes),
+        # Alertmanager delivers notifications to HTTPS receivers (configured through extraValues)
+        policy("alertmanager-notifications", ns, ALERTMANAGER_POD, None, internet_https_egress(vpc)),
     ]
 
 
 def keda(cfg: StackConfig) -> list[dict[str, Any]]:
-    vpc, scrape = cfg.vpc_cidr, namespace_peer(cfg.observability.namespace)
+    vpc, scrape = cfg.vpc_cidrs, prometheus_peer(cfg.observability.namespace)
     ingress: list[Any] = [
-        {"from": cidr_peers([vpc]), "ports": tcp(*KEDA_CONTROL_PLANE_PORTS)},
+        {"from": cidr_peers(vpc), "ports": tcp(*KEDA_CONTROL_PLANE_PORTS)},
         {"from": [scrape], "ports": tcp(CONTROLLER_METRICS_PORT)},
     ]
-    egress: list[Any] = [{"to": [namespace_peer(cfg.observability.namespace)], "ports": tcp(PROMETHEUS_PORT)}]
+    egress: list[Any] = [{"to": [prometheus_peer(cfg.observability.namespace)], "ports": tcp(PROMETHEUS_PORT)}]
+    policies = _platform_namespace(KEDA_NAMESPACE, vpc, ingress, egress)
     if scale_to_zero(cfg):
-        # the HTTP add-on's interceptor: the ALB in front (requests on the proxy port, health checks on
-        # the admin port), the models behind
-        ingress.append({"from": cidr_peers(load_balancer_sources(cfg)), "ports": tcp(INTERCEPTOR_PROXY[1], INTERCEPTOR_ADMIN[1])})
-        egress.append({"to": [MODEL_NAMESPACES], "ports": tcp(VLLM_PORT)})
-    return _platform_namespace(KEDA_NAMESPACE, vpc, ingress, egress)
+        # the HTTP add-on's interceptor only: the ALB in front (requests on the proxy port, health checks
+        # on the admin port), the models behind
+        policies.append(
+            policy(
+                "interceptor",
+                KEDA_NAMESPACE,
+                INTERCEPTOR_POD,
+                [{"from": cidr_peers(load_balancer_sources(cfg)), "ports": tcp(INTERCEPTOR_PROXY[1], INTERCEPTOR_ADMIN[1])}],
+                [{"to": [MODEL_NAMESPACES], "ports": tcp(VLLM_PORT)}],
+            )
+        )
+    return policies
 
 
 def gpu_operator(cfg: StackConfig) -> list[dict[str, Any]]:
-    scrape = namespace_peer(cfg.observability.namespace)
+    scrape = prometheus_peer(cfg.observability.namespace)
     ingress = [{"from": [scrape], "ports": tcp(DCGM_EXPORTER_PORT, CONTROLLER_METRICS_PORT)}]
-    return _platform_namespace(cfg.gpu_operator.namespace, cfg.vpc_cidr, ingress, [])
+    return _platform_namespace(cfg.gpu_operator.namespace, cfg.vpc_cidrs, ingress, [])
 
 
 def controllers(cfg: StackConfig) -> list[dict[str, Any]]:
     """Karpenter and the load balancer controller share kube-system: policies select their pods only."""
-    vpc, scrape = cfg.vpc_cidr, namespace_peer(cfg.observability.namespace)
-    aws = [dns_egress(), api_server_egress(vpc), internet_https_egress(vpc), pod_identity_egress()]
+    vpc, scrape = cfg.vpc_cidrs, prometheus_peer(cfg.observability.namespace)
+    aws = [dns_egress(), api_server_egress(vpc), *internet_https_egress(vpc), pod_identity_egress()]
     karpenter = [
         policy(
             "karpenter",
@@ -213,7 +239,7 @@ def controllers(cfg: StackConfig) -> list[dict[str, Any]]:
             LOAD_BALANCER_CONTROLLER_NAMESPACE,
             LOAD_BALANCER_CONTROLLER_POD,
             [
-                {"from": cidr_peers([vpc]), "ports": tcp(LOAD_BALANCER_CONTROLLER_WEBHOOK_PORT)},
+                {"from": cidr_peers(vpc), "ports": tcp(LOAD_BALANCER_CONTROLLER_WEBHOOK_PORT)},
                 {"from": [scrape], "ports": tcp(CONTROLLER_METRICS_PORT)},
             ],
             aws,

@@ -85,10 +85,10 @@ def interceptor_route(model: ModelConfig, ingress: IngressConfig, miss_seconds: 
     }
 
 
-def ingress(model: ModelConfig, cfg: IngressConfig, vpc_cidr: str) -> dict[str, Any]:
+def ingress(model: ModelConfig, cfg: IngressConfig, vpc_cidrs: list[str]) -> dict[str, Any]:
     """The model's host on the shared ALB, sent to the interceptor (in KEDA's namespace, where its
     Service is) instead of the model's Service; health checks on the interceptor's admin port."""
-    manifest = endpoints.ingress(model, cfg, vpc_cidr)
+    manifest = endpoints.ingress(model, cfg, vpc_cidrs)
     proxy, port = INTERCEPTOR_PROXY
     annotations = dict(manifest["metadata"]["annotations"])
     annotations[f"{endpoints.A}/healthcheck-port"] = str(INTERCEPTOR_ADMIN[1])

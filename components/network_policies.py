@@ -29,8 +29,13 @@ class PlatformNetworkPolicies(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: PlatformNetworkPoliciesArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("llmplatform:index:PlatformNetworkPolicies", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=inherited_depends_on(opts))
-        for manifest in args.policies:
-            meta = manifest["metadata"]
-            k8s_objects.create(f"{name}-{meta['namespace']}-{meta['name']}", manifest, child)
+        after = inherited_depends_on(opts)
+        child = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=after)
+        allows = [m for m in args.policies if m["metadata"]["name"] != "default-deny"]
+        allowed = [k8s_objects.create(f"{name}-{m['metadata']['namespace']}-{m['metadata']['name']}", m, child) for m in allows]
+        # each namespace's default deny after its allow rules: a running pod never sees the deny alone
+        deny = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*after, *allowed])
+        for m in args.policies:
+            if m["metadata"]["name"] == "default-deny":
+                k8s_objects.create(f"{name}-{m['metadata']['namespace']}-{m['metadata']['name']}", m, deny)
         self.register_outputs({})

@@ -192,6 +192,8 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
                 alb_idle_timeout_seconds=cfg.ingress.idle_timeout_seconds,
                 monitoring_namespace=cfg.observability.namespace,
                 load_balancer_sources=network_policies.load_balancer_sources(cfg) if exposed else [],
+                vpc_cidrs=cfg.vpc_cidrs,
+                interface_endpoints=network_policies.interface_endpoints(cfg),
                 provider=cluster.provider,
                 api_key=secrets.api_keys.get(model.name),
                 ingress=cfg.ingress if exposed else None,

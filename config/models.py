@@ -316,6 +316,11 @@ class ModelConfig(ConfigModel):
     startup: Startup = Field(default_factory=Startup, description="Startup probe budget.")
     slo: Slo | None = Field(default=None, description="Latency objectives; unset: observability.slo.")
     expose: bool = Field(default=True, description="Serve the model's /v1 API through the shared ALB.")
+    client_namespaces: list[K8sName] = Field(
+        default_factory=list,
+        description="Namespaces whose pods may call the model in the cluster (its `url` output, port 8000); every "
+        "other pod is refused by its NetworkPolicy. The platform's Prometheus may always scrape it.",
+    )
     extra_args: list[str] = Field(default_factory=list, description="Further vLLM flags (not the ones the platform manages).")
 
     @field_validator("extra_args")

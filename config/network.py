@@ -72,7 +72,12 @@ class ExistingVpc(ConfigModel):
 
     mode: Literal["existing"] = Field(description="`existing`: use a VPC created elsewhere.")
     vpc_id: VpcId = Field(description="The VPC id.")
-    vpc_cidr: NetworkCidr = Field(description="The VPC's IPv4 CIDR.")
+    vpc_cidr: NetworkCidr = Field(description="The VPC's primary IPv4 CIDR.")
+    secondary_cidrs: list[NetworkCidr] = Field(
+        default_factory=list,
+        description="The VPC's secondary IPv4 CIDR blocks (e.g. 100.64.0.0/16 for pod subnets). NetworkPolicies treat "
+        "every block as the VPC: the control plane, nodes and load balancers may sit in any of them.",
+    )
     private_subnet_ids: list[SubnetId] = Field(
         description="Private subnets (two or more AZs) for nodes and internal load balancers. "
         f"They must carry the tags `{INTERNAL_ELB_TAG}=1` and `{DISCOVERY_TAG}=<cluster>`.",
@@ -87,7 +92,13 @@ class ExistingVpc(ConfigModel):
         default_factory=list,
         description="IPv4 CIDRs of the subnets the shared ALB uses (the public subnets for an internet-facing "
         "scheme, the private ones for internal). vLLM's port admits the ALB from these only; empty: from the "
-        "whole vpcCidr (a warning when models are exposed).",
+        "whole VPC (a warning when models are exposed).",
+    )
+    interface_endpoint_cidrs: list[NetworkCidr] = Field(
+        default_factory=list,
+        description="IPv4 CIDRs of the subnets that hold the VPC's interface endpoints, when S3 resolves to an "
+        "interface endpoint rather than a gateway endpoint: models and weight jobs may reach them on 443 (their "
+        "HTTPS egress otherwise excludes every address in the VPC).",
     )
 
     @field_validator("private_subnet_ids")
@@ -108,18 +119,18 @@ class ExistingVpc(ConfigModel):
         _listed_once(value, "publicSubnetIds")
         return value
 
-    @field_validator("load_balancer_subnet_cidrs")
+    @field_validator("load_balancer_subnet_cidrs", "interface_endpoint_cidrs")
     @classmethod
     def _inside_the_vpc(cls, value: list[str], info: ValidationInfo) -> list[str]:
         if "vpc_cidr" not in info.data:
             return value  # the VPC's own CIDR is wrong: reported there
-        vpc = ipaddress.IPv4Network(info.data["vpc_cidr"], strict=False)
-        outside = [c for c in value if not ipaddress.IPv4Network(c, strict=False).subnet_of(vpc)]
+        blocks = [ipaddress.IPv4Network(c, strict=False) for c in [info.data["vpc_cidr"], *info.data.get("secondary_cidrs", [])]]
+        outside = [c for c in value if not any(ipaddress.IPv4Network(c, strict=False).subnet_of(b) for b in blocks)]
         if outside:
             raise config_error(
-                f"lists {', '.join(outside)}, outside the VPC's {vpc}; the ALB's interfaces are in the VPC's "
-                "subnets, so the policy would admit addresses the ALB never has",
-                "list the CIDRs of the subnets the load balancer uses, each inside vpcCidr",
+                f"lists {', '.join(outside)}, outside the VPC's {', '.join(map(str, blocks))}; every subnet is inside one "
+                "of the VPC's CIDR blocks, so the NetworkPolicies would admit addresses no subnet of it has",
+                "list the subnets' CIDRs, each inside vpcCidr or one of secondaryCidrs",
             )
         return value
 

@@ -395,6 +395,17 @@ def rule_load_balancer_sources(cfg: StackConfig) -> Iterator[Problem]:
         )
 
 
+def rule_model_callers(cfg: StackConfig) -> Iterator[Problem]:
+    for path, m, _ in _models(cfg):
+        if not exposure(cfg, m).exposed and not m.client_namespaces:
+            yield Problem(
+                f"{path}.clientNamespaces",
+                "is empty and the model is not exposed, so its NetworkPolicy admits no caller: only Prometheus reaches "
+                "it. Fix: list the namespaces of the pods that call it, or set expose: true",
+                "warning",
+            )
+
+
 def rule_image_cache(cfg: StackConfig) -> Iterator[Problem]:
     if not cfg.image_cache.enabled:
         return
@@ -936,6 +947,7 @@ RULES: tuple[Callable[[StackConfig], Iterator[Problem]], ...] = (
     rule_weights,
     rule_image_cache,
     rule_load_balancer_sources,
+    rule_model_callers,
     rule_scale_up,
     rule_scale_to_zero,
     rule_disruption,

@@ -88,5 +88,10 @@ class StackConfig(ConfigModel):
 
     @property
     def vpc_cidr(self) -> str:
-        """The VPC's CIDR, new or existing."""
+        """The VPC's primary CIDR, new or existing."""
         return self.network.vpc_cidr if isinstance(self.network, ExistingVpc) else self.network.cidr
+
+    @property
+    def vpc_cidrs(self) -> list[str]:
+        """Every CIDR block of the VPC: the primary, then an existing VPC's secondary blocks."""
+        return [self.vpc_cidr, *(self.network.secondary_cidrs if isinstance(self.network, ExistingVpc) else [])]

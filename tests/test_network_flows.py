@@ -25,6 +25,7 @@ import pytest
 from builders import network_policies as netpol
 from builders.network import subnet_plan
 from config.conventions import INTERCEPTOR_ADMIN, INTERCEPTOR_PROXY, KEDA_NAMESPACE, VLLM_PORT
+from config.exposure import exposure
 from config.network import ExistingVpc
 from config.stack import StackConfig
 from offline import harness
@@ -71,6 +72,16 @@ def _host(network: str, offset: int) -> str:
 
 
 def _pod_subnet(cfg: StackConfig) -> str:
+    """Where pods get addresses: a secondary block when the VPC has one (custom networking), else the first private subnet."""
+    network = cfg.network
+    if isinstance(network, ExistingVpc):
+        return str(
+            next(ipaddress.IPv4Network(network.secondary_cidrs[0] if network.secondary_cidrs else network.vpc_cidr).subnets(new_prefix=20))
+        )
+    return subnet_plan(network.cidr, network.az_count)[0].private_cidr
+
+
+def _node_subnet(cfg: StackConfig) -> str:
     network = cfg.network
     if isinstance(network, ExistingVpc):
         return str(next(ipaddress.IPv4Network(network.vpc_cidr).subnets(new_prefix=20)))
@@ -95,11 +106,14 @@ def build_world(stack: str, policies: list[dict[str, Any]] | None = None) -> Wor
         ns = {"@monitoring": cfg.observability.namespace, "@gpu-operator": cfg.gpu_operator.namespace}.get(ns, ns)
         pods[name] = Endpoint(name, _host(subnet, n), ns, labels)
         n += 1
+    for client in sorted({ns for m in cfg.models for ns in m.client_namespaces}):
+        pods[f"client:{client}"] = Endpoint(f"client:{client}", _host(subnet, n), client, {"app": "client"})
+        n += 1
     alb_subnet = netpol.load_balancer_sources(cfg)[0]
     hosts = {
         "alb": Endpoint("alb", _host(alb_subnet, 200)),
-        "control-plane": Endpoint("control-plane", _host(subnet, 240)),
-        "other-node": Endpoint("other-node", _host(subnet, 250)),
+        "control-plane": Endpoint("control-plane", _host(_node_subnet(cfg), 240)),
+        "other-node": Endpoint("other-node", _host(_node_subnet(cfg), 250)),
         "api-service": Endpoint("api-service", "172.20.0.1"),
         "internet": Endpoint("internet", "93.184.216.34"),
         "pod-identity-agent": Endpoint("pod-identity-agent", "169.254.170.23"),
@@ -185,12 +199,22 @@ def needed_flows(world: World) -> Iterator[tuple[str, Endpoint, Endpoint, int, s
                     assert health == INTERCEPTOR_ADMIN[1]
                 yield f"ALB health-checks {target.name}", h["alb"], target, health, "TCP"
     for model, pod in _models(world):
+        for client in model.client_namespaces:
+            yield f"a pod in {client} calls {model.name}", p[f"client:{client}"], pod, VLLM_PORT, "TCP"
         if model.replicas.min == 0:
             yield f"interceptor forwards to {model.name}", p["interceptor"], pod, VLLM_PORT, "TCP"
         yield f"{model.name} fetches weights over HTTPS", pod, h["internet"], 443, "TCP"
         yield f"{model.name} resolves names", pod, p["coredns"], 53, "UDP"
         if model.streams_from_s3:
             yield f"{model.name} gets S3 credentials", pod, h["pod-identity-agent"], 80, "TCP"
+            endpoints = netpol.interface_endpoints(world.cfg)
+            s3 = Endpoint("s3-interface-endpoint", _host(endpoints[0], 10)) if endpoints else h["internet"]
+            yield f"{model.name} streams from S3 ({s3.name})", pod, s3, 443, "TCP"
+            for name, job in world.pods.items():
+                if name.startswith(f"{model.name}/{model.name}-weights-"):
+                    yield f"{name} downloads from Hugging Face", job, h["internet"], 443, "TCP"
+                    yield f"{name} writes to S3 ({s3.name})", job, s3, 443, "TCP"
+                    yield f"{name} gets S3 credentials", job, h["pod-identity-agent"], 80, "TCP"
     # controllers
     for name in ("karpenter", *(["alb-controller"] if world.run.of_type("kubernetes:networking.k8s.io/v1:Ingress") else [])):
         yield f"{name} calls the API server", p[name], h["api-service"], 443, "TCP"
@@ -213,15 +237,20 @@ def forbidden_flows(world: World) -> Iterator[tuple[str, Endpoint, Endpoint, int
         yield f"{model.name} reads instance metadata", pod, h["imds"], 80, "TCP"
         yield f"{model.name} reaches Prometheus", pod, p["prometheus"], netpol.PROMETHEUS_PORT, "TCP"
         yield f"{model.name} reaches the VPC on 443", pod, h["other-node"], 443, "TCP"
+        yield f"{model.name} reaches another pod on 443", pod, p["stranger"], 443, "TCP"
         for other, other_pod in models:
             if other.name != model.name:
                 yield f"{model.name} reaches {other.name}", pod, other_pod, VLLM_PORT, "TCP"
         if model.replicas.min > 0:
             yield f"the interceptor reaches {model.name} (not at zero)", p["interceptor"], pod, VLLM_PORT, "TCP"
-        if world.cfg.ingress.scheme == "internet-facing" and not isinstance(world.cfg.network, ExistingVpc):
-            # the ALB's subnets hold no pods and no nodes: the rest of the VPC stays out
-            yield f"a node reaches {model.name}", h["other-node"], pod, VLLM_PORT, "TCP"
-            yield f"a stray pod reaches {model.name}", p["stranger"], pod, VLLM_PORT, "TCP"
+        # the rest of the VPC stays out, wherever the ALB's subnets do not hold the address
+        alb_admitted = exposure(world.cfg, model).exposed and model.replicas.min > 0
+        for source in (h["other-node"], p["stranger"]):
+            if not (
+                alb_admitted
+                and any(ipaddress.ip_address(source.ip) in ipaddress.ip_network(c) for c in netpol.load_balancer_sources(world.cfg))
+            ):
+                yield f"{source.name} reaches {model.name}", source, pod, VLLM_PORT, "TCP"
     for name in ("prometheus", "grafana", "keda-operator", "gpu-operator", "dcgm-exporter"):
         yield f"{name} reaches the internet", p[name], h["internet"], 443, "TCP"
     yield "a stray pod queries Prometheus", p["stranger"], p["prometheus"], netpol.PROMETHEUS_PORT, "TCP"
@@ -313,8 +342,8 @@ def test_vllm_open_to_the_vpc_is_found() -> None:
         return ps
 
     found = leaks(_broken("internet-facing-tls", from_the_vpc))
-    assert "a node reaches llama-3-1-8b" in found
-    assert "a stray pod reaches llama-3-1-8b" in found
+    assert "other-node reaches llama-3-1-8b" in found
+    assert "stranger reaches llama-3-1-8b" in found
 
 
 def test_model_egress_into_the_cluster_is_found() -> None:
@@ -331,3 +360,23 @@ def test_model_egress_into_the_cluster_is_found() -> None:
 def test_a_namespace_without_default_deny_is_found() -> None:
     world = _broken("minimal-dev", _without("keda", "default-deny"))
     assert undefended_namespaces(world) == ["keda"]
+
+
+def test_s3_through_an_interface_endpoint_needs_its_rule() -> None:
+    def no_endpoint(ps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for p in ps:
+            p["spec"]["egress"] = [r for r in p["spec"].get("egress") or [] if r.get("to") != [{"ipBlock": {"cidr": "10.60.192.0/24"}}]]
+        return ps
+
+    found = blocked(_broken("existing-vpc-irsa-bottlerocket", no_endpoint))
+    assert "qwen-2-5-1-5b streams from S3 (s3-interface-endpoint)" in found
+
+
+def test_a_client_namespace_left_out_is_found() -> None:
+    def no_clients(ps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for p in ps:
+            for rule in p["spec"].get("ingress") or []:
+                rule["from"] = [peer for peer in rule.get("from") or [] if peer != netpol.namespace_peer("chat-app")]
+        return ps
+
+    assert "a pod in chat-app calls qwen-2-5-7b" in blocked(_broken("existing-vpc-irsa-bottlerocket", no_clients))

@@ -63,8 +63,8 @@ def base_url(model: ModelConfig, cfg: IngressConfig, alb_hostname: str) -> str:
     return f"{scheme}://{alb_hostname}/{model.name}/v1"
 
 
-def ingress(model: ModelConfig, cfg: IngressConfig, vpc_cidr: str) -> dict[str, Any]:
-    cidrs = list(cfg.allowed_cidrs) or [vpc_cidr]
+def ingress(model: ModelConfig, cfg: IngressConfig, vpc_cidrs: list[str]) -> dict[str, Any]:
+    cidrs = list(cfg.allowed_cidrs) or list(vpc_cidrs)
     annotations = {
         f"{A}/group.name": GROUP,
         f"{A}/scheme": cfg.scheme,

@@ -170,7 +170,7 @@ def job(
     }
 
 
-def network_policy(model: ModelConfig, vpc_cidr: str) -> dict[str, Any]:
+def network_policy(model: ModelConfig, vpc_cidrs: list[str], interface_endpoints: list[str]) -> dict[str, Any]:
     """The Job takes no traffic; it reaches DNS, HTTPS (Hugging Face, S3) and the Pod Identity agent."""
     return {
         "apiVersion": "networking.k8s.io/v1",
@@ -179,6 +179,6 @@ def network_policy(model: ModelConfig, vpc_cidr: str) -> dict[str, Any]:
         "spec": {
             "podSelector": {"matchLabels": COMPONENT},
             "policyTypes": ["Ingress", "Egress"],
-            "egress": [netpol.dns_egress(), netpol.internet_https_egress(vpc_cidr), netpol.pod_identity_egress()],
+            "egress": [netpol.dns_egress(), *netpol.internet_https_egress(vpc_cidrs, interface_endpoints), netpol.pod_identity_egress()],
         },
     }

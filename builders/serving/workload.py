@@ -35,8 +35,10 @@ class ModelFlows:
     load_balancer_sources: list[str]
     """The ALB's subnets; empty when the model is not exposed."""
     monitoring_namespace: str
-    vpc_cidr: str
+    vpc_cidrs: list[str]
     """Excluded from 'the internet' in egress rules."""
+    interface_endpoints: list[str]
+    """Subnets of an existing VPC's interface endpoints, reachable on 443 (S3 resolving inside the VPC)."""
 
 
 RUN_AS = 10001
@@ -401,7 +403,9 @@ def service(model: ModelConfig) -> dict[str, Any]:
         "spec": {
             "type": "ClusterIP",
             "selector": selector(model),
-            "ports": [{"name": VLLM_PORT_NAME, "port": PORT, "targetPort": VLLM_PORT_NAME, "protocol": "TCP"}],
+            # a numeric target equal to the port: the network policy controller then maps the policy's port
+            # to this Service's address (a named target only resolves once a pod exists)
+            "ports": [{"name": VLLM_PORT_NAME, "port": PORT, "targetPort": PORT, "protocol": "TCP"}],
         },
     }
 
@@ -416,11 +420,13 @@ def pod_disruption_budget(model: ModelConfig) -> dict[str, Any]:
 
 
 def network_policies(model: ModelConfig, flows: ModelFlows) -> list[dict[str, Any]]:
-    """Default deny in the namespace; vLLM's port admits only the load balancer, Prometheus and (at zero) the interceptor."""
-    sources: list[dict[str, Any]] = [netpol.namespace_peer(flows.monitoring_namespace)]
+    """Default deny in the namespace; vLLM's port admits only the load balancer, Prometheus, the
+    model's client namespaces and (at zero) the interceptor."""
+    sources: list[dict[str, Any]] = [netpol.prometheus_peer(flows.monitoring_namespace)]
+    sources += [netpol.namespace_peer(ns) for ns in model.client_namespaces]
     if model.replicas.min == 0:
         # scaled to zero: requests come through the HTTP add-on's interceptor, in KEDA's namespace
-        sources.append(netpol.namespace_peer(KEDA_NAMESPACE))
+        sources.append({**netpol.namespace_peer(KEDA_NAMESPACE), "podSelector": {"matchLabels": dict(netpol.INTERCEPTOR_POD)}})
     else:
         # The ALB targets pod IPs directly (target type ip), from its interfaces in its subnets.
         sources += netpol.cidr_peers(flows.load_balancer_sources)
@@ -429,15 +435,15 @@ def network_policies(model: ModelConfig, flows: ModelFlows) -> list[dict[str, An
         model.name,
         selector(model),
         [{"from": sources, "ports": netpol.tcp(PORT)}],
-        model_egress(model, flows.vpc_cidr),
+        model_egress(model, flows.vpc_cidrs, flows.interface_endpoints),
     )
     return [netpol.default_deny(model.name), vllm]
 
 
-def model_egress(model: ModelConfig, vpc_cidr: str) -> list[dict[str, Any]]:
+def model_egress(model: ModelConfig, vpc_cidrs: list[str], interface_endpoints: list[str]) -> list[dict[str, Any]]:
     """DNS, HTTPS to the internet only (Hugging Face or S3), and the Pod Identity agent for S3 credentials."""
     return [
         netpol.dns_egress(),
-        netpol.internet_https_egress(vpc_cidr),
+        *netpol.internet_https_egress(vpc_cidrs, interface_endpoints if model.streams_from_s3 else None),
         *([netpol.pod_identity_egress()] if model.streams_from_s3 else []),
     ]

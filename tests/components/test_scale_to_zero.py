@@ -98,7 +98,10 @@ def test_the_scaled_object_wakes_on_requests_and_keeps_its_floors(run: harness.R
 def test_replicas_admit_the_interceptor(run: harness.RunResult) -> None:
     policy = _doc(run, "kubernetes:networking.k8s.io/v1:NetworkPolicy", f"model-{MODEL}-netpol-{MODEL}")
     sources = [peer for rule in policy["spec"]["ingress"] for peer in rule["from"]]
-    assert {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "keda"}}} in sources
+    assert {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "keda"}},
+        "podSelector": {"matchLabels": {"app.kubernetes.io/component": "interceptor"}},
+    } in sources
     # the ALB reaches the interceptor, not the replicas
     assert not any("ipBlock" in peer for peer in sources)
 

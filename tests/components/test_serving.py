@@ -363,11 +363,14 @@ def test_selectors_are_consistent(stack: str) -> None:
     for model in parse(stack_data(stack)).models:
         objects = {d["kind"]: d for d in _model_objects(run, model.name).values() if d["kind"] != "NetworkPolicy"}
         pod_labels = objects["Deployment"]["spec"]["template"]["metadata"]["labels"]
-        ports = {p["name"] for p in objects["Deployment"]["spec"]["template"]["spec"]["containers"][0]["ports"]}
+        container_ports = objects["Deployment"]["spec"]["template"]["spec"]["containers"][0]["ports"]
+        ports, port_names = {p["containerPort"] for p in container_ports}, {p["name"] for p in container_ports}
         assert _labels_match(objects["Deployment"]["spec"]["selector"]["matchLabels"], pod_labels)
         assert _labels_match(objects["Service"]["spec"]["selector"], pod_labels)
         assert objects["Service"]["spec"]["type"] == "ClusterIP"
+        # numeric and equal to the Service port, as the network policy controller needs to admit its address
         assert objects["Service"]["spec"]["ports"][0]["targetPort"] in ports
+        assert objects["Service"]["spec"]["ports"][0]["targetPort"] == objects["Service"]["spec"]["ports"][0]["port"]
         assert _labels_match(objects["PodDisruptionBudget"]["spec"]["selector"]["matchLabels"], pod_labels)
         assert objects["PodDisruptionBudget"]["spec"]["maxUnavailable"] == 1
         assert objects["ScaledObject"]["spec"]["scaleTargetRef"] == {
@@ -377,7 +380,7 @@ def test_selectors_are_consistent(stack: str) -> None:
         }
         # the shared PodMonitor scrapes these pods on a port they have
         assert _labels_match(monitor["selector"]["matchLabels"], pod_labels)
-        assert monitor["podMetricsEndpoints"][0]["port"] in ports
+        assert monitor["podMetricsEndpoints"][0]["port"] in port_names
 
 
 def test_network_policies(dev_run: harness.RunResult) -> None:
@@ -385,11 +388,14 @@ def test_network_policies(dev_run: harness.RunResult) -> None:
     deny = policies["model-llama-3-1-8b-netpol-default-deny"]["spec"]
     assert deny == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
     vllm = policies["model-llama-3-1-8b-netpol-llama-3-1-8b"]["spec"]
-    # an internal ALB: its interfaces are in the private subnets (not the whole 10.40.0.0/16)
+    # an internal ALB: its interfaces are in the private subnets (not the whole 10.40.0.0/16); Prometheus' pods only
     assert vllm["ingress"] == [
         {
             "from": [
-                {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}},
+                {
+                    "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
+                    "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}},
+                },
                 {"ipBlock": {"cidr": "10.40.0.0/18"}},
                 {"ipBlock": {"cidr": "10.40.64.0/18"}},
             ],

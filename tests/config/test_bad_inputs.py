@@ -122,7 +122,7 @@ CASES: dict[str, Callable[[dict[str, Any]], object]] = {
     "sse-keep-alive-in-extra-args": lambda d: m0(d).update(extraArgs=["--sse-keep-alive-interval=5"]),
     "model-named-like-custom-gpu-operator-namespace": lambda d: (
         d.update(gpuOperator={"namespace": "nvidia-gpu"}),
-        m0(d).update(name="nvidia-gpu", expose=False),
+        m0(d).update(name="nvidia-gpu", expose=False, clientNamespaces=["chat"]),
     ),
     "kubernetes-version": lambda d: d["cluster"].update(kubernetesVersion="1.28"),
     "log-types-without-audit": lambda d: d["cluster"].update(logTypes=["api", "authenticator"]),

@@ -62,6 +62,10 @@ CASES: dict[str, Callable[[dict[str, Any]], object]] = {
     "load-balancer-subnets-outside-the-vpc": lambda d: d.update(
         network={**EXISTING, "loadBalancerSubnetCidrs": ["10.60.0.0/18", "10.99.0.0/24"]}
     ),
+    "interface-endpoints-outside-the-vpc": lambda d: d.update(
+        network={**EXISTING, "secondaryCidrs": ["100.64.0.0/16"], "interfaceEndpointCidrs": ["100.65.0.0/24"]}
+    ),
+    "internal-model-without-callers": lambda d: m0(d).update(expose=False),
     "load-balancer-subnets-not-named": lambda d: d.update(network={**EXISTING, "loadBalancerSubnetCidrs": []}),
     "scale-down-without-a-limit": lambda d: m0(d).update(
         autoscaling={"scaleDown": {"stabilizationWindowSeconds": 300, "periodSeconds": 60}}
@@ -125,7 +129,7 @@ CASES: dict[str, Callable[[dict[str, Any]], object]] = {
     # scale to zero: a route, bounds, windows, timeouts
     "scale-to-zero-not-exposed": lambda d: (
         d.update(ingress={"domain": "llm.dev.corp.internal"}),
-        m0(d).update(expose=False, replicas={"min": 0, "max": 3}),
+        m0(d).update(expose=False, clientNamespaces=["chat"], replicas={"min": 0, "max": 3}),
     ),
     "idle-after-shorter-than-the-budget": lambda d: (
         d.update(ingress={"domain": "llm.dev.corp.internal"}),
@@ -264,7 +268,13 @@ EXPECTED: dict[str, list[str]] = {
         "network.publicSubnetIds: is empty, but ingress.scheme is internet-facing: the load balancer controller needs public subnets (tag kubernetes.io/role/elb=1) for an internet-facing ALB and would leave the Ingress without an address. Fix: list the VPC's public subnets, or use ingress.scheme internal",
     ],
     "load-balancer-subnets-outside-the-vpc": [
-        "network.loadBalancerSubnetCidrs: lists 10.99.0.0/24, outside the VPC's 10.60.0.0/16; the ALB's interfaces are in the VPC's subnets, so the policy would admit addresses the ALB never has. Fix: list the CIDRs of the subnets the load balancer uses, each inside vpcCidr",
+        "network.loadBalancerSubnetCidrs: lists 10.99.0.0/24, outside the VPC's 10.60.0.0/16; every subnet is inside one of the VPC's CIDR blocks, so the NetworkPolicies would admit addresses no subnet of it has. Fix: list the subnets' CIDRs, each inside vpcCidr or one of secondaryCidrs",
+    ],
+    "interface-endpoints-outside-the-vpc": [
+        "network.interfaceEndpointCidrs: lists 100.65.0.0/24, outside the VPC's 10.60.0.0/16, 100.64.0.0/16; every subnet is inside one of the VPC's CIDR blocks, so the NetworkPolicies would admit addresses no subnet of it has. Fix: list the subnets' CIDRs, each inside vpcCidr or one of secondaryCidrs",
+    ],
+    "internal-model-without-callers": [
+        "models[llama-3-1-8b].clientNamespaces: is empty and the model is not exposed, so its NetworkPolicy admits no caller: only Prometheus reaches it. Fix: list the namespaces of the pods that call it, or set expose: true",
     ],
     "load-balancer-subnets-not-named": [
         "network.loadBalancerSubnetCidrs: is empty, so vLLM's port admits the load balancer from the whole VPC: any host or pod in it reaches /metrics and every route vLLM leaves unauthenticated. Fix: list the CIDRs of the subnets the ALB uses (private subnets for the internal scheme)",
