@@ -86,7 +86,10 @@ def read_account(cfg: StackConfig) -> AccountFile:
     if isinstance(cfg.network, ExistingVpc):
         net = cfg.network
         if _exists(lambda: aws.ec2.get_vpc(id=net.vpc_id), f"VPC {net.vpc_id}"):
-            vpcs.append(Vpc(id=net.vpc_id, cidr=aws.ec2.get_vpc(id=net.vpc_id).cidr_block))
+            described = aws.ec2.get_vpc(id=net.vpc_id)
+            primary = described.cidr_block
+            associated = [a.cidr_block for a in described.cidr_block_associations or [] if a.state == "associated"]
+            vpcs.append(Vpc(id=net.vpc_id, cidr=primary, secondary_cidrs=[b for b in associated if b != primary]))
         for subnet_id in [*net.private_subnet_ids, *net.public_subnet_ids]:
             if _exists(functools.partial(aws.ec2.get_subnet, id=subnet_id), f"subnet {subnet_id}"):
                 s = aws.ec2.get_subnet(id=subnet_id)

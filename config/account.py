@@ -37,6 +37,7 @@ class Vpc(ConfigModel):
 
     id: VpcId = Field(description="VPC id.")
     cidr: NetworkCidr = Field(description="Its primary IPv4 CIDR.")
+    secondary_cidrs: list[NetworkCidr] = Field(default_factory=list, description="Its other associated IPv4 CIDR blocks.")
 
 
 class Subnet(ConfigModel):

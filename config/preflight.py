@@ -409,6 +409,27 @@ def _existing_vpc(cfg: StackConfig, account: AccountFile, authoritative: bool) -
             f"Fix: set network.vpcCidr to {vpc.cidr}",
             {"vpcId": vpc.id, "cidr": vpc.cidr},
         )
+    for i, block in enumerate(network.secondary_cidrs):
+        if block not in vpc.secondary_cidrs:
+            yield Check(
+                "vpc",
+                f"network.secondaryCidrs[{i}]",
+                "failed",
+                f"{block} is not a CIDR block of {vpc.id} (its blocks: {', '.join([vpc.cidr, *vpc.secondary_cidrs])}): the "
+                "NetworkPolicies would admit a range the VPC does not have. Fix: list the VPC's associated blocks",
+                {"vpcId": vpc.id, "cidr": block},
+            )
+    undeclared = [b for b in vpc.secondary_cidrs if b not in network.secondary_cidrs]
+    if undeclared:
+        yield Check(
+            "vpc",
+            "network.secondaryCidrs",
+            "failed",
+            f"omits {', '.join(undeclared)}, associated with {vpc.id}: pods, nodes or the control plane there would be "
+            "treated as outside the VPC and refused by the NetworkPolicies. Fix: list every associated block",
+            {"vpcId": vpc.id, "secondaryCidrs": vpc.secondary_cidrs},
+        )
+    blocks = [ipaddress.IPv4Network(b) for b in [vpc.cidr, *vpc.secondary_cidrs]]
     subnets = {s.id: s for s in account.subnets}
     zones: set[str] = set()
     for i, subnet_id in enumerate(network.private_subnet_ids):
@@ -425,7 +446,7 @@ def _existing_vpc(cfg: StackConfig, account: AccountFile, authoritative: bool) -
             continue
         zones.add(subnet.zone)
         inputs = {"subnetId": subnet_id, "zone": subnet.zone, "cidr": subnet.cidr, "tags": subnet.tags}
-        if not ipaddress.IPv4Network(subnet.cidr).subnet_of(ipaddress.IPv4Network(vpc.cidr)):
+        if not any(ipaddress.IPv4Network(subnet.cidr).subnet_of(b) for b in blocks):
             yield Check(
                 "subnet", path, "failed", f"{subnet_id} ({subnet.cidr}) is outside {vpc.cidr}. Fix: correct network.vpcCidr", inputs
             )

@@ -154,7 +154,18 @@ def _existing_vpc(ec2: Any, network: ExistingVpc) -> dict[str, Any]:
         raise
     subnets = ec2.describe_subnets(Filters=[{"Name": "vpc-id", "Values": [network.vpc_id]}])["Subnets"]
     return {
-        "vpcs": [{"id": v["VpcId"], "cidr": v["CidrBlock"]} for v in vpcs],
+        "vpcs": [
+            {
+                "id": v["VpcId"],
+                "cidr": v["CidrBlock"],
+                "secondaryCidrs": [
+                    a["CidrBlock"]
+                    for a in v.get("CidrBlockAssociationSet", [])
+                    if a["CidrBlock"] != v["CidrBlock"] and a.get("CidrBlockState", {}).get("State") == "associated"
+                ],
+            }
+            for v in vpcs
+        ],
         "subnets": [
             {
                 "id": s["SubnetId"],

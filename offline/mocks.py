@@ -368,7 +368,11 @@ def _account_answer(account: AccountFile, token: str, args: dict[str, Any]) -> d
         vpc = next((v for v in account.vpcs if v.id == args.get("id")), None)
         if vpc is None:
             raise NotFoundError(str(args.get("id")))
-        return {"id": vpc.id, "cidrBlock": vpc.cidr}
+        associations = [
+            {"associationId": f"vpc-cidr-assoc-{i}", "cidrBlock": c, "state": "associated"}
+            for i, c in enumerate([vpc.cidr, *vpc.secondary_cidrs])
+        ]
+        return {"id": vpc.id, "cidrBlock": vpc.cidr, "cidrBlockAssociations": associations}
     if kind == "ec2/getSubnet":
         subnet = next((s for s in account.subnets if s.id == args.get("id")), None)
         if subnet is None:

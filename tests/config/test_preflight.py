@@ -151,7 +151,7 @@ def test_spot_pools_need_the_spot_service_linked_role() -> None:
 
 def test_an_existing_vpc_is_checked_subnet_by_subnet() -> None:
     cfg = parse(stack_data("existing-vpc-irsa-bottlerocket"))
-    vpc = {"id": "vpc-0a1b2c3d4e5f60718", "cidr": "10.60.0.0/16"}
+    vpc = {"id": "vpc-0a1b2c3d4e5f60718", "cidr": "10.60.0.0/16", "secondaryCidrs": ["100.64.0.0/16"]}
     tags = {"kubernetes.io/role/internal-elb": "1", "karpenter.sh/discovery": "llm-staging"}
     subnets = [
         {"id": "subnet-0a1b2c3d4e5f60711", "vpcId": vpc["id"], "zone": "us-west-2a", "cidr": "10.60.0.0/18", "tags": tags},
@@ -168,11 +168,24 @@ def test_an_existing_vpc_is_checked_subnet_by_subnet() -> None:
     ]
 
 
+def test_the_vpcs_cidr_blocks_are_the_ones_declared() -> None:
+    """The NetworkPolicies treat the declared blocks as the VPC: each must be associated, and none left out."""
+    cfg = parse(stack_data("existing-vpc-irsa-bottlerocket"))  # declares 100.64.0.0/16
+    vpc = {"id": "vpc-0a1b2c3d4e5f60718", "cidr": "10.60.0.0/16", "secondaryCidrs": ["100.65.0.0/16"]}
+    failed = [f for f in _failed(_run(cfg, _answers("us-west-2", vpcs=[vpc]))) if f.startswith("network.secondaryCidrs")]
+    assert failed == [
+        "network.secondaryCidrs[0]: 100.64.0.0/16 is not a CIDR block of vpc-0a1b2c3d4e5f60718 (its blocks: 10.60.0.0/16, "
+        "100.65.0.0/16): the NetworkPolicies would admit a range the VPC does not have. Fix: list the VPC's associated blocks",
+        "network.secondaryCidrs: omits 100.65.0.0/16, associated with vpc-0a1b2c3d4e5f60718: pods, nodes or the control plane "
+        "there would be treated as outside the VPC and refused by the NetworkPolicies. Fix: list every associated block",
+    ]
+
+
 def test_public_subnets_need_the_elb_tag_for_an_internet_facing_alb() -> None:
     data = stack_data("existing-vpc-irsa-bottlerocket")
     data["network"]["publicSubnetIds"] = ["subnet-0a1b2c3d4e5f60721"]
     cfg = parse(data)
-    vpc = {"id": "vpc-0a1b2c3d4e5f60718", "cidr": "10.60.0.0/16"}
+    vpc = {"id": "vpc-0a1b2c3d4e5f60718", "cidr": "10.60.0.0/16", "secondaryCidrs": ["100.64.0.0/16"]}
     public = [{"id": "subnet-0a1b2c3d4e5f60721", "vpcId": vpc["id"], "zone": "us-west-2a", "cidr": "10.60.192.0/22", "tags": {}}]
     checks = [c for c in _run(cfg, _answers("us-west-2", vpcs=[vpc], subnets=public)) if c.path == "network.publicSubnetIds[0]"]
     # internal ALB: a warning; the tag only matters to internet-facing ones

@@ -11,6 +11,7 @@ import pytest
 from botocore.stub import Stubber
 
 from config import account, preflight, versions
+from config.network import ExistingVpc
 from offline import account_capture
 from tests.conftest import DEV, parse, stack_data
 
@@ -141,3 +142,23 @@ def test_a_quota_never_changed_reads_the_aws_default() -> None:
         stub.add_client_error("get_service_quota", service_error_code="NoSuchResourceException", http_status_code=404)
         stub.add_response("get_aws_default_service_quota", {"Quota": {"QuotaCode": "L-417A185B", "Value": 0.0}})
         assert account_capture._quota(quotas, "L-417A185B") == 0.0
+
+
+def test_an_existing_vpcs_associated_blocks_are_captured() -> None:
+    network = parse(stack_data("existing-vpc-irsa-bottlerocket")).network
+    assert isinstance(network, ExistingVpc)
+    c = Clients()
+    blocks = [
+        {"AssociationId": "vpc-cidr-assoc-1", "CidrBlock": "10.60.0.0/16", "CidrBlockState": {"State": "associated"}},
+        {"AssociationId": "vpc-cidr-assoc-2", "CidrBlock": "100.64.0.0/16", "CidrBlockState": {"State": "associated"}},
+        {"AssociationId": "vpc-cidr-assoc-3", "CidrBlock": "100.65.0.0/16", "CidrBlockState": {"State": "disassociated"}},
+    ]
+    c.stubs["ec2"].add_response(
+        "describe_vpcs",
+        {"Vpcs": [{"VpcId": network.vpc_id, "CidrBlock": "10.60.0.0/16", "CidrBlockAssociationSet": blocks}]},
+        {"VpcIds": [network.vpc_id]},
+    )
+    c.stubs["ec2"].add_response("describe_subnets", {"Subnets": []}, {"Filters": [{"Name": "vpc-id", "Values": [network.vpc_id]}]})
+    with c:
+        captured = account_capture._existing_vpc(c("ec2"), network)
+    assert captured["vpcs"] == [{"id": network.vpc_id, "cidr": "10.60.0.0/16", "secondaryCidrs": ["100.64.0.0/16"]}]
