@@ -7,10 +7,12 @@ pack that `pulumi preview --policy-pack policy` runs.
 
 from __future__ import annotations
 
+import importlib.util
 import ipaddress
 import json
 import re
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from pulumi_policy import (
@@ -22,6 +24,21 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
+
+def _conventions() -> Any:
+    """The program's config/conventions.py, loaded by path: the pack runs in an environment of its own
+    (pulumi-policy only), and the conventions module needs nothing beyond the standard library."""
+    spec = importlib.util.spec_from_file_location(
+        "llm_platform_conventions", Path(__file__).resolve().parent.parent / "config" / "conventions.py"
+    )
+    if spec is None or spec.loader is None:
+        raise ImportError("config/conventions.py not found beside the policy pack")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+CONVENTIONS = _conventions()
 REQUIRED_LOG_TYPES = ("api", "audit", "authenticator")
 WORKLOADS = ("kubernetes:apps/v1:Deployment", "kubernetes:apps/v1:StatefulSet", "kubernetes:apps/v1:DaemonSet")
 SECRET_ENV = re.compile(r"(HF_TOKEN|HUGGING_FACE_HUB_TOKEN|API_KEY|PASSWORD|SECRET)", re.IGNORECASE)
@@ -198,6 +215,24 @@ def iam_no_wildcard_actions(args: ResourceValidationArgs, report: ReportViolatio
             report(f"Policy {args.name} allows {', '.join(map(str, wild))}: grant the actions the workload uses.", None)
 
 
+UPSTREAM_WILDCARD_WRITERS = ("alb-controller-policy",)
+"""Policies the upstream projects publish with writes on `Resource: *`, by resource name: the load
+balancer controller's iam_policy.json (tag-conditioned; compared with the upstream file in the tests)."""
+READ_PREFIXES = ("Describe", "Get", "List")
+
+
+def iam_no_wildcard_writes(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    """Write and permission-management actions name their resources; `*` only where the upstream policy does."""
+    if args.resource_type not in ("aws:iam/policy:Policy", "aws:iam/rolePolicy:RolePolicy") or args.name in UPSTREAM_WILDCARD_WRITERS:
+        return
+    for s in _statements(args.props.get("policy")):
+        if s.get("Effect") != "Allow" or "*" not in _listed(s.get("Resource")):
+            continue
+        writes = [a for a in _listed(s.get("Action")) if not str(a).split(":")[-1].startswith(READ_PREFIXES)]
+        if writes:
+            report(f"Policy {args.name} allows {', '.join(map(str, writes))} on every resource ('*'): name the resources.", None)
+
+
 BROAD_MANAGED_POLICY = re.compile(r":iam::aws:policy/(.*/)?(AdministratorAccess|PowerUserAccess|IAMFullAccess|[A-Za-z0-9]*FullAccess)$")
 
 
@@ -225,6 +260,10 @@ CHECKS: dict[str, tuple[str, Callable[[ResourceValidationArgs, ReportViolation],
     "iam-no-broad-managed-policies": (
         "No role gets AdministratorAccess, PowerUserAccess or a *FullAccess policy.",
         iam_no_broad_managed_policies,
+    ),
+    "iam-no-wildcard-writes": (
+        "Writes name their resources; '*' only in the upstream load balancer controller policy.",
+        iam_no_wildcard_writes,
     ),
 }
 
@@ -304,7 +343,52 @@ def vllm_port_sources(args: StackValidationArgs, report: ReportViolation) -> Non
                     report(f"NetworkPolicy {name} admits port {VLLM_PORT} from {cidr}, not a load balancer subnet of the stack.", r.urn)
 
 
+NODE_INLINE_ACTIONS = {"ecr:BatchImportUpstreamImage", "ecr:CreateRepository"}
+"""The one inline right a node role may have: importing images through the ECR pull-through cache."""
+
+
+def _role_of(resource: Any) -> Any:
+    """The role an attachment or inline policy belongs to: the role among the resources its `role` input
+    (else the resource as a whole) depends on. Dependencies are known at preview, physical names are not."""
+    candidates = (getattr(resource, "property_dependencies", None) or {}).get("role") or resource.dependencies or []
+    roles = [d for d in candidates if d.resource_type == "aws:iam/role:Role"]
+    return roles[0] if len(roles) == 1 else None
+
+
+def iam_node_roles(args: StackValidationArgs, report: ReportViolation) -> None:
+    """Every role EC2 assumes (each node path) carries exactly the node-role managed policies, and inline
+    no more than the pull-through cache's import."""
+    node_roles = {
+        r.urn: r
+        for r in args.resources
+        if r.resource_type == "aws:iam/role:Role"
+        and any(
+            "ec2.amazonaws.com" in _listed((s.get("Principal") or {}).get("Service", []))
+            for s in _statements(r.props.get("assumeRolePolicy"))
+        )
+    }
+    attached: dict[str, set[str]] = {urn: set() for urn in node_roles}
+    for r in args.resources:
+        role = _role_of(r) if r.resource_type.startswith("aws:iam/rolePolicy") else None
+        if role is None or role.urn not in node_roles:
+            continue
+        if r.resource_type == "aws:iam/rolePolicyAttachment:RolePolicyAttachment":
+            attached[role.urn].add(str(r.props.get("policyArn")).rsplit("/", 1)[-1])
+        elif r.resource_type == "aws:iam/rolePolicy:RolePolicy":
+            actions = {a for s in _statements(r.props.get("policy")) if s.get("Effect") == "Allow" for a in _listed(s.get("Action"))}
+            if not actions <= NODE_INLINE_ACTIONS:
+                extra = sorted(map(str, actions - NODE_INLINE_ACTIONS))
+                report(f"Node role {role.name} has inline rights beyond the image cache's import: {', '.join(extra)}.", r.urn)
+    expected = set(CONVENTIONS.NODE_ROLE_POLICIES)
+    for urn, policies in attached.items():
+        if policies != expected:
+            extra, missing = sorted(policies - expected), sorted(expected - policies)
+            carries, lacks = ", ".join(extra) or "nothing extra", ", ".join(missing) or "nothing"
+            report(f"Node role {node_roles[urn].name} carries {carries} and lacks {lacks}.", urn)
+
+
 STACK_CHECKS: dict[str, tuple[str, Callable[[StackValidationArgs, ReportViolation], None]]] = {
+    "iam-node-roles": ("Node roles carry exactly the node-role managed policies, inline only the image cache's import.", iam_node_roles),
     "namespaces-deny-by-default": ("Every namespace the program creates has a default-deny NetworkPolicy.", namespaces_deny_by_default),
     "vllm-port-sources": ("vLLM's port admits the load balancer's subnets only, never the VPC or the internet.", vllm_port_sources),
 }

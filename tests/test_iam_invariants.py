@@ -1,11 +1,12 @@
 """IAM over the whole render of every fixture stack: what no single-role test can see.
 
 - write actions on every resource (`Resource: *`) appear only in the policies the upstream
-  projects document that way, listed here by name;
+  projects document that way, listed by name in the policy pack (`iam-no-wildcard-writes`);
 - every role EC2 assumes (a node role) carries exactly the node-role managed policies, and no
-  inline policy but the image cache's import right.
+  inline right but the image cache's import (`iam-node-roles`).
 
-Each invariant is a function over the captured resources; a broken copy shows it fails.
+The checks are the policy pack's, so `pulumi preview --policy-pack policy` enforces the same;
+here they run on the captured resources of every fixture, and a broken copy shows each fails.
 """
 
 from __future__ import annotations
@@ -16,72 +17,39 @@ from typing import Any
 
 import pytest
 
-from config.conventions import NODE_ROLE_POLICIES
 from offline import harness
 from offline.mocks import Registration
+from policy import checks
 from tests.conftest import FIXTURES, PROD, fixture_run, values
-
-UPSTREAM_WILDCARD_WRITERS = ("alb-controller-policy",)
-"""aws-load-balancer-controller's published iam_policy.json (compared with the upstream file in
-tests/components/test_ingress.py) grants security-group and load-balancer writes on `*`, scoped by
-tag conditions."""
-NODE_INLINE_POLICIES = ("image-cache-node-import-",)
-READ_ONLY = ("Describe", "Get", "List")
+from tests.policy.test_policies import _args, _stack
 
 
-def _statements(document: Any) -> list[dict[str, Any]]:
-    doc = json.loads(document) if isinstance(document, str) else document
-    found = doc.get("Statement") or []
-    return [found] if isinstance(found, dict) else list(found)
+class _Run:
+    """Registrations in the shape the policy-test adapters take."""
 
-
-def _listed(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else [value]
+    def __init__(self, registrations: list[Registration]) -> None:
+        self.registrations = registrations
 
 
 def wildcard_writes(registrations: list[Registration]) -> list[str]:
-    findings = []
+    found: list[str] = []
     for r in registrations:
-        if r.type not in ("aws:iam/policy:Policy", "aws:iam/rolePolicy:RolePolicy") or r.name in UPSTREAM_WILDCARD_WRITERS:
-            continue
-        for s in _statements(values(r)["policy"]):
-            if s.get("Effect") != "Allow" or "*" not in _listed(s.get("Resource")):
-                continue
-            writes = [a for a in _listed(s.get("Action")) if not str(a).split(":")[-1].startswith(READ_ONLY)]
-            if writes:
-                findings.append(f"{r.name} allows {', '.join(writes)} on every resource")
-    return findings
-
-
-def node_roles(registrations: list[Registration]) -> dict[str | None, str]:
-    """Roles EC2 instances assume, by physical name."""
-    return {
-        r.id: r.name
-        for r in registrations
-        if r.type == "aws:iam/role:Role"
-        and any(
-            "ec2.amazonaws.com" in _listed((s.get("Principal") or {}).get("Service", []))
-            for s in _statements(values(r)["assumeRolePolicy"])
-        )
-    }
+        checks.iam_no_wildcard_writes(_args(r), lambda message, urn=None: found.append(message))
+    return found
 
 
 def node_role_findings(registrations: list[Registration]) -> list[str]:
-    roles = node_roles(registrations)
-    managed: dict[str, set[str]] = {name: set() for name in roles.values()}
-    findings = []
-    for r in registrations:
-        role = values(r).get("role")
-        if role not in roles:
-            continue
-        if r.type == "aws:iam/rolePolicyAttachment:RolePolicyAttachment":
-            managed[roles[role]].add(str(values(r)["policyArn"]).rsplit("/", 1)[-1])
-        elif r.type == "aws:iam/rolePolicy:RolePolicy" and not r.name.startswith(NODE_INLINE_POLICIES):
-            findings.append(f"node role {roles[role]} has the inline policy {r.name}")
-    for name, policies in managed.items():
-        if policies != set(NODE_ROLE_POLICIES):
-            findings.append(f"node role {name} carries {sorted(policies)}, not {sorted(NODE_ROLE_POLICIES)}")
-    return findings
+    found: list[str] = []
+    checks.iam_node_roles(_stack(_Run(registrations)), lambda message, urn=None: found.append(message))  # type: ignore[arg-type]
+    return found
+
+
+def node_roles(registrations: list[Registration]) -> list[str]:
+    return sorted(
+        r.name
+        for r in registrations
+        if r.type == "aws:iam/role:Role" and "ec2.amazonaws.com" in json.dumps(json.loads(values(r)["assumeRolePolicy"]))
+    )
 
 
 @pytest.mark.parametrize("stack", FIXTURES)
@@ -93,7 +61,7 @@ def test_no_wildcard_writes_beyond_the_upstream_policies(stack: str) -> None:
 def test_node_roles_carry_exactly_the_node_policies(stack: str) -> None:
     run = fixture_run(stack)
     assert node_role_findings(run.registrations) == []
-    assert sorted(node_roles(run.registrations).values()) == ["cluster-system-nodes", "karpenter-node"]
+    assert node_roles(run.registrations) == ["cluster-system-nodes", "karpenter-node"]
 
 
 def _with(run: harness.RunResult, name: str, type_token: str, mutate: Any) -> list[Registration]:
@@ -113,17 +81,19 @@ def test_a_wildcard_write_is_found(prod_run: harness.RunResult) -> None:
         inputs["policy"] = json.dumps(doc)
 
     broken = _with(prod_run, "model-llama-3-1-8b-weights-read", "aws:iam/rolePolicy:RolePolicy", grant)
-    assert wildcard_writes(broken) == ["model-llama-3-1-8b-weights-read allows s3:PutObject on every resource"]
+    assert wildcard_writes(broken) == [
+        "Policy model-llama-3-1-8b-weights-read allows s3:PutObject on every resource ('*'): name the resources."
+    ]
 
 
 def test_an_extra_node_policy_is_found() -> None:
     run = fixture_run(PROD)
     broken = _with(
         run,
-        "karpenter-node-amazonssmmanagedinstancecore",
+        "cluster-system-nodes-amazonssmmanagedinstancecore",
         "aws:iam/rolePolicyAttachment:RolePolicyAttachment",
         lambda inputs: inputs.update(policyArn="arn:aws:iam::aws:policy/AmazonS3FullAccess"),
     )
-    findings = node_role_findings(broken)
-    assert len(findings) == 1
-    assert "AmazonS3FullAccess" in findings[0]
+    assert node_role_findings(broken) == [
+        "Node role cluster-system-nodes carries AmazonS3FullAccess and lacks AmazonSSMManagedInstanceCore."
+    ]

@@ -148,6 +148,14 @@ FAILING |= {
         lambda p: p.update(policyArn="arn:aws:iam::aws:policy/AdministratorAccess"),
         ["Attachment karpenter-node-amazoneksworkernodepolicy gives its role AdministratorAccess."],
     ),
+    "iam-no-wildcard-writes": (
+        "aws:iam/rolePolicy:RolePolicy",
+        "model-llama-3-1-8b-weights-read",
+        lambda p: p.update(
+            policy=_statement(p["policy"], {"Effect": "Allow", "Action": ["s3:PutObject", "s3:GetObject"], "Resource": "*"})
+        ),
+        ["Policy model-llama-3-1-8b-weights-read allows s3:PutObject on every resource ('*'): name the resources."],
+    ),
 }
 
 
@@ -216,13 +224,16 @@ def test_the_pack_builds_its_policies() -> None:
 
 
 def _stack(run: harness.RunResult, change: Callable[[list[Registration]], list[Registration]] | None = None) -> StackValidationArgs:
+    """The stack as the engine hands it to a stack policy: resources with their dependencies."""
     opts = PolicyResourceOptions(False, [], None, [], PolicyCustomTimeouts(0, 0, 0), [], None)
     regs = change(list(run.registrations)) if change else run.registrations
-    resources = [
-        PolicyResource(r.type, values(r), f"urn:pulumi:test::llm-platform::{r.type}::{r.name}", r.name, opts, None, None, [], {})
+    resources = {
+        r.ref: PolicyResource(r.type, values(r), f"urn:pulumi:test::llm-platform::{r.type}::{r.name}", r.name, opts, None, None, [], {})
         for r in regs
-    ]
-    return StackValidationArgs(resources)
+    }
+    for r in regs:
+        resources[r.ref].dependencies.extend(resources[d] for d in r.dependencies if d in resources)
+    return StackValidationArgs(list(resources.values()))
 
 
 def _stack_violations(name: str, args: StackValidationArgs) -> list[str]:
@@ -252,6 +263,44 @@ def _edit_policy(
         return out
 
     return change
+
+
+def _edit_resource(
+    type_token: str, name: str, mutate: Callable[[dict[str, Any]], object]
+) -> Callable[[list[Registration]], list[Registration]]:
+    def change(regs: list[Registration]) -> list[Registration]:
+        out = []
+        for r in regs:
+            if r.type == type_token and r.name == name:
+                doc = copy.deepcopy(values(r))
+                mutate(doc)
+                r = dataclasses.replace(r, inputs=doc)
+            out.append(r)
+        return out
+
+    return change
+
+
+def test_an_extra_or_missing_node_role_policy_fails(prod_run: harness.RunResult) -> None:
+    swap = _edit_resource(
+        "aws:iam/rolePolicyAttachment:RolePolicyAttachment",
+        "karpenter-node-amazonssmmanagedinstancecore",
+        lambda d: d.update(policyArn="arn:aws:iam::aws:policy/AmazonS3ReadOnlyAccess"),
+    )
+    assert _stack_violations("iam-node-roles", _stack(prod_run, swap)) == [
+        "Node role karpenter-node carries AmazonS3ReadOnlyAccess and lacks AmazonSSMManagedInstanceCore."
+    ]
+
+
+def test_a_node_role_inline_right_beyond_the_cache_import_fails(prod_run: harness.RunResult) -> None:
+    grant = _edit_resource(
+        "aws:iam/rolePolicy:RolePolicy",
+        "image-cache-node-import-0",
+        lambda d: d.update(policy=_statement(d["policy"], {"Effect": "Allow", "Action": "iam:PassRole", "Resource": "*"})),
+    )
+    found = _stack_violations("iam-node-roles", _stack(prod_run, grant))
+    assert len(found) == 1
+    assert found[0].endswith("has inline rights beyond the image cache's import: iam:PassRole.")
 
 
 def test_a_namespace_without_default_deny_fails(dev_run: harness.RunResult) -> None:
