@@ -15,6 +15,7 @@ Each check is shown failing on a broken copy of the render.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import ipaddress
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -30,13 +31,17 @@ from config.network import ExistingVpc
 from config.stack import StackConfig
 from offline import harness
 from tests.conftest import FIXTURES, fixture_run, parse, stack_data, values
-from tests.validators.netpol import Cluster, Endpoint
+from tests.validators.netpol import Cluster, Endpoint, Service
 
 NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
 
 CHART_PODS: list[tuple[str, str, dict[str, str]]] = [
     # (name, namespace ("@monitoring", "@gpu-operator": the stack's), labels the upstream chart sets)
-    ("prometheus", "@monitoring", {"app.kubernetes.io/name": "prometheus"}),
+    (
+        "prometheus",
+        "@monitoring",
+        {"app.kubernetes.io/name": "prometheus", "operator.prometheus.io/name": "kube-prometheus-stack-prometheus"},
+    ),
     ("alertmanager", "@monitoring", {"app.kubernetes.io/name": "alertmanager"}),
     ("grafana", "@monitoring", {"app.kubernetes.io/name": "grafana"}),
     ("prometheus-operator", "@monitoring", {"app": "kube-prometheus-stack-operator"}),
@@ -53,6 +58,17 @@ CHART_PODS: list[tuple[str, str, dict[str, str]]] = [
 ]
 """Pods the platform installs through charts (not rendered here), and one it does not know."""
 CHART_PORTS = {"gpu-metrics": 9400, "http-metrics": 8080}
+CHART_SERVICES = [
+    # (name, namespace, selector, (port, targetPort) pairs) as the upstream charts render them
+    (
+        "kube-prometheus-stack-prometheus",
+        "@monitoring",
+        {"app.kubernetes.io/name": "prometheus", "operator.prometheus.io/name": "kube-prometheus-stack-prometheus"},
+        ((9090, 9090),),
+    ),
+    ("kube-dns", "kube-system", {"k8s-app": "kube-dns"}, ((53, 53),)),
+]
+"""Services of the charts the platform reaches by address (Prometheus for KEDA and Grafana, CoreDNS)."""
 """Named metrics ports of the chart Services our ServiceMonitors scrape (dcgm-exporter, Karpenter)."""
 
 
@@ -65,6 +81,15 @@ class World:
     hosts: dict[str, Endpoint]
     run: harness.RunResult
     policies: list[dict[str, Any]]
+    services: dict[str, Service]
+    """By `<namespace>/<name>`: the rendered Services and CHART_SERVICES."""
+
+    def backends(self, service: Service) -> list[Endpoint]:
+        return [
+            p
+            for p in self.pods.values()
+            if p.namespace == service.namespace and all(p.labels.get(k) == v for k, v in service.selector.items())
+        ]
 
 
 def _host(network: str, offset: int) -> str:
@@ -119,8 +144,18 @@ def build_world(stack: str, policies: list[dict[str, Any]] | None = None) -> Wor
         "pod-identity-agent": Endpoint("pod-identity-agent", "169.254.170.23"),
         "imds": Endpoint("imds", "169.254.169.254"),
     }
+    services: dict[str, Service] = {}
+    for r in run.of_type("kubernetes:core/v1:Service"):
+        doc = values(r)
+        ports = tuple((int(p["port"]), p["targetPort"]) for p in doc["spec"]["ports"])
+        services[f"{doc['metadata']['namespace']}/{doc['metadata']['name']}"] = Service(
+            doc["metadata"]["name"], doc["metadata"]["namespace"], doc["spec"]["selector"], ports
+        )
+    for name, ns, selector, ports in CHART_SERVICES:
+        ns = {"@monitoring": cfg.observability.namespace}.get(ns, ns)
+        services[f"{ns}/{name}"] = Service(name, ns, selector, ports)
     chosen = rendered if policies is None else policies
-    return World(cfg, Cluster(chosen, namespaces), pods, hosts, run, chosen)
+    return World(cfg, Cluster(chosen, namespaces), pods, hosts, run, chosen, services)
 
 
 def _models(world: World) -> Iterator[tuple[Any, Endpoint]]:
@@ -258,8 +293,39 @@ def forbidden_flows(world: World) -> Iterator[tuple[str, Endpoint, Endpoint, int
     yield "a stray pod reaches the GPU operator", p["stranger"], p["dcgm-exporter"], netpol.DCGM_EXPORTER_PORT, "TCP"
 
 
+def needed_service_flows(world: World) -> Iterator[tuple[str, Endpoint, Service, int, str]]:
+    """Connections the platform makes to a Service's address (judged before DNAT)."""
+    p = world.pods
+    for r in world.run.of_type("kubernetes:keda.sh/v1alpha1:ScaledObject"):
+        for trigger in values(r)["spec"]["triggers"]:
+            if trigger["type"] == "prometheus":
+                host, port = trigger["metadata"]["serverAddress"].split("//", 1)[1].rsplit(":", 1)
+                name, ns = host.split(".")[:2]
+                yield "KEDA queries the Prometheus Service", p["keda-operator"], world.services[f"{ns}/{name}"], int(port), "TCP"
+    prometheus = world.services[f"{world.cfg.observability.namespace}/kube-prometheus-stack-prometheus"]
+    yield "Grafana queries the Prometheus Service", p["grafana"], prometheus, 9090, "TCP"
+    for r in world.run.of_type("kubernetes:http.keda.sh/v1beta1:InterceptorRoute"):
+        doc = values(r)
+        target = doc["spec"]["target"]
+        service = world.services[f"{doc['metadata']['namespace']}/{target['service']}"]
+        yield f"the interceptor reaches the {service.name} Service", p["interceptor"], service, int(target["port"]), "TCP"
+    for model, pod in _models(world):
+        service = world.services[f"{model.name}/{model.name}"]
+        for client in model.client_namespaces:
+            yield f"a pod in {client} calls the {model.name} Service", p[f"client:{client}"], service, VLLM_PORT, "TCP"
+        yield f"{model.name} resolves names through the kube-dns Service", pod, world.services["kube-system/kube-dns"], 53, "UDP"
+    for name in ("keda-operator", "prometheus", "grafana", "gpu-operator", "karpenter"):
+        yield f"{name} resolves names through the kube-dns Service", p[name], world.services["kube-system/kube-dns"], 53, "UDP"
+
+
 def blocked(world: World) -> list[str]:
-    return [why for why, src, dst, port, proto in needed_flows(world) if not world.cluster.allowed(src, dst, port, proto)]
+    direct = [why for why, src, dst, port, proto in needed_flows(world) if not world.cluster.allowed(src, dst, port, proto)]
+    via = [
+        why
+        for why, src, svc, port, proto in needed_service_flows(world)
+        if not world.cluster.allowed_via_service(src, svc, port, world.backends(svc), proto)
+    ]
+    return direct + via
 
 
 def leaks(world: World) -> list[str]:
@@ -290,6 +356,14 @@ def test_every_needed_flow_is_open(stack: str) -> None:
 @pytest.mark.parametrize("stack", FIXTURES)
 def test_every_forbidden_flow_is_shut(stack: str) -> None:
     assert leaks(build_world(stack)) == []
+
+
+@pytest.mark.parametrize("stack", FIXTURES)
+def test_service_flows_reach_pods(stack: str) -> None:
+    """Every Service the platform reaches by address has pods behind it in the world (a flow to an empty Service proves nothing)."""
+    world = build_world(stack)
+    for why, _, service, _, _ in needed_service_flows(world):
+        assert world.backends(service), why
 
 
 @pytest.mark.parametrize("stack", FIXTURES)
@@ -380,3 +454,11 @@ def test_a_client_namespace_left_out_is_found() -> None:
         return ps
 
     assert "a pod in chat-app calls qwen-2-5-7b" in blocked(_broken("existing-vpc-irsa-bottlerocket", no_clients))
+
+
+def test_a_named_target_port_on_a_model_service_is_found() -> None:
+    """The policy controller maps a rule's port to a Service only through a numeric target port."""
+    world = build_world("scale-to-zero-dev")
+    service = world.services["llama-3-1-8b/llama-3-1-8b"]
+    world.services["llama-3-1-8b/llama-3-1-8b"] = dataclasses.replace(service, ports=((8000, "http"),))
+    assert "the interceptor reaches the llama-3-1-8b Service" in blocked(world)

@@ -11,6 +11,13 @@ Kubernetes semantics (networking.k8s.io/v1), as the VPC CNI's network policy age
 - host-network endpoints (nodes, the control plane, load balancers, the internet) have no policy.
 
 Traffic between a pod and its own node is always allowed by the agent; no check here needs it.
+
+Connections to a Service's address are judged as the agent sees them, before kube-proxy's DNAT: the
+source's egress must admit the Service address, which the AWS policy controller adds to a rule only
+when the rule's peer selects the Service's namespace, the peer's pod selector (absent: everything)
+matches the Service's selector labels, and the rule's port is the Service's numeric target port
+(amazon-network-policy-controller-k8s, pkg/resolvers/endpoints.go). The destination pods then judge
+the connection on their own address and the target port.
 """
 
 from __future__ import annotations
@@ -51,6 +58,16 @@ def selects(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
         if op == "DoesNotExist" and key in labels:
             return False
     return True
+
+
+@dataclass(frozen=True)
+class Service:
+    """A ClusterIP Service: its namespace, selector and (port, targetPort) pairs."""
+
+    name: str
+    namespace: str
+    selector: dict[str, str]
+    ports: tuple[tuple[int, int | str], ...]
 
 
 class Cluster:
@@ -115,6 +132,47 @@ class Cluster:
                 if self._port_matches(rule.get("ports"), port, protocol):
                     return True
         return False
+
+    def _egress_admits_service(self, pod: Endpoint, service: Service, port: int, target: int | str, protocol: str) -> bool:
+        selecting = [
+            p
+            for p in self.policies
+            if p["metadata"]["namespace"] == pod.namespace
+            and "Egress" in p["spec"].get("policyTypes", [])
+            and selects(p["spec"].get("podSelector"), pod.labels)
+        ]
+        if not selecting:
+            return True
+        for p in selecting:
+            for rule in p["spec"].get("egress") or []:
+                ports = rule.get("ports") or []
+                # the controller maps the rule's (target) port to the Service port; a named target port does not map
+                if ports and not (isinstance(target, int) and self._port_matches(ports, target, protocol)):
+                    continue
+                peers = rule.get("to")
+                if not peers:
+                    return True
+                for peer in peers:
+                    if "ipBlock" in peer:
+                        continue  # a Service address inside an ipBlock is not how the platform reaches Services
+                    if "namespaceSelector" in peer:
+                        if not selects(peer["namespaceSelector"], self._namespace_labels(service.namespace)):
+                            continue
+                    elif service.namespace != p["metadata"]["namespace"]:
+                        continue
+                    if selects(peer.get("podSelector"), service.selector):
+                        return True
+        return False
+
+    def allowed_via_service(self, source: Endpoint, service: Service, port: int, backends: list[Endpoint], protocol: str = "TCP") -> bool:
+        """A connection to the Service's address on `port`, then to every backend pod on the target port."""
+        target = next((t for p, t in service.ports if p == port), None)
+        if target is None:
+            raise AssertionError(f"Service {service.namespace}/{service.name} has no port {port}")
+        if source.is_pod and not self._egress_admits_service(source, service, port, target, protocol):
+            return False
+        assert isinstance(target, int), "a named target port never reaches the backends by the controller's mapping"
+        return all(not b.is_pod or self._allows(b, source, target, protocol, "Ingress") for b in backends)
 
     def allowed(self, source: Endpoint, destination: Endpoint, port: int, protocol: str = "TCP") -> bool:
         if source.is_pod and not self._allows(source, destination, port, protocol, "Egress"):
