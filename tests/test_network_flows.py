@@ -462,3 +462,59 @@ def test_a_named_target_port_on_a_model_service_is_found() -> None:
     service = world.services["llama-3-1-8b/llama-3-1-8b"]
     world.services["llama-3-1-8b/llama-3-1-8b"] = dataclasses.replace(service, ports=((8000, "http"),))
     assert "the interceptor reaches the llama-3-1-8b Service" in blocked(world)
+
+
+# -- the evaluator itself, on hand-written policies --------------------------------------------------------
+
+
+def _np(ns: str, pods: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
+    return {"metadata": {"name": "p", "namespace": ns}, "spec": {"podSelector": pods, **spec}}
+
+
+def test_evaluator_semantics() -> None:
+    a = Endpoint("a", "10.0.0.10", "ns-a", {"app": "a"})
+    b = Endpoint("b", "10.0.0.11", "ns-b", {"app": "b", "tier": "api"})
+    outside = Endpoint("outside", "203.0.113.5")
+    open_cluster = Cluster([], {})
+    assert open_cluster.allowed(a, b, 80)  # no policy: open
+    # policyTypes omitted: Ingress only, so egress stays open
+    ingress_only = Cluster(
+        [_np("ns-b", {}, {"ingress": [{"from": [{"namespaceSelector": {"matchLabels": {"team": "x"}}}]}]})], {"ns-a": {"team": "x"}}
+    )
+    assert ingress_only.allowed(a, b, 80)
+    assert not ingress_only.allowed(outside, b, 80)
+    # namespace AND pod selector in one peer; matchExpressions; ports with endPort; protocol defaults to TCP
+    peer = {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "ns-b"}},
+        "podSelector": {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["api"]}]},
+    }
+    egress = Cluster(
+        [_np("ns-a", {}, {"policyTypes": ["Egress"], "egress": [{"to": [peer], "ports": [{"port": 8000, "endPort": 8010}]}]})], {}
+    )
+    assert egress.allowed(a, b, 8005)
+    assert not egress.allowed(a, b, 8011)
+    assert not egress.allowed(a, b, 8005, "UDP")
+    assert not egress.allowed(a, Endpoint("c", "10.0.0.12", "ns-b", {"tier": "web"}), 8005)
+    # ipBlock with except; an empty `to` admits every destination
+    blocks = Cluster(
+        [
+            _np(
+                "ns-a",
+                {},
+                {
+                    "policyTypes": ["Egress"],
+                    "egress": [
+                        {"to": [{"ipBlock": {"cidr": "0.0.0.0/0", "except": ["10.0.0.0/8"]}}]},
+                        {"to": [], "ports": [{"port": 53, "protocol": "UDP"}]},
+                    ],
+                },
+            )
+        ],
+        {},
+    )
+    assert blocks.allowed(a, outside, 443)
+    assert not blocks.allowed(a, b, 443)
+    assert blocks.allowed(a, b, 53, "UDP")
+    # both ends must agree: an open egress does not pass a closed ingress
+    both = Cluster([_np("ns-b", {"matchLabels": {"app": "b"}}, {"policyTypes": ["Ingress"]})], {})
+    assert not both.allowed(a, b, 80)

@@ -70,6 +70,11 @@ class Service:
     ports: tuple[tuple[int, int | str], ...]
 
 
+def policy_types(spec: dict[str, Any]) -> list[str]:
+    """policyTypes as the API server defaults them: Ingress always, Egress when egress rules exist."""
+    return list(spec.get("policyTypes") or ["Ingress", *(["Egress"] if spec.get("egress") else [])])
+
+
 class Cluster:
     """The rendered policies and namespaces, asked about single connections."""
 
@@ -119,7 +124,7 @@ class Cluster:
             p
             for p in self.policies
             if p["metadata"]["namespace"] == pod.namespace
-            and direction in p["spec"].get("policyTypes", [])
+            and direction in policy_types(p["spec"])
             and selects(p["spec"].get("podSelector"), pod.labels)
         ]
         if not selecting:
@@ -138,7 +143,7 @@ class Cluster:
             p
             for p in self.policies
             if p["metadata"]["namespace"] == pod.namespace
-            and "Egress" in p["spec"].get("policyTypes", [])
+            and "Egress" in policy_types(p["spec"])
             and selects(p["spec"].get("podSelector"), pod.labels)
         ]
         if not selecting:
