@@ -48,6 +48,19 @@ def network_policy() -> dict[str, Any]:
     }
 
 
+SERVICE_ACCOUNT = "gpu-headroom"
+
+
+def service_account() -> dict[str, Any]:
+    """The placeholders' own identity (never the namespace's default), without an API token."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": SERVICE_ACCOUNT, "namespace": HEADROOM_NAMESPACE},
+        "automountServiceAccountToken": False,
+    }
+
+
 def deployment(pool: GpuPool, shape: Placeholders, images: list[str]) -> dict[str, Any]:
     """Placeholders that hold the pool's headroom and keep its model images on the node."""
     name = headroom_name(pool.name)
@@ -79,6 +92,7 @@ def deployment(pool: GpuPool, shape: Placeholders, images: list[str]) -> dict[st
                     "priorityClassName": HEADROOM_PRIORITY_CLASS,
                     # Step aside at once when a replica needs the room.
                     "terminationGracePeriodSeconds": 0,
+                    "serviceAccountName": SERVICE_ACCOUNT,
                     "automountServiceAccountToken": False,
                     "enableServiceLinks": False,
                     "securityContext": pod_security(),

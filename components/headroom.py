@@ -42,6 +42,8 @@ class Headroom(pulumi.ComponentResource):
         namespace = k8s_objects.create(f"{name}-namespace", builders.namespace(), base)
         inside = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*after, namespace, priority])
         k8s_objects.create(f"{name}-netpol-default-deny", builders.network_policy(), inside)
+        account = k8s_objects.create(f"{name}-service-account", builders.service_account(), inside)
+        inside = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*after, namespace, priority, account])
         for pool in args.pools:
             on_pool = [m for m in args.models if m.pool == pool.name]
             shape = headroom.placeholders(pool, on_pool)

@@ -18,7 +18,8 @@ class IngressConfig(ConfigModel):
     )
     allowed_cidrs: list[AllowedCidr] = Field(
         default_factory=list,
-        description="Client CIDRs allowed by the ALB security group. Required for internet-facing; internal ALBs default to the VPC's CIDR blocks.",
+        description="Client CIDRs allowed by the ALB security group. Required for internet-facing; internal ALBs "
+        "default to the VPC's CIDR blocks.",
     )
     certificate_arn: AcmCertificateArn | None = Field(
         default=None, description="ACM certificate for HTTPS (HTTP redirects to HTTPS). Required for internet-facing."

@@ -109,7 +109,13 @@ def _launch_template(i: dict[str, Any]) -> dict[str, Any]:
 
 
 def _role(i: dict[str, Any]) -> dict[str, Any]:
-    return {"AssumeRolePolicyDocument": _json(i["assumeRolePolicy"]), "ManagedPolicyArns": [], "Tags": _tags(i)}
+    """The role with whatever it carries itself (inline and managed lists), attachments folded in later."""
+    return {
+        "AssumeRolePolicyDocument": _json(i["assumeRolePolicy"]),
+        "ManagedPolicyArns": list(i.get("managedPolicyArns") or []),
+        "Policies": [{"PolicyName": p.get("name", "inline"), "PolicyDocument": _json(p["policy"])} for p in i.get("inlinePolicies") or []],
+        "Tags": _tags(i),
+    }
 
 
 def _bucket(i: dict[str, Any]) -> dict[str, Any]:

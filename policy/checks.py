@@ -215,6 +215,16 @@ def iam_no_wildcard_actions(args: ResourceValidationArgs, report: ReportViolatio
             report(f"Policy {args.name} allows {', '.join(map(str, wild))}: grant the actions the workload uses.", None)
 
 
+def iam_role_rights_visible(args: ResourceValidationArgs, report: ReportViolation) -> None:
+    """A role's rights come from attachments and role policies, which the other checks read; never
+    from the role's own inlinePolicies or managedPolicyArns, which would pass them unseen."""
+    if args.resource_type != "aws:iam/role:Role":
+        return
+    for key in ("inlinePolicies", "managedPolicyArns"):
+        if args.props.get(key):
+            report(f"Role {args.name} sets {key}: grant rights with RolePolicy or RolePolicyAttachment resources.", None)
+
+
 UPSTREAM_WILDCARD_WRITERS = ("alb-controller-policy",)
 """Policies the upstream projects publish with writes on `Resource: *`, by resource name: the load
 balancer controller's iam_policy.json (tag-conditioned; compared with the upstream file in the tests)."""
@@ -260,6 +270,10 @@ CHECKS: dict[str, tuple[str, Callable[[ResourceValidationArgs, ReportViolation],
     "iam-no-broad-managed-policies": (
         "No role gets AdministratorAccess, PowerUserAccess or a *FullAccess policy.",
         iam_no_broad_managed_policies,
+    ),
+    "iam-role-rights-visible": (
+        "A role's rights come from attachments and role policies, not the role's own inline or managed lists.",
+        iam_role_rights_visible,
     ),
     "iam-no-wildcard-writes": (
         "Writes name their resources; '*' only in the upstream load balancer controller policy.",

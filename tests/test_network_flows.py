@@ -289,6 +289,13 @@ def forbidden_flows(world: World) -> Iterator[tuple[str, Endpoint, Endpoint, int
     for name in ("prometheus", "grafana", "keda-operator", "gpu-operator", "dcgm-exporter"):
         yield f"{name} reaches the internet", p[name], h["internet"], 443, "TCP"
     yield "a stray pod queries Prometheus", p["stranger"], p["prometheus"], netpol.PROMETHEUS_PORT, "TCP"
+    for name, port in (
+        ("prometheus-operator", 10250),
+        ("keda-admission-webhooks", 9443),
+        ("keda-metrics-apiserver", 6443),
+        ("alb-controller", 9443),
+    ):
+        yield f"the internet reaches {name} on {port}", h["internet"], p[name], port, "TCP"
     yield "a stray pod scrapes Karpenter", p["stranger"], p["karpenter"], netpol.CONTROLLER_METRICS_PORT, "TCP"
     yield "a stray pod reaches the GPU operator", p["stranger"], p["dcgm-exporter"], netpol.DCGM_EXPORTER_PORT, "TCP"
 

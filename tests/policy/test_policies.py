@@ -148,6 +148,14 @@ FAILING |= {
         lambda p: p.update(policyArn="arn:aws:iam::aws:policy/AdministratorAccess"),
         ["Attachment karpenter-node-amazoneksworkernodepolicy gives its role AdministratorAccess."],
     ),
+    "iam-role-rights-visible": (
+        "aws:iam/role:Role",
+        "karpenter-node",
+        lambda p: p.update(
+            inlinePolicies=[{"name": "x", "policy": '{"Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}'}]
+        ),
+        ["Role karpenter-node sets inlinePolicies: grant rights with RolePolicy or RolePolicyAttachment resources."],
+    ),
     "iam-no-wildcard-writes": (
         "aws:iam/rolePolicy:RolePolicy",
         "model-llama-3-1-8b-weights-read",
