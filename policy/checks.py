@@ -189,12 +189,15 @@ def iam_trust_scoped(args: ResourceValidationArgs, report: ReportViolation) -> N
     for s in _statements(args.props.get("assumeRolePolicy")):
         if s.get("Effect") != "Allow":
             continue
+        if "NotPrincipal" in s:
+            report(f"Role {args.name} trusts everyone but a NotPrincipal list: name the principals.", None)
+            continue
         principal = s.get("Principal")
         aws = principal.get("AWS") if isinstance(principal, dict) else None
-        if principal == "*" or "*" in _listed(aws or []):
+        services = _listed(principal.get("Service", [])) if isinstance(principal, dict) else []
+        if principal == "*" or "*" in _listed(aws or []) or "*" in services:
             report(f"Role {args.name} can be assumed by any principal ('*').", None)
             continue
-        services = _listed(principal.get("Service", [])) if isinstance(principal, dict) else []
         if "pods.eks.amazonaws.com" in services and set(_listed(s.get("Action"))) != POD_IDENTITY_ACTIONS:
             report(f"Role {args.name}: EKS Pod Identity needs exactly sts:AssumeRole and sts:TagSession.", None)
         if isinstance(principal, dict) and principal.get("Federated"):
@@ -236,7 +239,8 @@ def iam_no_wildcard_writes(args: ResourceValidationArgs, report: ReportViolation
     if args.resource_type not in ("aws:iam/policy:Policy", "aws:iam/rolePolicy:RolePolicy") or args.name in UPSTREAM_WILDCARD_WRITERS:
         return
     for s in _statements(args.props.get("policy")):
-        if s.get("Effect") != "Allow" or "*" not in _listed(s.get("Resource")):
+        # NotResource on an Allow grants every resource but those listed: as broad as '*'
+        if s.get("Effect") != "Allow" or ("*" not in _listed(s.get("Resource")) and "NotResource" not in s):
             continue
         writes = [a for a in _listed(s.get("Action")) if not str(a).split(":")[-1].startswith(READ_PREFIXES)]
         if writes:
@@ -361,12 +365,15 @@ NODE_INLINE_ACTIONS = {"ecr:BatchImportUpstreamImage", "ecr:CreateRepository"}
 """The one inline right a node role may have: importing images through the ECR pull-through cache."""
 
 
-def _role_of(resource: Any) -> Any:
+def _role_of(resource: Any, roles_by_name: dict[str, Any]) -> Any:
     """The role an attachment or inline policy belongs to: the role among the resources its `role` input
-    (else the resource as a whole) depends on. Dependencies are known at preview, physical names are not."""
+    (else the resource as a whole) depends on (known at preview), else the role whose name its `role`
+    input spells (a stack policy sees the roles' output names)."""
     candidates = (getattr(resource, "property_dependencies", None) or {}).get("role") or resource.dependencies or []
     roles = [d for d in candidates if d.resource_type == "aws:iam/role:Role"]
-    return roles[0] if len(roles) == 1 else None
+    if len(roles) == 1:
+        return roles[0]
+    return roles_by_name.get(str(resource.props.get("role")))
 
 
 def iam_node_roles(args: StackValidationArgs, report: ReportViolation) -> None:
@@ -382,8 +389,9 @@ def iam_node_roles(args: StackValidationArgs, report: ReportViolation) -> None:
         )
     }
     attached: dict[str, set[str]] = {urn: set() for urn in node_roles}
+    by_name = {str(r.props.get("name")): r for r in node_roles.values() if r.props.get("name")}
     for r in args.resources:
-        role = _role_of(r) if r.resource_type.startswith("aws:iam/rolePolicy") else None
+        role = _role_of(r, by_name) if r.resource_type.startswith("aws:iam/rolePolicy") else None
         if role is None or role.urn not in node_roles:
             continue
         if r.resource_type == "aws:iam/rolePolicyAttachment:RolePolicyAttachment":

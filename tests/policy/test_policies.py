@@ -235,8 +235,13 @@ def _stack(run: harness.RunResult, change: Callable[[list[Registration]], list[R
     """The stack as the engine hands it to a stack policy: resources with their dependencies."""
     opts = PolicyResourceOptions(False, [], None, [], PolicyCustomTimeouts(0, 0, 0), [], None)
     regs = change(list(run.registrations)) if change else run.registrations
+
+    def props(r: Registration) -> dict[str, Any]:
+        # a stack policy sees output properties: a role's name is its physical name
+        return {"name": r.id, **values(r)} if r.type == "aws:iam/role:Role" and r.id else values(r)
+
     resources = {
-        r.ref: PolicyResource(r.type, values(r), f"urn:pulumi:test::llm-platform::{r.type}::{r.name}", r.name, opts, None, None, [], {})
+        r.ref: PolicyResource(r.type, props(r), f"urn:pulumi:test::llm-platform::{r.type}::{r.name}", r.name, opts, None, None, [], {})
         for r in regs
     }
     for r in regs:
@@ -289,6 +294,31 @@ def _edit_resource(
     return change
 
 
+@pytest.mark.parametrize(
+    ("statement", "expected"),
+    [
+        ({"Effect": "Allow", "NotPrincipal": {"AWS": "arn:aws:iam::123456789012:root"}, "Action": "sts:AssumeRole"}, "NotPrincipal"),
+        ({"Effect": "Allow", "Principal": {"Service": "*"}, "Action": "sts:AssumeRole"}, "any principal ('*')"),
+    ],
+)
+def test_trusts_open_in_other_spellings_fail(prod_run: harness.RunResult, statement: dict[str, Any], expected: str) -> None:
+    role = prod_run.one("aws:iam/role:Role", "karpenter-node")
+    props = copy.deepcopy(values(role))
+    props["assumeRolePolicy"] = json.dumps({"Version": "2012-10-17", "Statement": [statement]})
+    found = _violations(checks.iam_trust_scoped, role, props)
+    assert len(found) == 1
+    assert expected in found[0]
+
+
+def test_a_not_resource_write_fails(prod_run: harness.RunResult) -> None:
+    policy = prod_run.one("aws:iam/rolePolicy:RolePolicy", "model-llama-3-1-8b-weights-read")
+    props = copy.deepcopy(values(policy))
+    props["policy"] = _statement(props["policy"], {"Effect": "Allow", "Action": "s3:DeleteObject", "NotResource": "arn:aws:s3:::other/*"})
+    assert _violations(checks.iam_no_wildcard_writes, policy, props) == [
+        "Policy model-llama-3-1-8b-weights-read allows s3:DeleteObject on every resource ('*'): name the resources."
+    ]
+
+
 def test_an_extra_or_missing_node_role_policy_fails(prod_run: harness.RunResult) -> None:
     swap = _edit_resource(
         "aws:iam/rolePolicyAttachment:RolePolicyAttachment",
@@ -297,6 +327,24 @@ def test_an_extra_or_missing_node_role_policy_fails(prod_run: harness.RunResult)
     )
     assert _stack_violations("iam-node-roles", _stack(prod_run, swap)) == [
         "Node role karpenter-node carries AmazonS3ReadOnlyAccess and lacks AmazonSSMManagedInstanceCore."
+    ]
+
+
+def test_an_attachment_naming_a_node_role_without_a_dependency_is_seen(prod_run: harness.RunResult) -> None:
+    node_role = prod_run.one("aws:iam/role:Role", "karpenter-node")
+
+    def add(regs: list[Registration]) -> list[Registration]:
+        stray = dataclasses.replace(
+            regs[0],
+            type="aws:iam/rolePolicyAttachment:RolePolicyAttachment",
+            name="stray",
+            inputs={"role": node_role.id, "policyArn": "arn:aws:iam::aws:policy/AmazonS3ReadOnlyAccess"},
+            dependencies=[],
+        )
+        return [*regs, stray]
+
+    assert _stack_violations("iam-node-roles", _stack(prod_run, add)) == [
+        "Node role karpenter-node carries AmazonS3ReadOnlyAccess and lacks nothing."
     ]
 
 
