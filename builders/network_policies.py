@@ -145,11 +145,6 @@ def interface_endpoints(cfg: StackConfig) -> list[str]:
     return list(cfg.network.interface_endpoint_cidrs) if isinstance(cfg.network, ExistingVpc) else []
 
 
-def scale_to_zero(cfg: StackConfig) -> bool:
-    """The KEDA HTTP add-on runs (a model scales to zero)."""
-    return any(m.replicas.min == 0 for m in cfg.models)
-
-
 def prometheus_peer(monitoring_namespace: str) -> dict[str, Any]:
     """The platform's Prometheus pods (prometheus-operator labels them), not every pod of the namespace."""
     return {**namespace_peer(monitoring_namespace), "podSelector": {"matchLabels": dict(PROMETHEUS_POD)}}
@@ -196,7 +191,7 @@ def keda(cfg: StackConfig) -> list[dict[str, Any]]:
     ]
     egress: list[Any] = [{"to": [prometheus_peer(cfg.observability.namespace)], "ports": tcp(PROMETHEUS_PORT)}]
     policies = _platform_namespace(KEDA_NAMESPACE, vpc, ingress, egress)
-    if scale_to_zero(cfg):
+    if cfg.scales_to_zero:
         # the HTTP add-on's interceptor only: the ALB in front (requests on the proxy port, health checks
         # on the admin port), the models behind
         policies.append(

@@ -39,16 +39,14 @@ class VllmModelArgs:
     """In-cluster Prometheus address (from the Observability component) for KEDA's triggers."""
     hf_token: pulumi.Input[str] | None
     """Hugging Face token (secret), mounted as a file; None when not configured."""
-    vpc_cidr: str
-    """The VPC's primary CIDR: the Ingress' default client range."""
+    vpc_cidrs: list[str]
+    """Every CIDR block of the VPC: the Ingress' default client range, never 'the internet' in egress rules."""
     alb_idle_timeout_seconds: int
     """The shared ALB's idle timeout, which vLLM's keep-alives are derived from."""
     monitoring_namespace: str
     """Namespace of Prometheus, admitted by the NetworkPolicy."""
     load_balancer_sources: list[str] = field(default_factory=list)
     """The ALB's subnets, admitted on vLLM's port when the model is exposed (empty when it is not)."""
-    vpc_cidrs: list[str] = field(default_factory=list)
-    """Every CIDR block of the VPC: never 'the internet' in egress rules."""
     interface_endpoints: list[str] = field(default_factory=list)
     """Subnets of an existing VPC's interface endpoints (S3 inside the VPC), reachable on 443."""
     provider: k8s.Provider
@@ -123,9 +121,7 @@ class VllmModel(pulumi.ComponentResource):
                         opts=inside,
                     )
                 )
-        flows = builders.ModelFlows(
-            args.load_balancer_sources, args.monitoring_namespace, args.vpc_cidrs or [args.vpc_cidr], args.interface_endpoints
-        )
+        flows = builders.ModelFlows(args.load_balancer_sources, args.monitoring_namespace, args.vpc_cidrs, args.interface_endpoints)
         # the allow rules first: a running pod never sees the deny alone
         deny, *allows = builders.network_policies(model, flows)
         allowed = [self._object(f"{name}-netpol-{p['metadata']['name']}", p, inside) for p in allows]
@@ -184,9 +180,9 @@ class VllmModel(pulumi.ComponentResource):
         self.base_url = None
         if args.ingress is not None:
             manifest = (
-                scale_to_zero.ingress(model, args.ingress, args.vpc_cidrs or [args.vpc_cidr])
+                scale_to_zero.ingress(model, args.ingress, args.vpc_cidrs)
                 if model.replicas.min == 0
-                else ingress_builders.ingress(model, args.ingress, args.vpc_cidrs or [args.vpc_cidr])
+                else ingress_builders.ingress(model, args.ingress, args.vpc_cidrs)
             )
             ingress = self._object(
                 f"{name}-ingress",
@@ -254,9 +250,7 @@ class VllmModel(pulumi.ComponentResource):
             )
         script = self._object(f"{name}-weights-script", populate.script_config_map(model), inside)
         account = self._object(f"{name}-weights-service-account", populate.service_account(model), inside)
-        self._object(
-            f"{name}-netpol-weights", populate.network_policy(model, args.vpc_cidrs or [args.vpc_cidr], args.interface_endpoints), inside
-        )
+        self._object(f"{name}-netpol-weights", populate.network_policy(model, args.vpc_cidrs, args.interface_endpoints), inside)
         timeout = f"{math.ceil(populate.populate_seconds(model) / 60)}m"
         job = k8s_objects.create_resolved(
             f"{name}-weights-job",

@@ -156,7 +156,7 @@ def workloads(cfg: StackConfig) -> list[SystemWorkload]:
     ]
     if exposed_models(cfg):
         rows.append(_row("aws-load-balancer-controller", "Deployment", 2, "0", "0", "chart 3.5.0: no default requests"))
-    if any(m.replicas.min == 0 for m in cfg.models):
+    if cfg.scales_to_zero:
         # the KEDA HTTP add-on, for models that scale to zero (builders/scale_to_zero.py sets the counts)
         rows += [
             SystemWorkload("http-add-on-operator", "Deployment", 1, HTTP_ADD_ON_OPERATOR, "builders/scale_to_zero.py operator.resources"),

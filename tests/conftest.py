@@ -93,6 +93,21 @@ def prod_run() -> harness.RunResult:
     return fixture_run(PROD)
 
 
+def edited(registrations: list[Any], type_token: str, name: str | None, mutate: Callable[[dict[str, Any]], object]) -> list[Any]:
+    """A copy of the registrations with one resource's inputs changed (name None: the first of the type)."""
+    import dataclasses
+
+    out, found = [], False
+    for r in registrations:
+        if r.type == type_token and (name is None or r.name == name) and not found:
+            inputs = copy.deepcopy(values(r))
+            mutate(inputs)
+            r, found = dataclasses.replace(r, inputs=inputs), True
+        out.append(r)
+    assert found, f"{type_token} {name or ''} is not in the render"
+    return out
+
+
 def values(registration: object) -> dict[str, Any]:
     """A registration's inputs with secrets unwrapped and integral floats as ints."""
     from offline.mocks import Registration, redact, unwrap_secrets

@@ -28,8 +28,12 @@ from builders.observability import metrics
 from config.conventions import KEDA_NAMESPACE, NODE_ROLE_POLICIES, SYSTEM_NODE_LABEL
 from offline.mocks import Registration
 from policy import checks
+from tests.builders.test_observability_rules import _all_expressions
+from tests.components import test_karpenter as karpenter_tests
 from tests.config.test_bad_inputs import ALL_CASES
-from tests.conftest import DEV, PROD, SHARED, fixture_run, parse, problems_after, shared_path, stack_data, values
+from tests.config.test_bad_inputs_classes import p0
+from tests.conftest import DEV, PROD, SHARED, edited, fixture_run, parse, problems_after, shared_path, stack_data, values
+from tests.policy.test_policies import _args, _container, _edit_policy, _stack, _stack_violations
 from tests.test_iam_invariants import node_role_findings, wildcard_writes
 from tests.test_network_flows import build_world, leaks, undefended_namespaces
 from tests.validators import cloudformation as upstream_cfn
@@ -68,19 +72,6 @@ def _regs(stack: str = PROD) -> list[Registration]:
     return list(fixture_run(stack).registrations)
 
 
-def _edit(regs: list[Registration], type_token: str, name: str | None, mutate: Callable[[dict[str, Any]], object]) -> list[Registration]:
-    """A copy of the registrations with one resource's inputs changed."""
-    out, found = [], False
-    for r in regs:
-        if r.type == type_token and (name is None or r.name == name) and not found:
-            doc = copy.deepcopy(values(r))
-            mutate(doc)
-            r, found = dataclasses.replace(r, inputs=doc), True
-        out.append(r)
-    assert found, f"{type_token} {name} is not in the render"
-    return out
-
-
 def _docs(regs: list[Registration], type_token: str) -> list[dict[str, Any]]:
     return [values(r) for r in regs if r.type == type_token]
 
@@ -103,11 +94,10 @@ def config_change(mutate: Callable[[dict[str, Any]], object], stack: str, path: 
 
 def policy_check(name: str, type_token: str, resource: str | None, mutate: Callable[[dict[str, Any]], object], stack: str = PROD) -> Check:
     """A policy-pack check (policy/checks.py) on one resource."""
-    from tests.policy.test_policies import _args
 
     def check(broken: bool) -> list[str]:
         found: list[str] = []
-        regs = _edit(_regs(stack), type_token, resource, mutate) if broken else _regs(stack)
+        regs = edited(_regs(stack), type_token, resource, mutate) if broken else _regs(stack)
         for r in regs:
             if r.type == type_token and (resource is None or r.name == resource):
                 checks.CHECKS[name][1](_args(r), lambda message, urn=None: found.append(message))
@@ -215,20 +205,8 @@ def nodepool_findings(regs: list[Registration]) -> list[str]:
 
 def karpenter_policy_diff(broken: bool) -> list[str]:
     """The controller policies against Karpenter's CloudFormation template of the pinned version."""
-    scope = karpenter_iam.Scope("llm-prod", "us-east-1", "123456789012")
-    node_role, queue = "arn:aws:iam::123456789012:role/karpenter-node", "arn:aws:sqs:us-east-1:123456789012:llm-prod"
-    template = upstream_cfn.load(shared_path("iam", "karpenter_cloudformation.yaml"))
-    names = {
-        "ClusterName": scope.cluster_name,
-        "AWS::Partition": scope.partition,
-        "AWS::Region": scope.region,
-        "AWS::AccountId": scope.account_id,
-        "AWS::URLSuffix": "amazonaws.com",
-        "KarpenterNodeRole.Arn": node_role,
-        "KarpenterInterruptionQueue.Arn": queue,
-    }
-    upstream = upstream_cfn.policy_documents(template, names)
-    ours = karpenter_iam.controller_policies(scope, node_role, queue)
+    upstream = upstream_cfn.policy_documents(karpenter_tests._upstream(), karpenter_tests._names())
+    ours = karpenter_iam.controller_policies(karpenter_tests.SCOPE, karpenter_tests.NODE_ROLE, karpenter_tests.QUEUE)
     if broken:
         first = sorted(ours)[0]
         ours[first]["Statement"][0]["Action"] = ["ec2:*"]
@@ -414,8 +392,6 @@ def trigger_findings(regs: list[Registration]) -> list[str]:
 
 
 def metric_name_findings(broken: bool) -> list[str]:
-    from tests.builders.test_observability_rules import _all_expressions
-
     exprs = _all_expressions() + (["avg(vllm:gpu_cache_usage_perc)"] if broken else [])
     used = set().union(*(metrics.vllm_names_in(e) for e in exprs))
     return [f"{n} is not a metric of the pinned vLLM" for n in sorted(used - metrics.vllm_series())]
@@ -447,7 +423,7 @@ def drop_alerts(pattern: str) -> Callable[[list[Registration]], list[Registratio
             for g in doc["spec"]["groups"]:
                 g["rules"] = [r for r in g["rules"] if not ("alert" in r and re.search(pattern, r["expr"]))]
 
-        return _edit(regs, "kubernetes:monitoring.coreos.com/v1:PrometheusRule", None, mutate)
+        return edited(regs, "kubernetes:monitoring.coreos.com/v1:PrometheusRule", None, mutate)
 
     return change
 
@@ -456,7 +432,7 @@ def network_findings(broken: bool) -> list[str]:
     """Default deny in every namespace we create, and the VPC CNI enforcing policies at all."""
     regs = _regs(DEV)
     if broken:
-        regs = _edit(regs, "aws:eks/addon:Addon", "cluster-vpc-cni", lambda d: d.update(configurationValues="{}"))
+        regs = edited(regs, "aws:eks/addon:Addon", "cluster-vpc-cni", lambda d: d.update(configurationValues="{}"))
     out = undefended_namespaces(build_world(DEV))
     vpc_cni = next(d for d in _docs(regs, "aws:eks/addon:Addon") if d["addonName"] == "vpc-cni")
     if json.loads(vpc_cni.get("configurationValues") or "{}").get("enableNetworkPolicy") != "true":
@@ -484,8 +460,6 @@ def crd_validation(broken: bool) -> list[str]:
 
 
 def vllm_port_sources(broken: bool) -> list[str]:
-    from tests.policy.test_policies import _edit_policy, _stack, _stack_violations
-
     widen = _edit_policy(
         "llama-3-1-8b", "llama-3-1-8b", lambda d: d["spec"]["ingress"][0]["from"].append({"ipBlock": {"cidr": "10.40.0.0/16"}})
     )
@@ -494,14 +468,9 @@ def vllm_port_sources(broken: bool) -> list[str]:
     )
 
 
-def _model_containers(doc: dict[str, Any]) -> dict[str, Any]:
-    c: dict[str, Any] = doc["spec"]["template"]["spec"]["containers"][0]
-    return c
-
-
-def _deployment_edit(stack: str, mutate: Callable[[dict[str, Any]], object]) -> Callable[[list[Registration]], list[Registration]]:
+def _deploymentedited(stack: str, mutate: Callable[[dict[str, Any]], object]) -> Callable[[list[Registration]], list[Registration]]:
     name = next(r.name for r in fixture_run(stack).of_type("kubernetes:apps/v1:Deployment") if r.name.startswith("model-"))
-    return lambda regs: _edit(regs, "kubernetes:apps/v1:Deployment", name, mutate)
+    return lambda regs: edited(regs, "kubernetes:apps/v1:Deployment", name, mutate)
 
 
 def _set(path: list[str], value: Any) -> Callable[[dict[str, Any]], None]:
@@ -515,17 +484,13 @@ def _set(path: list[str], value: Any) -> Callable[[dict[str, Any]], None]:
 
 def _container_set(key: str, value: Any) -> Callable[[dict[str, Any]], None]:
     def mutate(doc: dict[str, Any]) -> None:
-        _model_containers(doc).setdefault("securityContext", {})[key] = value
+        _container(doc).setdefault("securityContext", {})[key] = value
 
     return mutate
 
 
-def _p0(d: dict[str, Any]) -> dict[str, Any]:
-    return d["gpuPools"][0]  # type: ignore[no-any-return]
-
-
 def _single_type_pool(d: dict[str, Any]) -> None:
-    pool = _p0(d)
+    pool = p0(d)
     pool.pop("instanceFamilies", None)
     pool["instanceTypes"] = ["g6.12xlarge"]
     pool["capacityTypes"] = ["spot", "on-demand"]
@@ -562,7 +527,7 @@ ROWS: dict[str, Row] = {
             f"{T}components/test_cluster.py::test_secrets_key_rotates_and_has_no_wildcard_principal",
             f"{T}test_checkov_cloudformation.py::test_a_break_is_caught_by_checkov",
         ),
-        render_check(kms_findings, lambda regs: _edit(regs, "aws:kms/key:Key", None, lambda d: d.update(enableKeyRotation=False))),
+        render_check(kms_findings, lambda regs: edited(regs, "aws:kms/key:Key", None, lambda d: d.update(enableKeyRotation=False))),
         "rotation is off",
     ),
     "CL-3": Row(
@@ -614,7 +579,7 @@ ROWS: dict[str, Row] = {
         ),
         render_check(
             interruption_findings,
-            lambda regs: _edit(
+            lambda regs: edited(
                 regs,
                 "kubernetes:helm.sh/v3:Release",
                 "karpenter-release",
@@ -630,7 +595,7 @@ ROWS: dict[str, Row] = {
         ),
         render_check(
             karpenter_controller_findings,
-            lambda regs: _edit(regs, "kubernetes:helm.sh/v3:Release", "karpenter-release", lambda d: d["values"].pop("priorityClassName")),
+            lambda regs: edited(regs, "kubernetes:helm.sh/v3:Release", "karpenter-release", lambda d: d["values"].pop("priorityClassName")),
         ),
         "not system-cluster-critical",
     ),
@@ -641,7 +606,7 @@ ROWS: dict[str, Row] = {
         ),
         render_check(
             nodepool_findings,
-            lambda regs: _edit(
+            lambda regs: edited(
                 regs, "kubernetes:karpenter.sh/v1:NodePool", None, lambda d: d["spec"]["template"]["spec"].update(taints=[])
             ),
         ),
@@ -700,7 +665,7 @@ ROWS: dict[str, Row] = {
         (f"{T}components/test_cluster.py::test_ebs_csi_driver_uses_pod_identity",),
         render_check(
             ebs_csi_findings,
-            lambda regs: _edit(
+            lambda regs: edited(
                 regs,
                 "aws:iam/rolePolicyAttachment:RolePolicyAttachment",
                 next(r.name for r in regs if r.type == "aws:iam/rolePolicyAttachment:RolePolicyAttachment" and "ebs-csi" in r.name),
@@ -732,7 +697,7 @@ ROWS: dict[str, Row] = {
         ),
         render_check(
             node_role_findings,
-            lambda regs: _edit(
+            lambda regs: edited(
                 regs,
                 "aws:iam/rolePolicyAttachment:RolePolicyAttachment",
                 "karpenter-node-amazonssmmanagedinstancecore",
@@ -748,7 +713,7 @@ ROWS: dict[str, Row] = {
         ),
         render_check(
             wildcard_writes,
-            lambda regs: _edit(
+            lambda regs: edited(
                 regs,
                 "aws:iam/rolePolicy:RolePolicy",
                 "model-llama-3-1-8b-weights-read",
@@ -764,7 +729,7 @@ ROWS: dict[str, Row] = {
         ),
         render_check(
             psa_findings,
-            lambda regs: _edit(
+            lambda regs: edited(
                 regs,
                 "kubernetes:core/v1:Namespace",
                 "model-llama-3-1-8b-namespace",
@@ -775,13 +740,13 @@ ROWS: dict[str, Row] = {
     ),
     "WS-2": Row(
         (f"{T}components/test_serving.py::test_pod_meets_pod_security_restricted",),
-        render_check(container_security_findings, _deployment_edit(PROD, _container_set("readOnlyRootFilesystem", False))),
+        render_check(container_security_findings, _deploymentedited(PROD, _container_set("readOnlyRootFilesystem", False))),
         "writable root filesystem",
     ),
     "WS-3": Row(
         (f"{T}components/test_serving.py::test_namespace_is_restricted_and_ready_for_alb_readiness_gates",),
         render_check(
-            service_account_findings, _deployment_edit(PROD, _set(["spec", "template", "spec", "automountServiceAccountToken"], True))
+            service_account_findings, _deploymentedited(PROD, _set(["spec", "template", "spec", "automountServiceAccountToken"], True))
         ),
         "mounts a service account token",
     ),
@@ -791,7 +756,7 @@ ROWS: dict[str, Row] = {
             "pinned-images",
             "kubernetes:apps/v1:Deployment",
             "model-llama-3-1-8b-deployment",
-            lambda p: _model_containers(p).update(image="vllm/vllm-openai:latest"),
+            lambda p: _container(p).update(image="vllm/vllm-openai:latest"),
         ),
         "latest",
     ),
@@ -800,7 +765,7 @@ ROWS: dict[str, Row] = {
             f"{T}components/test_serving.py::test_requests_equal_limits_and_gpu_resource_per_sharing_mode",
             f"{T}policy/test_policies.py::test_policy_fails_on_a_broken_resource",
         ),
-        render_check(resource_findings, _deployment_edit(PROD, lambda d: _model_containers(d)["resources"]["limits"].pop("cpu"))),
+        render_check(resource_findings, _deploymentedited(PROD, lambda d: _container(d)["resources"]["limits"].pop("cpu"))),
         "lacks a cpu",
     ),
     "WS-6": Row(
@@ -813,7 +778,7 @@ ROWS: dict[str, Row] = {
             "secrets-only-from-secrets",
             "kubernetes:apps/v1:Deployment",
             "model-llama-3-1-8b-deployment",
-            lambda p: _model_containers(p).setdefault("env", []).append({"name": "HF_TOKEN", "value": "hf_x"}),
+            lambda p: _container(p).setdefault("env", []).append({"name": "HF_TOKEN", "value": "hf_x"}),
         ),
         "HF_TOKEN",
     ),
@@ -837,7 +802,7 @@ ROWS: dict[str, Row] = {
         (f"{T}components/test_serving.py::test_selectors_are_consistent",),
         render_check(
             pdb_findings,
-            lambda regs: _edit(regs, "kubernetes:policy/v1:PodDisruptionBudget", None, lambda d: d["spec"].update(maxUnavailable=0)),
+            lambda regs: edited(regs, "kubernetes:policy/v1:PodDisruptionBudget", None, lambda d: d["spec"].update(maxUnavailable=0)),
         ),
         "maxUnavailable: 1",
     ),
@@ -850,7 +815,7 @@ ROWS: dict[str, Row] = {
         (f"{T}components/test_serving.py::test_selectors_are_consistent",),
         render_check(
             selector_findings,
-            lambda regs: _edit(regs, "kubernetes:core/v1:Service", None, lambda d: d["spec"].update(selector={"app": "nothing"})),
+            lambda regs: edited(regs, "kubernetes:core/v1:Service", None, lambda d: d["spec"].update(selector={"app": "nothing"})),
         ),
         "selects no pod",
     ),
@@ -863,7 +828,7 @@ ROWS: dict[str, Row] = {
         (f"{T}components/test_serving.py::test_scheduling_on_the_pool",),
         render_check(
             do_not_disrupt_findings,
-            _deployment_edit(
+            _deploymentedited(
                 PROD,
                 lambda d: d["spec"]["template"]["metadata"].setdefault("annotations", {}).update({"karpenter.sh/do-not-disrupt": "true"}),
             ),
@@ -886,7 +851,7 @@ ROWS: dict[str, Row] = {
         ),
         render_check(
             trigger_findings,
-            lambda regs: _edit(
+            lambda regs: edited(
                 regs,
                 "kubernetes:keda.sh/v1alpha1:ScaledObject",
                 None,

@@ -9,7 +9,6 @@ carries each property checkov guards to the scanner: each break is caught by the
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import json
 from collections.abc import Callable
@@ -19,7 +18,7 @@ import pytest
 
 from offline import cloudformation
 from offline.mocks import Registration
-from tests.conftest import FIXTURES, PROD, fixture_run, values
+from tests.conftest import FIXTURES, PROD, edited, fixture_run
 from tests.validators import checkov
 
 EXPLAINED: dict[tuple[str, str], str] = {
@@ -57,20 +56,6 @@ def _templates(registrations: list[Registration]) -> dict[str, Any]:
 
 def _pulumi_names(template: dict[str, Any]) -> dict[str, str]:
     return {lid: r["Metadata"]["PulumiName"] for lid, r in template["Resources"].items()}
-
-
-def _mutated(
-    registrations: list[Registration], type_token: str, name: str, mutate: Callable[[dict[str, Any]], object]
-) -> list[Registration]:
-    out, found = [], False
-    for r in registrations:
-        if r.type == type_token and r.name == name:
-            inputs = copy.deepcopy(values(r))
-            mutate(inputs)
-            r, found = dataclasses.replace(r, inputs=inputs), True
-        out.append(r)
-    assert found, f"{type_token} {name} not in the render"
-    return out
 
 
 def _policy(key: str, change: Callable[[dict[str, Any]], object]) -> Callable[[dict[str, Any]], object]:
@@ -120,7 +105,7 @@ def scanned() -> tuple[dict[str, dict[str, Any]], list[checkov.Result]]:
     templates = {stack: _templates(fixture_run(stack).registrations) for stack in FIXTURES}
     registrations = fixture_run(PROD).registrations
     for type_token, name, mutate, _ in BREAKS:
-        registrations = _mutated(registrations, type_token, name, mutate)
+        registrations = edited(registrations, type_token, name, mutate)
     templates["broken-prod"] = _templates(registrations)
     return templates, checkov.scan(templates)
 

@@ -11,7 +11,6 @@ here they run on the captured resources of every fixture, and a broken copy show
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any
 
@@ -20,15 +19,8 @@ import pytest
 from offline import harness
 from offline.mocks import Registration
 from policy import checks
-from tests.conftest import FIXTURES, PROD, fixture_run, values
-from tests.policy.test_policies import _args, _stack
-
-
-class _Run:
-    """Registrations in the shape the policy-test adapters take."""
-
-    def __init__(self, registrations: list[Registration]) -> None:
-        self.registrations = registrations
+from tests.conftest import FIXTURES, PROD, edited, fixture_run, values
+from tests.policy.test_policies import _args, stack_args
 
 
 def wildcard_writes(registrations: list[Registration]) -> list[str]:
@@ -40,7 +32,7 @@ def wildcard_writes(registrations: list[Registration]) -> list[str]:
 
 def node_role_findings(registrations: list[Registration]) -> list[str]:
     found: list[str] = []
-    checks.iam_node_roles(_stack(_Run(registrations)), lambda message, urn=None: found.append(message))  # type: ignore[arg-type]
+    checks.iam_node_roles(stack_args(registrations), lambda message, urn=None: found.append(message))
     return found
 
 
@@ -64,23 +56,13 @@ def test_node_roles_carry_exactly_the_node_policies(stack: str) -> None:
     assert node_roles(run.registrations) == ["cluster-system-nodes", "karpenter-node"]
 
 
-def _with(run: harness.RunResult, name: str, type_token: str, mutate: Any) -> list[Registration]:
-    out = []
-    for r in run.registrations:
-        if r.type == type_token and r.name == name:
-            r = copy.deepcopy(r)
-            mutate(r.inputs)
-        out.append(r)
-    return out
-
-
 def test_a_wildcard_write_is_found(prod_run: harness.RunResult) -> None:
     def grant(inputs: dict[str, Any]) -> None:
         doc = json.loads(inputs["policy"])
         doc["Statement"].append({"Effect": "Allow", "Action": ["s3:PutObject", "s3:GetObject"], "Resource": "*"})
         inputs["policy"] = json.dumps(doc)
 
-    broken = _with(prod_run, "model-llama-3-1-8b-weights-read", "aws:iam/rolePolicy:RolePolicy", grant)
+    broken = edited(prod_run.registrations, "aws:iam/rolePolicy:RolePolicy", "model-llama-3-1-8b-weights-read", grant)
     assert wildcard_writes(broken) == [
         "Policy model-llama-3-1-8b-weights-read allows s3:PutObject on every resource ('*'): name the resources."
     ]
@@ -88,10 +70,10 @@ def test_a_wildcard_write_is_found(prod_run: harness.RunResult) -> None:
 
 def test_an_extra_node_policy_is_found() -> None:
     run = fixture_run(PROD)
-    broken = _with(
-        run,
-        "cluster-system-nodes-amazonssmmanagedinstancecore",
+    broken = edited(
+        run.registrations,
         "aws:iam/rolePolicyAttachment:RolePolicyAttachment",
+        "cluster-system-nodes-amazonssmmanagedinstancecore",
         lambda inputs: inputs.update(policyArn="arn:aws:iam::aws:policy/AmazonS3FullAccess"),
     )
     assert node_role_findings(broken) == [

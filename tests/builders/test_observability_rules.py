@@ -19,6 +19,17 @@ GROUPS = rules.rule_groups(MODELS, AlertTuning())
 POD_ENGINES = [("chat-a", "0"), ("chat-a", "1"), ("chat-b", "0"), ("chat-b", "1")]
 
 
+METRICS_ABSENT = {
+    "exp_labels": {"severity": "critical", "namespace": NS, "model_name": "chat"},
+    "exp_annotations": {
+        "summary": "No vLLM metrics for model chat",
+        "description": "Model chat reports no metrics: no replica is running, or its served name or monitor is wrong. "
+        "Autoscaling is blind until it returns.",
+    },
+}
+"""The alert VllmMetricsAbsent raises for the model `chat`."""
+
+
 def vllm(metric: str, values_: str, **extra: str) -> list[dict[str, str]]:
     """The same series for 2 pods x 2 engines, as vLLM exposes it."""
     out = []
@@ -86,15 +97,7 @@ CASES: dict[str, list[dict[str, Any]]] = {
                 {
                     "eval_time": "11m",
                     "alertname": "VllmMetricsAbsent",
-                    "exp_alerts": [
-                        {
-                            "exp_labels": {"severity": "critical", "namespace": NS, "model_name": "chat"},
-                            "exp_annotations": {
-                                "summary": "No vLLM metrics for model chat",
-                                "description": "Model chat reports no metrics: no replica is running, or its served name or monitor is wrong. Autoscaling is blind until it returns.",
-                            },
-                        }
-                    ],
+                    "exp_alerts": [METRICS_ABSENT],
                 },
             ],
         },
@@ -507,15 +510,7 @@ def test_a_model_at_zero_does_not_page_for_missing_metrics() -> None:
                 {
                     "eval_time": "12m",
                     "alertname": "VllmMetricsAbsent",
-                    "exp_alerts": [
-                        {
-                            "exp_labels": {"severity": "critical", "namespace": NS, "model_name": "chat"},
-                            "exp_annotations": {
-                                "summary": "No vLLM metrics for model chat",
-                                "description": "Model chat reports no metrics: no replica is running, or its served name or monitor is wrong. Autoscaling is blind until it returns.",
-                            },
-                        }
-                    ],
+                    "exp_alerts": [METRICS_ABSENT],
                 }
             ],
         },

@@ -14,7 +14,7 @@ from pulumi_policy import PolicyCustomTimeouts, PolicyResource, PolicyResourceOp
 from offline import harness
 from offline.mocks import Registration
 from policy import checks
-from tests.conftest import FIXTURES, fixture_run, values
+from tests.conftest import FIXTURES, edited, fixture_run, values
 
 
 def _args(reg: Registration, props: dict[str, Any] | None = None) -> ResourceValidationArgs:
@@ -232,9 +232,12 @@ def test_the_pack_builds_its_policies() -> None:
 
 
 def _stack(run: harness.RunResult, change: Callable[[list[Registration]], list[Registration]] | None = None) -> StackValidationArgs:
+    return stack_args(change(list(run.registrations)) if change else run.registrations)
+
+
+def stack_args(regs: list[Registration]) -> StackValidationArgs:
     """The stack as the engine hands it to a stack policy: resources with their dependencies."""
     opts = PolicyResourceOptions(False, [], None, [], PolicyCustomTimeouts(0, 0, 0), [], None)
-    regs = change(list(run.registrations)) if change else run.registrations
 
     def props(r: Registration) -> dict[str, Any]:
         # a stack policy sees output properties: a role's name is its physical name
@@ -264,16 +267,15 @@ def test_every_stack_policy_passes_on_every_fixture(name: str, stack: str) -> No
 def _edit_policy(
     namespace: str, name: str, mutate: Callable[[dict[str, Any]], object]
 ) -> Callable[[list[Registration]], list[Registration]]:
+    """The NetworkPolicy `<namespace>/<name>` of the render, changed."""
+
     def change(regs: list[Registration]) -> list[Registration]:
-        out = []
-        for r in regs:
-            doc = values(r)
-            if r.type == checks.NETWORK_POLICY and (doc["metadata"]["namespace"], doc["metadata"]["name"]) == (namespace, name):
-                doc = copy.deepcopy(doc)
-                mutate(doc)
-                r = dataclasses.replace(r, inputs=doc)
-            out.append(r)
-        return out
+        (resource,) = [
+            r.name
+            for r in regs
+            if r.type == checks.NETWORK_POLICY and (values(r)["metadata"]["namespace"], values(r)["metadata"]["name"]) == (namespace, name)
+        ]
+        return edited(regs, checks.NETWORK_POLICY, resource, mutate)
 
     return change
 
@@ -281,17 +283,7 @@ def _edit_policy(
 def _edit_resource(
     type_token: str, name: str, mutate: Callable[[dict[str, Any]], object]
 ) -> Callable[[list[Registration]], list[Registration]]:
-    def change(regs: list[Registration]) -> list[Registration]:
-        out = []
-        for r in regs:
-            if r.type == type_token and r.name == name:
-                doc = copy.deepcopy(values(r))
-                mutate(doc)
-                r = dataclasses.replace(r, inputs=doc)
-            out.append(r)
-        return out
-
-    return change
+    return lambda regs: edited(regs, type_token, name, mutate)
 
 
 @pytest.mark.parametrize(

@@ -120,13 +120,7 @@ class Cluster:
 
     def _allows(self, pod: Endpoint, other: Endpoint, port: int, protocol: str, direction: str) -> bool:
         key, peers_key = ("ingress", "from") if direction == "Ingress" else ("egress", "to")
-        selecting = [
-            p
-            for p in self.policies
-            if p["metadata"]["namespace"] == pod.namespace
-            and direction in policy_types(p["spec"])
-            and selects(p["spec"].get("podSelector"), pod.labels)
-        ]
+        selecting = self._selecting(pod, direction)
         if not selecting:
             return True
         for p in selecting:
@@ -138,14 +132,18 @@ class Cluster:
                     return True
         return False
 
-    def _egress_admits_service(self, pod: Endpoint, service: Service, port: int, target: int | str, protocol: str) -> bool:
-        selecting = [
+    def _selecting(self, pod: Endpoint, direction: str) -> list[dict[str, Any]]:
+        """The policies that isolate this pod in this direction."""
+        return [
             p
             for p in self.policies
             if p["metadata"]["namespace"] == pod.namespace
-            and "Egress" in policy_types(p["spec"])
+            and direction in policy_types(p["spec"])
             and selects(p["spec"].get("podSelector"), pod.labels)
         ]
+
+    def _egress_admits_service(self, pod: Endpoint, service: Service, target: int | str, protocol: str) -> bool:
+        selecting = self._selecting(pod, "Egress")
         if not selecting:
             return True
         for p in selecting:
@@ -174,7 +172,7 @@ class Cluster:
         target = next((t for p, t in service.ports if p == port), None)
         if target is None:
             raise AssertionError(f"Service {service.namespace}/{service.name} has no port {port}")
-        if source.is_pod and not self._egress_admits_service(source, service, port, target, protocol):
+        if source.is_pod and not self._egress_admits_service(source, service, target, protocol):
             return False
         assert isinstance(target, int), "a named target port never reaches the backends by the controller's mapping"
         return all(not b.is_pod or self._allows(b, source, target, protocol, "Ingress") for b in backends)
