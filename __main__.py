@@ -7,7 +7,7 @@ import pulumi
 
 from components.account import check as preflight_check
 from components.platform import build_platform
-from config import preflight
+from config.checks import preflight
 from config.errors import ConfigError, format_report
 from config.load import load
 

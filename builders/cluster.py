@@ -6,9 +6,9 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from config import versions
-from config.cluster import ClusterConfig
-from config.conventions import eks_access_policy_arn
+from config.facts import versions
+from config.facts.conventions import eks_access_policy_arn
+from config.sections.cluster import ClusterConfig
 
 # AMI type of the system node group (x86_64 AL2023, no GPU).
 SYSTEM_NODE_AMI_TYPE = "AL2023_x86_64_STANDARD"

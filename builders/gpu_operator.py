@@ -7,9 +7,9 @@ from typing import Any
 import yaml
 
 from builders.helm import deep_merge
-from config.conventions import GPU_RESOURCE, SYSTEM_NODE_SELECTOR
-from config.gpu_operator import GpuOperatorConfig
-from config.gpu_pools import GpuPool
+from config.facts.conventions import GPU_RESOURCE, SYSTEM_NODE_SELECTOR
+from config.sections.gpu_operator import GpuOperatorConfig
+from config.sections.gpu_pools import GpuPool
 
 DEVICE_PLUGIN_CONFIGMAP = "device-plugin-config"
 DEFAULT_PLUGIN_CONFIG = "default"

@@ -1,6 +1,6 @@
 """Warm GPU headroom: the PriorityClass, namespace and one placeholder Deployment per pool. Pure.
 
-The shape (how many pods, what each requests) comes from config/headroom.py.
+The shape (how many pods, what each requests) comes from config/derived/headroom.py.
 """
 
 from __future__ import annotations
@@ -9,15 +9,15 @@ from typing import Any
 
 from builders.k8s import namespace_manifest
 from builders.serving.workload import container_security, pod_security, pool_tolerations
-from config.conventions import (
+from config.derived.headroom import Placeholders
+from config.facts.conventions import (
     HEADROOM_NAMESPACE,
     HEADROOM_PRIORITY,
     HEADROOM_PRIORITY_CLASS,
     POOL_LABEL,
     headroom_name,
 )
-from config.gpu_pools import GpuPool
-from config.headroom import Placeholders
+from config.sections.gpu_pools import GpuPool
 
 # Containers beyond the first only pull an image; they hold nothing.
 PULL_ONLY = {"cpu": "10m", "memory": "16Mi"}

@@ -6,8 +6,8 @@ from typing import Any
 
 from builders.helm import deep_merge
 from builders.k8s import namespace_manifest
-from config.conventions import KEDA_NAMESPACE, READINESS_GATE_LABEL, SYSTEM_NODE_SELECTOR
-from config.keda import KedaConfig
+from config.facts.conventions import KEDA_NAMESPACE, READINESS_GATE_LABEL, SYSTEM_NODE_SELECTOR
+from config.sections.keda import KedaConfig
 
 RELEASE = "keda"
 

@@ -8,8 +8,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from config.conventions import INTERNAL_ELB_TAG, PUBLIC_ELB_TAG, discovery_tags
-from config.network import ExistingVpc, NetworkConfig
+from config.facts.conventions import INTERNAL_ELB_TAG, PUBLIC_ELB_TAG, discovery_tags
+from config.sections.network import ExistingVpc, NetworkConfig
 
 
 @dataclass(frozen=True)

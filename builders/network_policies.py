@@ -21,7 +21,8 @@ import ipaddress
 from typing import Any
 
 from builders.network import subnet_plan
-from config.conventions import (
+from config.derived.exposure import exposed_models
+from config.facts.conventions import (
     INTERCEPTOR_ADMIN,
     INTERCEPTOR_PROXY,
     KARPENTER_NAMESPACE,
@@ -31,9 +32,8 @@ from config.conventions import (
     MODEL_LABEL,
     VLLM_PORT,
 )
-from config.exposure import exposed_models
-from config.network import ExistingVpc
-from config.stack import StackConfig
+from config.sections.network import ExistingVpc
+from config.sections.stack import StackConfig
 
 API_SERVER_SERVICE_ADDRESSES = ("10.100.0.1/32", "172.20.0.1/32")
 """The `kubernetes` Service: the first address of whichever service range EKS chose for the cluster."""

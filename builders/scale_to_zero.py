@@ -20,11 +20,11 @@ from typing import Any
 
 from builders.helm import deep_merge
 from builders.ingress import endpoints
-from config.conventions import INTERCEPTOR_ADMIN, INTERCEPTOR_PROXY, KEDA_NAMESPACE, SYSTEM_NODE_SELECTOR, VLLM_PORT
-from config.ingress import IngressConfig
-from config.models import ModelConfig
-from config.scaleup import HOLD_MARGIN_SECONDS
-from config.system_capacity import HTTP_ADD_ON_INTERCEPTORS, HTTP_ADD_ON_OPERATOR, HTTP_ADD_ON_SCALER, HTTP_ADD_ON_SCALERS
+from config.derived.scaleup import HOLD_MARGIN_SECONDS
+from config.facts.conventions import INTERCEPTOR_ADMIN, INTERCEPTOR_PROXY, KEDA_NAMESPACE, SYSTEM_NODE_SELECTOR, VLLM_PORT
+from config.facts.system_capacity import HTTP_ADD_ON_INTERCEPTORS, HTTP_ADD_ON_OPERATOR, HTTP_ADD_ON_SCALER, HTTP_ADD_ON_SCALERS
+from config.sections.ingress import IngressConfig
+from config.sections.models import ModelConfig
 
 RELEASE = "keda-add-ons-http"
 READINESS_MARGIN = 1.5
@@ -33,7 +33,7 @@ READINESS_MARGIN = 1.5
 
 def readiness_seconds(miss_seconds: int, alb_idle_timeout_seconds: int) -> int:
     """How long a held request waits for a replica: the budget with a margin, ending before the ALB's
-    idle timeout (config/scaleup.py HOLD_MARGIN_SECONDS), which the config rules keep above the budget."""
+    idle timeout (config/derived/scaleup.py HOLD_MARGIN_SECONDS), which the config rules keep above the budget."""
     return min(math.ceil(miss_seconds * READINESS_MARGIN), alb_idle_timeout_seconds - HOLD_MARGIN_SECONDS)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from config.weights import repository_prefix, revision_prefix
+from config.sections.weights import repository_prefix, revision_prefix
 
 PolicyDocument = dict[str, Any]
 INCOMPLETE_UPLOAD_DAYS = 1

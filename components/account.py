@@ -2,7 +2,7 @@
 
 At `pulumi preview`/`up` the answers come from pulumi-aws data sources (read-only calls with the
 deploy credentials); in the offline render they come from an account file the harness names
-(config/load.py OFFLINE_ACCOUNT). Either way the same pure checks (config/preflight.py) run on
+(config/load.py OFFLINE_ACCOUNT). Either way the same pure checks (config/checks/preflight.py) run on
 them. Data sources run as plain invokes here, so the program stops before registering anything.
 """
 
@@ -15,14 +15,15 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
-from config import account as account_file
 from config import load as config_load
-from config import preflight, versions
-from config.account import CERTIFICATE_STATUSES, AccountFile, Certificate, Subnet, Vpc
-from config.conventions import ami_parameter, principal_kind_and_name
-from config.network import ExistingVpc
-from config.preflight import QUOTAS, SPOT_ROLE
-from config.stack import StackConfig
+from config.checks import account as account_file
+from config.checks import preflight
+from config.checks.account import CERTIFICATE_STATUSES, AccountFile, Certificate, Subnet, Vpc
+from config.checks.preflight import QUOTAS, SPOT_ROLE
+from config.facts import versions
+from config.facts.conventions import ami_parameter, principal_kind_and_name
+from config.sections.network import ExistingVpc
+from config.sections.stack import StackConfig
 
 KEY_TYPES = ("RSA_1024", "RSA_2048", "RSA_3072", "RSA_4096", "EC_prime256v1", "EC_secp384r1", "EC_secp521r1")
 # What a data source says when the thing is not there; anything else (no permission, throttling)

@@ -14,8 +14,7 @@ import pulumi_kubernetes as k8s
 from builders import cluster as builders
 from builders.iam import pod_identity_trust_policy
 from components.iam import node_role
-from config.cluster import ClusterConfig
-from config.conventions import (
+from config.facts.conventions import (
     EBS_CSI_POLICY,
     EBS_CSI_SERVICE_ACCOUNT,
     SYSTEM_NODE_LABEL,
@@ -23,6 +22,7 @@ from config.conventions import (
     log_group_name,
     managed_policy_arn,
 )
+from config.sections.cluster import ClusterConfig
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -12,9 +12,9 @@ from builders.k8s import namespace_manifest
 from components import k8s_objects
 from components.helm import release
 from components.options import inherited_depends_on
-from config import versions
-from config.gpu_operator import GpuOperatorConfig
-from config.gpu_pools import GpuPool
+from config.facts import versions
+from config.sections.gpu_operator import GpuOperatorConfig
+from config.sections.gpu_pools import GpuPool
 
 RELEASE = "gpu-operator"
 

@@ -1,4 +1,4 @@
-"""Headroom: placeholder pods that keep each pool's warm GPUs (config/headroom.py says why and how many)."""
+"""Headroom: placeholder pods that keep each pool's warm GPUs (config/derived/headroom.py says why and how many)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import pulumi_kubernetes as k8s
 from builders import headroom as builders
 from components import k8s_objects
 from components.options import inherited_depends_on
-from config import headroom
-from config.gpu_pools import GpuPool
-from config.headroom import Placeholders
-from config.models import ModelConfig
+from config.derived import headroom
+from config.derived.headroom import Placeholders
+from config.sections.gpu_pools import GpuPool
+from config.sections.models import ModelConfig
 
 
 @dataclass(frozen=True, kw_only=True)

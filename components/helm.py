@@ -7,7 +7,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from config.versions import Chart
+from config.facts.versions import Chart
 
 
 def release(

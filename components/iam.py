@@ -9,7 +9,7 @@ import pulumi
 import pulumi_aws as aws
 
 from builders.iam import ec2_trust_policy
-from config.conventions import NODE_ROLE_POLICIES, managed_policy_arn
+from config.facts.conventions import NODE_ROLE_POLICIES, managed_policy_arn
 
 
 def node_role(

@@ -10,7 +10,7 @@ import pulumi
 import pulumi_aws as aws
 
 from builders import images as builders
-from config import images
+from config.sections import images
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -14,9 +14,9 @@ from builders.ingress import endpoints as builders
 from builders.ingress.iam import controller_policy
 from components.helm import release
 from components.options import inherited_depends_on
-from config import versions
-from config.conventions import LOAD_BALANCER_CONTROLLER_NAMESPACE, LOAD_BALANCER_CONTROLLER_SERVICE_ACCOUNT
-from config.ingress import IngressConfig
+from config.facts import versions
+from config.facts.conventions import LOAD_BALANCER_CONTROLLER_NAMESPACE, LOAD_BALANCER_CONTROLLER_SERVICE_ACCOUNT
+from config.sections.ingress import IngressConfig
 
 RELEASE = "aws-load-balancer-controller"
 

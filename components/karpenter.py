@@ -18,10 +18,10 @@ from components import k8s_objects
 from components.helm import release
 from components.iam import node_role
 from components.options import inherited_depends_on
-from config import versions
-from config.conventions import DISCOVERY_TAG, KARPENTER_NAMESPACE, KARPENTER_SERVICE_ACCOUNT, interruption_queue_name
-from config.gpu_pools import GpuPool
-from config.karpenter import KarpenterConfig
+from config.facts import versions
+from config.facts.conventions import DISCOVERY_TAG, KARPENTER_NAMESPACE, KARPENTER_SERVICE_ACCOUNT, interruption_queue_name
+from config.sections.gpu_pools import GpuPool
+from config.sections.karpenter import KarpenterConfig
 
 RELEASE = "karpenter"
 

@@ -11,9 +11,9 @@ from builders import keda as builders
 from components import k8s_objects
 from components.helm import release
 from components.options import inherited_depends_on
-from config import versions
-from config.conventions import KEDA_NAMESPACE
-from config.keda import KedaConfig
+from config.facts import versions
+from config.facts.conventions import KEDA_NAMESPACE
+from config.sections.keda import KedaConfig
 
 
 @dataclass(frozen=True, kw_only=True)

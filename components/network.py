@@ -14,8 +14,8 @@ from builders.network import (
     public_subnet_tags,
     subnet_plan,
 )
-from config.network import ExistingVpc, NewVpc
-from config.types import is_zone_id
+from config.sections.network import ExistingVpc, NewVpc
+from config.sections.types import is_zone_id
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -13,8 +13,8 @@ from builders.observability import values as builders
 from components import k8s_objects
 from components.helm import release
 from components.options import inherited_depends_on
-from config import versions
-from config.observability import ObservabilityConfig
+from config.facts import versions
+from config.sections.observability import ObservabilityConfig
 
 
 @dataclass(frozen=True, kw_only=True)

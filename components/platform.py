@@ -23,13 +23,15 @@ from components.network_policies import PlatformNetworkPolicies, PlatformNetwork
 from components.observability import Observability, ObservabilityArgs
 from components.serving import VllmModel, VllmModelArgs
 from components.weights import WeightsBucket, WeightsBucketArgs
-from config import images, scaleup, versions
-from config.conventions import KEDA_NAMESPACE, platform_tags
-from config.exposure import exposed_models, exposure
+from config.derived import scaleup
+from config.derived.exposure import exposed_models, exposure
+from config.facts import versions
+from config.facts.conventions import KEDA_NAMESPACE, platform_tags
 from config.load import Secrets
-from config.models import ModelConfig
-from config.network import NewVpc
-from config.stack import StackConfig
+from config.sections import images
+from config.sections.models import ModelConfig
+from config.sections.network import NewVpc
+from config.sections.stack import StackConfig
 
 
 def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:

@@ -20,11 +20,11 @@ from builders.serving import populate, scaling
 from builders.serving import workload as builders
 from components import k8s_objects
 from components.options import inherited_depends_on
-from config import capacity
-from config.conventions import populate_service_account
-from config.gpu_pools import GpuPool
-from config.ingress import IngressConfig
-from config.models import ModelConfig
+from config.derived import capacity
+from config.facts.conventions import populate_service_account
+from config.sections.gpu_pools import GpuPool
+from config.sections.ingress import IngressConfig
+from config.sections.models import ModelConfig
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -10,7 +10,7 @@ import pulumi
 import pulumi_aws as aws
 
 from builders import weights as builders
-from config.weights import WeightsConfig
+from config.sections.weights import WeightsConfig
 
 BUCKET_PREFIX_MAX = 37
 

@@ -17,9 +17,9 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from config.conventions import API_KEYS, DOCKER_HUB_ACCESS_TOKEN, GRAFANA_ADMIN_PASSWORD, HF_TOKEN, PROJECT, SECRET_KEYS
-from config.outputs import OUTPUTS
-from config.stack import StackConfig
+from config.facts.conventions import API_KEYS, DOCKER_HUB_ACCESS_TOKEN, GRAFANA_ADMIN_PASSWORD, HF_TOKEN, PROJECT, SECRET_KEYS
+from config.facts.outputs import OUTPUTS
+from config.sections.stack import StackConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"

@@ -23,8 +23,8 @@ Severity = Literal["error", "warning"]
 NAMED_LISTS = ("models", "gpuPools")
 # Keys earlier releases accepted that now have one home elsewhere: the reason replaces "unknown key".
 RETIRED_KEYS = {
-    "version": "chart versions are pinned by the program (config/versions.py), not by the stack file",
-    "controllerVersion": "chart versions are pinned by the program (config/versions.py), not by the stack file",
+    "version": "chart versions are pinned by the program (config/facts/versions.py), not by the stack file",
+    "controllerVersion": "chart versions are pinned by the program (config/facts/versions.py), not by the stack file",
 }
 # Discriminated unions: their tag appears in pydantic's loc and is dropped from the path.
 _UNION_TAGS = {"network": ("new", "existing")}
@@ -202,7 +202,7 @@ def _message(root: type[BaseModel], error: Any) -> str:
     if kind == "llm_config":
         return str(error["msg"])
     if kind == "extra_forbidden" and loc and loc[-1] in RETIRED_KEYS:
-        return f"{RETIRED_KEYS[loc[-1]]}. Fix: remove the key (a version bump is a change to config/versions.py and its tests)"
+        return f"{RETIRED_KEYS[loc[-1]]}. Fix: remove the key (a version bump is a change to config/facts/versions.py and its tests)"
     if kind == "extra_forbidden":
         return (
             f"unknown key{_did_you_mean(root, loc)}; it would otherwise be ignored silently. "

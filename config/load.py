@@ -4,7 +4,7 @@ Sections are camelCase keys of the project namespace (`llm-platform:models`). Se
 (`hfToken`, `apiKeys`, `grafanaAdminPassword`) never enter the pydantic model: they come back
 as secret `pulumi.Output`s, and must have been stored with `pulumi config set --secret`.
 What the values mean is decided by the pure modules this one calls (`config/stack_file.py`,
-`config/secrets.py`); this module only reads the runtime and wraps secrets.
+`config/checks/secrets.py`); this module only reads the runtime and wraps secrets.
 """
 
 from __future__ import annotations
@@ -17,11 +17,12 @@ from typing import Any
 import pulumi
 from pulumi.runtime import config as runtime_config
 
-from config import placeholders, stack_file
-from config import secrets as stack_secrets
-from config.conventions import DOCKER_HUB_ACCESS_TOKEN, GRAFANA_ADMIN_PASSWORD, HF_TOKEN
+from config import stack_file
+from config.checks import secrets as stack_secrets
 from config.errors import ConfigError, Problem
-from config.stack import StackConfig
+from config.facts import placeholders
+from config.facts.conventions import DOCKER_HUB_ACCESS_TOKEN, GRAFANA_ADMIN_PASSWORD, HF_TOKEN
+from config.sections.stack import StackConfig
 from config.validate import parse_stack_config
 
 

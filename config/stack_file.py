@@ -15,8 +15,8 @@ from typing import Any
 
 import yaml
 
-from config.conventions import PROJECT, SECRET_KEYS
 from config.errors import ConfigError, Problem
+from config.facts.conventions import PROJECT, SECRET_KEYS
 
 SCALAR_SECTIONS = ("environment",)
 

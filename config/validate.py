@@ -6,9 +6,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from config import rules
+from config.checks import rules
 from config.errors import ConfigError, Problem, problems_from_validation_error
-from config.stack import StackConfig
+from config.sections.stack import StackConfig
 
 
 def parse_stack_config(data: dict[str, Any]) -> tuple[StackConfig, list[Problem]]:

@@ -3,7 +3,7 @@
     python -m offline.account_capture <stack> --out my-account.yaml [--file Pulumi.<stack>.yaml]
 
 With the caller's AWS credentials (read-only calls: describe, get, list), in the stack's region,
-it records what the preflight checks read (config/account.py) for this stack: zones, the four
+it records what the preflight checks read (config/checks/account.py) for this stack: zones, the four
 EC2 GPU vCPU quotas, the offerings of the pools' instance types, the published EKS AMI releases
 and add-on versions for the cluster's Kubernetes version, which of the stack's principals exist,
 its certificate, the EC2 Spot service-linked role, and an existing VPC with its subnets. Then
@@ -21,12 +21,14 @@ from typing import Any
 
 import yaml
 
-from config import account, stack_file, versions
-from config.conventions import ami_parameter_path, principal_kind_and_name
+from config import stack_file
+from config.checks import account
+from config.checks.preflight import QUOTAS, SPOT_ROLE
 from config.errors import ConfigError
-from config.network import ExistingVpc
-from config.preflight import QUOTAS, SPOT_ROLE
-from config.stack import StackConfig
+from config.facts import versions
+from config.facts.conventions import ami_parameter_path, principal_kind_and_name
+from config.sections.network import ExistingVpc
+from config.sections.stack import StackConfig
 from config.validate import parse_stack_config
 from offline import harness
 

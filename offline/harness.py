@@ -16,10 +16,10 @@ from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
 from config import load as config_load
-from config import secrets as stack_secrets
 from config import stack_file
-from config.conventions import API_KEYS, DOCKER_HUB_ACCESS_TOKEN, GRAFANA_ADMIN_PASSWORD, HF_TOKEN, PROJECT
+from config.checks import secrets as stack_secrets
 from config.errors import ConfigError
+from config.facts.conventions import API_KEYS, DOCKER_HUB_ACCESS_TOKEN, GRAFANA_ADMIN_PASSWORD, HF_TOKEN, PROJECT
 from config.validate import parse_stack_config
 from offline.mocks import RecordingMocks, RecordingMonitor, Registration, redact
 
@@ -106,7 +106,7 @@ def stack_input(stack: str, path: Path | None = None, overrides: dict[str, Any] 
 def _fill_secrets(raw: dict[str, Any], config: dict[str, str], secret_keys: list[str]) -> list[str]:
     """Add placeholders for the secrets a real `pulumi up` would require but the file lacks.
 
-    Which secrets are required is the program's own answer (config/secrets.py, from the parsed
+    Which secrets are required is the program's own answer (config/checks/secrets.py, from the parsed
     config and the exposure policy). A config that does not parse needs none: the run stops at
     its config errors first.
     """

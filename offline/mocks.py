@@ -15,9 +15,9 @@ from typing import Any
 from pulumi.runtime import rpc
 from pulumi.runtime.mocks import MockCallArgs, MockMonitor, MockResourceArgs, Mocks
 
-from config.account import AccountFile
-from config.conventions import ami_parameter
-from config.versions import KUBERNETES_VERSIONS
+from config.checks.account import AccountFile
+from config.facts.conventions import ami_parameter
+from config.facts.versions import KUBERNETES_VERSIONS
 
 SECRET_SIG = rpc._special_sig_key  # "4dabf18193072939515e22adb298388d"
 SECRET_VALUE_SIG = rpc._special_secret_sig

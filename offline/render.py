@@ -23,10 +23,12 @@ from typing import Any
 import yaml
 
 from components import account
-from config import catalog, cost, preflight, scaleup
 from config import load as config_load
+from config.checks import preflight
+from config.derived import cost, scaleup
 from config.errors import ConfigError, format_report
-from config.stack import StackConfig
+from config.facts import catalog
+from config.sections.stack import StackConfig
 from offline import harness
 from offline.mocks import Registration, redact
 
@@ -164,7 +166,7 @@ def scale_up_table(cfg: StackConfig, outputs: dict[str, Any]) -> list[str]:
         warm = pool.headroom if pool else 0
         terms = "".join(f"{budget['terms'][t]:>8}" for t in scaleup.TERMS)
         lines.append(f"  {m.name:<16} {m.weights.source or '-':<12} {warm:>8} {budget['hit']:>5} {budget['miss']:>5} {terms}")
-    lines.append("  Published figures behind the terms (config/speed.py):")
+    lines.append("  Published figures behind the terms (config/facts/speed.py):")
     lines += [f"    {key:<18} {f.value:8.3g} {f.unit:<5} {f.what} [{f.measured_on}]" for key, f in scaleup.sources()]
     return lines
 

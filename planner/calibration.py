@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from config.gpu_pools import GpuPool
-from config.models import ModelConfig
+from config.sections.gpu_pools import GpuPool
+from config.sections.models import ModelConfig
 from planner.serving import performance
 
 LLAMA_8B = {"parametersBillions": 8.03, "architecture": {"numLayers": 32, "numKvHeads": 8, "headDim": 128}}

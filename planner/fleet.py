@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from config import capacity, catalog, headroom, speed
-from config.gpu_pools import GpuPool
-from config.models import ModelConfig
-from config.types import duration_seconds
+from config.derived import capacity, headroom
+from config.facts import catalog, speed
+from config.sections.gpu_pools import GpuPool
+from config.sections.models import ModelConfig
+from config.sections.types import duration_seconds
 from planner import prices
 
 

@@ -7,8 +7,8 @@ import math
 
 import numpy as np
 
-from config import capacity
-from config.stack import StackConfig
+from config.derived import capacity
+from config.sections.stack import StackConfig
 from planner import prices
 from planner.serving import performance
 from planner.traffic import Requests

@@ -20,10 +20,12 @@ from typing import Any
 
 import numpy as np
 
-from config import catalog, scaleup, stack_file
+from config import stack_file
+from config.derived import scaleup
+from config.derived.exposure import exposure
 from config.errors import ConfigError
-from config.exposure import exposure
-from config.stack import StackConfig
+from config.facts import catalog
+from config.sections.stack import StackConfig
 from config.validate import parse_stack_config
 from planner import oracle, prices, report, traffic
 from planner.serving import performance
@@ -155,7 +157,7 @@ def summarize(cfg: StackConfig, result: Result, static: Result, needed: dict[str
             "autoscaledOverStatic": _r(autoscaled / fixed, 3) if fixed else None,
         },
         "assumptions": {
-            "onDemandPrices": "config/catalog.py (us-east-1 list prices)",
+            "onDemandPrices": "config/facts/catalog.py (us-east-1 list prices)",
             "spotPrices": f"{prices.SPOT_SOURCE}; {prices.SPOT_DATE}; other types at {prices.SPOT_DISCOUNT} x on-demand",
             "notModelled": list(NOT_MODELLED),
         },

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from config import catalog
+from config.facts import catalog
 
 SPOT_SOURCE: Final = (
     "skypilot-org/skypilot-catalog catalogs/v7/aws/vms.csv at commit 001367d22a0033fac286a8c71aeac7109e431bcb, "

@@ -4,7 +4,7 @@ A decode step reads every weight once and the KV cache of every running sequence
 is those bytes over the replica's effective memory bandwidth, plus a fixed per-step overhead
 (scheduling, sampling, kernel launches). A prefill costs 2 x parameters FLOPs per prompt token at
 the replica's effective compute. Concurrency is bound by the KV cache that fits beside the
-weights (config/capacity.py) and by vLLM's max-num-seqs. The effective fractions of the
+weights (config/derived/capacity.py) and by vLLM's max-num-seqs. The effective fractions of the
 datasheet figures are calibrated against published vLLM measurements (planner/calibration.py).
 """
 
@@ -13,9 +13,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from config import capacity, catalog
-from config.gpu_pools import GpuPool
-from config.models import ModelConfig
+from config.derived import capacity
+from config.facts import catalog
+from config.sections.gpu_pools import GpuPool
+from config.sections.models import ModelConfig
 
 GIB = 2**30
 # Calibrated against published vLLM measurements (planner/calibration.py; the test keeps every

@@ -25,11 +25,13 @@ import numpy as np
 
 from builders import scale_to_zero
 from builders.serving import hpa, scaling
-from config import cron, scaleup, speed
-from config.exposure import exposure
-from config.models import ModelConfig
-from config.stack import StackConfig
-from config.types import duration_seconds
+from config.derived import scaleup
+from config.derived.exposure import exposure
+from config.facts import speed
+from config.sections import cron
+from config.sections.models import ModelConfig
+from config.sections.stack import StackConfig
+from config.sections.types import duration_seconds
 from planner.fleet import Node, Pool
 from planner.serving import REQUEST_OVERHEAD_SECONDS, STEP_OVERHEAD_SECONDS, ReplicaPerformance, performance
 from planner.traffic import Requests, stream

@@ -27,8 +27,8 @@ import numpy as np
 import yaml
 from pydantic import Field, model_validator
 
-from config.base import ConfigModel
-from config.types import config_error
+from config.sections.base import ConfigModel
+from config.sections.types import config_error
 
 DAY_SECONDS = 86_400
 

@@ -26,13 +26,13 @@ from pulumi_policy import (
 
 
 def _conventions() -> Any:
-    """The program's config/conventions.py, loaded by path: the pack runs in an environment of its own
+    """The program's config/facts/conventions.py, loaded by path: the pack runs in an environment of its own
     (pulumi-policy only), and the conventions module needs nothing beyond the standard library."""
     spec = importlib.util.spec_from_file_location(
-        "llm_platform_conventions", Path(__file__).resolve().parent.parent / "config" / "conventions.py"
+        "llm_platform_conventions", Path(__file__).resolve().parent.parent / "config" / "facts" / "conventions.py"
     )
     if spec is None or spec.loader is None:
-        raise ImportError("config/conventions.py not found beside the policy pack")
+        raise ImportError("config/facts/conventions.py not found beside the policy pack")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

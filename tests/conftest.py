@@ -23,7 +23,7 @@ if str(ROOT) not in sys.path:
 
 from config import stack_file  # noqa: E402
 from config.errors import ConfigError  # noqa: E402
-from config.stack import StackConfig  # noqa: E402
+from config.sections.stack import StackConfig  # noqa: E402
 from config.validate import parse_stack_config  # noqa: E402
 from offline import golden, harness  # noqa: E402
 

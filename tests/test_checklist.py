@@ -25,7 +25,7 @@ import pytest
 
 from builders.karpenter import iam as karpenter_iam
 from builders.observability import metrics
-from config.conventions import KEDA_NAMESPACE, NODE_ROLE_POLICIES, SYSTEM_NODE_LABEL
+from config.facts.conventions import KEDA_NAMESPACE, NODE_ROLE_POLICIES, SYSTEM_NODE_LABEL
 from offline.mocks import Registration
 from policy import checks
 from tests.builders.test_observability_rules import _all_expressions

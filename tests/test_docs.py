@@ -44,7 +44,7 @@ def test_schema_rejects_an_unknown_key() -> None:
 
 
 def test_outputs_contract_matches_the_program(dev_run: object, prod_run: object) -> None:
-    from config.outputs import MODEL_FIELDS, keys
+    from config.facts.outputs import MODEL_FIELDS, keys
     from offline.harness import RunResult
 
     for run in (dev_run, prod_run):

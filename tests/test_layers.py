@@ -133,5 +133,5 @@ def test_each_convention_is_spelled_in_one_module() -> None:
                 if convention in literal:
                     homes[convention].add(path.relative_to(ROOT).as_posix())
     spread = {c: sorted(h) for c, h in homes.items() if len(h) != 1}
-    assert spread == {}, "spell these once, in config/conventions.py, and import them"
-    assert {h.pop() for h in homes.values()} == {"config/conventions.py"}
+    assert spread == {}, "spell these once, in config/facts/conventions.py, and import them"
+    assert {h.pop() for h in homes.values()} == {"config/facts/conventions.py"}

@@ -25,10 +25,10 @@ import pytest
 
 from builders import network_policies as netpol
 from builders.network import subnet_plan
-from config.conventions import INTERCEPTOR_ADMIN, INTERCEPTOR_PROXY, KEDA_NAMESPACE, VLLM_PORT
-from config.exposure import exposure
-from config.network import ExistingVpc
-from config.stack import StackConfig
+from config.derived.exposure import exposure
+from config.facts.conventions import INTERCEPTOR_ADMIN, INTERCEPTOR_PROXY, KEDA_NAMESPACE, VLLM_PORT
+from config.sections.network import ExistingVpc
+from config.sections.stack import StackConfig
 from offline import harness
 from tests.conftest import FIXTURES, fixture_run, parse, stack_data, values
 from tests.validators.netpol import Cluster, Endpoint, Service

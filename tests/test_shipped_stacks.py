@@ -15,7 +15,7 @@ import yaml
 from config import load as config_load
 from config import stack_file
 from config.errors import ConfigError
-from config.outputs import keys
+from config.facts.outputs import keys
 from offline import harness
 from tests.conftest import ROOT, parse
 
@@ -46,8 +46,8 @@ def test_shipped_stack_validates_and_renders(stack: str) -> None:
 
 def test_the_readme_budget_table_is_what_the_shipped_stacks_give() -> None:
     """The README quotes each shipped model's scale-up budget; it must match the arithmetic."""
-    from config import scaleup
-    from config.exposure import exposure
+    from config.derived import scaleup
+    from config.derived.exposure import exposure
 
     readme = (ROOT / "README.md").read_text()
     table = readme.split("### The scale-up budget")[1].split("The budget drives")[0]

@@ -14,10 +14,10 @@ from typing import Any
 
 from builders.helm import deep_merge
 from builders.serving.workload import PORT
-from config import scaleup
-from config.conventions import LOAD_BALANCER_CONTROLLER_SERVICE_ACCOUNT, PROJECT, SYSTEM_NODE_SELECTOR
-from config.ingress import IngressConfig
-from config.models import ModelConfig
+from config.derived import scaleup
+from config.facts.conventions import LOAD_BALANCER_CONTROLLER_SERVICE_ACCOUNT, PROJECT, SYSTEM_NODE_SELECTOR
+from config.sections.ingress import IngressConfig
+from config.sections.models import ModelConfig
 
 GROUP = PROJECT
 SSL_POLICY = "ELBSecurityPolicy-TLS13-1-2-2021-06"
@@ -75,7 +75,7 @@ def ingress(model: ModelConfig, cfg: IngressConfig, vpc_cidrs: list[str]) -> dic
         f"{A}/healthcheck-port": "traffic-port",
         f"{A}/success-codes": "200",
         # Fast registration: a new replica takes traffic after two passing checks 5 s apart (the
-        # controller's defaults are 15 s apart), a term of the scale-up budget (config/scaleup.py).
+        # controller's defaults are 15 s apart), a term of the scale-up budget (config/derived/scaleup.py).
         f"{A}/healthcheck-interval-seconds": str(scaleup.ALB_HEALTHCHECK_INTERVAL_SECONDS),
         f"{A}/healthcheck-timeout-seconds": str(scaleup.ALB_HEALTHCHECK_TIMEOUT_SECONDS),
         f"{A}/healthy-threshold-count": str(scaleup.ALB_HEALTHY_THRESHOLD),

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from builders.karpenter import mig
-from config.capacity import pool_mig_profile
-from config.conventions import (
+from config.derived.capacity import pool_mig_profile
+from config.facts.conventions import (
     CAPACITY_TYPE_LABEL,
     DEVICE_PLUGIN_CONFIG_LABEL,
     GPU_RESOURCE,
@@ -20,9 +20,9 @@ from config.conventions import (
     discovery_tags,
     node_class_name,
 )
-from config.gpu_pools import GpuPool
-from config.karpenter import KarpenterConfig
-from config.types import is_zone_id
+from config.sections.gpu_pools import GpuPool
+from config.sections.karpenter import KarpenterConfig
+from config.sections.types import is_zone_id
 
 SHARING_VALUES = {"none": "none", "timeSlicing": "time-slicing", "mig": "mig"}
 

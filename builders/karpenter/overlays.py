@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from config.gpu_pools import GpuPool
-from config.sharing import node_capacity
+from config.derived.sharing import node_capacity
+from config.sections.gpu_pools import GpuPool
 
 API_VERSION = "karpenter.sh/v1alpha1"
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from builders.helm import deep_merge
-from config.conventions import KARPENTER_SERVICE_ACCOUNT, SYSTEM_NODE_SELECTOR
-from config.karpenter import KarpenterConfig
-from config.system_capacity import KARPENTER_CONTROLLER
+from config.facts.conventions import KARPENTER_SERVICE_ACCOUNT, SYSTEM_NODE_SELECTOR
+from config.facts.system_capacity import KARPENTER_CONTROLLER
+from config.sections.karpenter import KarpenterConfig
 
 
 def karpenter_values(
@@ -40,7 +40,7 @@ def karpenter_values(
         # selector pins it to the system node group.
         "nodeSelector": dict(SYSTEM_NODE_SELECTOR),
         # Set, not left to the chart's defaults: the controller must survive drains of the system
-        # nodes and preemption (config/rules.py keeps the escape hatch from removing them).
+        # nodes and preemption (config/checks/rules.py keeps the escape hatch from removing them).
         "podDisruptionBudget": {"name": "karpenter", "maxUnavailable": 1},
         "priorityClassName": "system-cluster-critical",
         "logLevel": "info",

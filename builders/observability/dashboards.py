@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from config.conventions import CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, POOL_LABEL, PROJECT, hpa_name
+from config.facts.conventions import CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, POOL_LABEL, PROJECT, hpa_name
 
 
 def ksm_label(node_label: str) -> str:

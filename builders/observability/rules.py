@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from config import catalog
-from config.conventions import HEADROOM_NAMESPACE, PROJECT
-from config.observability import AlertTuning, Slo
-from config.types import duration_seconds
+from config.facts import catalog
+from config.facts.conventions import HEADROOM_NAMESPACE, PROJECT
+from config.sections.observability import AlertTuning, Slo
+from config.sections.types import duration_seconds
 
 BY = "namespace, model_name"
 QUANTILES = ("0.5", "0.95", "0.99")

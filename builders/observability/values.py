@@ -6,7 +6,7 @@ from typing import Any
 
 from builders.helm import deep_merge
 from builders.observability import dashboards
-from config.conventions import (
+from config.facts.conventions import (
     CAPACITY_TYPE_LABEL,
     INSTANCE_TYPE_LABEL,
     KARPENTER_NAMESPACE,
@@ -16,8 +16,8 @@ from config.conventions import (
     VLLM_APP_LABEL,
     VLLM_PORT_NAME,
 )
-from config.observability import EKS_UNREACHABLE_COMPONENTS, ObservabilityConfig
-from config.system_capacity import PROMETHEUS
+from config.facts.system_capacity import PROMETHEUS
+from config.sections.observability import EKS_UNREACHABLE_COMPONENTS, ObservabilityConfig
 
 RELEASE = "kube-prometheus-stack"
 FULLNAME = "kube-prometheus-stack"

@@ -30,10 +30,11 @@ from builders.serving.workload import (
     script_args,
     script_volume,
 )
-from config import capacity, speed
-from config.conventions import MODEL_LABEL, POOL_LABEL, populate_job_name, populate_service_account
-from config.gpu_pools import GpuPool
-from config.models import ModelConfig
+from config.derived import capacity
+from config.facts import speed
+from config.facts.conventions import MODEL_LABEL, POOL_LABEL, populate_job_name, populate_service_account
+from config.sections.gpu_pools import GpuPool
+from config.sections.models import ModelConfig
 
 SCRATCH_GIB = 30
 """Holds the largest single file of a checkpoint (safetensors shards are a few GB)."""

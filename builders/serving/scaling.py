@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from config.conventions import EXTERNAL_SCALER, KEDA_NAMESPACE, hpa_name
-from config.models import ModelConfig, ScalePolicy
-from config.types import duration_seconds
+from config.facts.conventions import EXTERNAL_SCALER, KEDA_NAMESPACE, hpa_name
+from config.sections.models import ModelConfig, ScalePolicy
+from config.sections.types import duration_seconds
 
 
 def _selector(model: ModelConfig) -> str:

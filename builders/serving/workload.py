@@ -9,8 +9,9 @@ from typing import Any
 
 from builders import network_policies as netpol
 from builders.k8s import namespace_manifest
-from config import capacity, weights
-from config.conventions import (
+from config.derived import capacity
+from config.derived.sharing import gpu_request
+from config.facts.conventions import (
     KEDA_NAMESPACE,
     MODEL_LABEL,
     POOL_LABEL,
@@ -20,10 +21,10 @@ from config.conventions import (
     VLLM_PORT_NAME,
     ZONE_LABEL,
 )
-from config.gpu_pools import GpuPool
-from config.models import ModelConfig
-from config.sharing import gpu_request
-from config.types import parse_quantity
+from config.sections import weights
+from config.sections.gpu_pools import GpuPool
+from config.sections.models import ModelConfig
+from config.sections.types import parse_quantity
 
 PORT = VLLM_PORT
 

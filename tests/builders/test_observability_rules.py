@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from builders.observability import dashboards, metrics, rules
-from config.observability import AlertTuning, Slo
+from config.sections.observability import AlertTuning, Slo
 from offline import harness
 from tests.conftest import values
 from tests.validators import promtool

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from components import account as reader
-from config import account, preflight
+from config.checks import account, preflight
 from offline.mocks import RecordingMocks
 from tests.conftest import DEV, PROD, ROOT, parse, stack_data
 

@@ -8,7 +8,7 @@ import kubernetes_validate
 import pytest
 
 from builders import cluster as builders
-from config import versions
+from config.facts import versions
 from offline import harness
 from tests.conftest import FIXTURES, PROD, fixture_input, fixture_run, parse, stack_data, values
 

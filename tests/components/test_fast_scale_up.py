@@ -12,8 +12,8 @@ from parliament import analyze_policy_string
 
 from builders.serving import populate
 from builders.serving import weights_script as script
-from config import images
-from config.conventions import HEADROOM_NAMESPACE
+from config.facts.conventions import HEADROOM_NAMESPACE
+from config.sections import images
 from offline import harness
 from tests.conftest import DEV, PROD, fixture_run, parse, stack_data, values
 
@@ -224,7 +224,7 @@ def test_the_cache_rule_its_credential_and_the_node_roles(prod_run: harness.RunR
     ],
 )
 def test_image_rewrite_keeps_tag_and_digest(repository: str, expected: str) -> None:
-    from config.models import Image
+    from config.sections.models import Image
 
     image = Image(repository=repository, tag="v0.33.0", digest=f"sha256:{'a' * 64}")
     assert images.image_reference(image, REGISTRY, "s") == expected
@@ -271,7 +271,7 @@ def test_no_headroom_objects_without_headroom(dev_run: harness.RunResult) -> Non
 
 
 def test_shared_pools_hold_a_whole_gpu_of_slices() -> None:
-    from config import headroom
+    from config.derived import headroom
 
     cfg = parse(stack_data(PROD))
     pool = cfg.pool("gpu-l40s-shared")

@@ -10,9 +10,9 @@ import yaml
 
 from builders import gpu_operator as builders
 from builders.karpenter import nodepools, overlays
-from config import catalog, karpenter_cel
-from config.scheduling import tolerates, uncovered
-from config.sharing import GpuRequest, gpu_request, node_capacity
+from config.derived.scheduling import tolerates, uncovered
+from config.derived.sharing import GpuRequest, gpu_request, node_capacity
+from config.facts import catalog, karpenter_cel
 from offline import harness
 from tests.conftest import DEV, FIXTURES, PROD, fixture_run, parse, shared_path, stack_data, values
 from tests.fixtures.nodeoverlay_schema import SCHEMA as NODEOVERLAY_SCHEMA

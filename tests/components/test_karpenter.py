@@ -9,8 +9,8 @@ import pytest
 from parliament import analyze_policy_string
 
 from builders.karpenter import iam, nodepools
-from config import karpenter_cel
-from config.conventions import NODE_ROLE_POLICIES
+from config.facts import karpenter_cel
+from config.facts.conventions import NODE_ROLE_POLICIES
 from offline import harness
 from tests.conftest import DEV, FIXTURES, fixture_input, fixture_run, parse, shared_path, stack_data, values
 from tests.validators import cloudformation, crds, helm_values

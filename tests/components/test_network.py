@@ -146,7 +146,7 @@ def test_a_pool_may_narrow_the_named_zones() -> None:
 
 
 def test_zone_id_prefixes() -> None:
-    from config.types import zone_id_prefix
+    from config.sections.types import zone_id_prefix
 
     assert [zone_id_prefix(r) for r in ("us-east-1", "eu-central-1", "ap-northeast-2", "ap-southeast-1", "us-gov-west-1")] == [
         "use1",

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from builders.serving import hpa, scaling
-from config import scaleup, system_capacity, versions
-from config.types import duration_seconds
+from config.derived import scaleup
+from config.facts import system_capacity, versions
+from config.sections.types import duration_seconds
 from offline import harness
 from tests.conftest import DEV, fixture_run, parse, shared_path, stack_data, values
 from tests.validators import crds, helm_values
@@ -154,7 +155,7 @@ def test_interceptors_drain_like_the_models_and_are_gated_on_alb_health(run: har
     [("5/15 * * * *", {5, 20, 35, 50}), ("*/20 * * * *", {0, 20, 40}), ("10-30/10 * * * *", {10, 20, 30}), ("7 * * * *", {7})],
 )
 def test_cron_steps_read_as_keda_reads_them(expression: str, minutes: set[int]) -> None:
-    from config import cron
+    from config.sections import cron
 
     assert cron.parse(expression).minutes == frozenset(minutes)
 
@@ -162,7 +163,7 @@ def test_cron_steps_read_as_keda_reads_them(expression: str, minutes: set[int]) 
 def test_cron_day_of_month_and_week_are_either_unless_one_is_any() -> None:
     import datetime as dt
 
-    from config import cron
+    from config.sections import cron
 
     monday_the_5th = dt.datetime(2026, 1, 5, 8, 0)
     assert cron.parse("0 8 1 * 1").matches(monday_the_5th)  # the 1st or a Monday

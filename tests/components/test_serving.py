@@ -11,8 +11,9 @@ import pytest
 from builders.keda import keda_values
 from builders.serving import scaling
 from builders.serving import workload as builders
-from config import capacity, versions
-from config.sharing import gpu_request
+from config.derived import capacity
+from config.derived.sharing import gpu_request
+from config.facts import versions
 from offline import harness, render
 from offline.mocks import Registration, unwrap_secrets
 from tests.conftest import DEV, FIXTURES, PROD, fixture_run, parse, shared_path, stack_data, values

@@ -345,7 +345,7 @@ EXPECTED: dict[str, list[str]] = {
     "system-group-too-small": [
         "cluster.systemNodeGroup: with one of its 2 nodes lost, 1 x m7i.large leave 1745m CPU and 6719 MiB for the system "
         "pods, which request 2530m CPU and 4648 MiB (Karpenter, Prometheus, KEDA, the GPU operator, CoreDNS, the CSI "
-        "controller; see config/system_capacity.py): pods would stay Pending and nothing scales this group. Fix: set "
+        "controller; see config/facts/system_capacity.py): pods would stay Pending and nothing scales this group. Fix: set "
         "instanceTypes to [m6i.xlarge] or raise minSize to 4",
     ],
     "scheduler-alerts-back-on": [
@@ -382,7 +382,7 @@ EXPECTED: dict[str, list[str]] = {
         "models[llama-3-1-8b].revision: 'main' is not a pinned commit; a branch such as main can change the weights under a running fleet. Fix: use the 40-hex commit id shown on the model's Hugging Face 'Files' history"
     ],
     "unknown-instance-type": [
-        "gpuPools[gpu-l4-a10g].instanceTypes: g7.xlarge not in the GPU catalog, so capacity and cost cannot be checked. Fix: use one of g5.12xlarge, g5.24xlarge, g5.2xlarge, g5.48xlarge, g5.4xlarge, g5.8xlarge, g5.xlarge, g6.12xlarge, g6.2xlarge, g6.48xlarge, g6.4xlarge, g6.xlarge, g6e.12xlarge, g6e.2xlarge, g6e.48xlarge, g6e.4xlarge, g6e.xlarge, p4d.24xlarge, p4de.24xlarge, p5.48xlarge, p5.4xlarge, p5en.48xlarge (or add it to config/catalog.py with its source)"
+        "gpuPools[gpu-l4-a10g].instanceTypes: g7.xlarge not in the GPU catalog, so capacity and cost cannot be checked. Fix: use one of g5.12xlarge, g5.24xlarge, g5.2xlarge, g5.48xlarge, g5.4xlarge, g5.8xlarge, g5.xlarge, g6.12xlarge, g6.2xlarge, g6.48xlarge, g6.4xlarge, g6.xlarge, g6e.12xlarge, g6e.2xlarge, g6e.48xlarge, g6e.4xlarge, g6e.xlarge, p4d.24xlarge, p4de.24xlarge, p5.48xlarge, p5.4xlarge, p5en.48xlarge (or add it to config/facts/catalog.py with its source)"
     ],
     "pool-types-and-families": [
         "gpuPools[gpu-l4-a10g]: set exactly one of instanceTypes or instanceFamilies. Fix: list instance types (g6.xlarge, ...) or families (g6, ...)"

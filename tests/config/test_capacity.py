@@ -1,4 +1,4 @@
-"""config/capacity.py: the one home of model memory, fit, GPUs per replica and node share."""
+"""config/derived/capacity.py: the one home of model memory, fit, GPUs per replica and node share."""
 
 from __future__ import annotations
 
@@ -6,10 +6,11 @@ import math
 
 import pytest
 
-from config import capacity, catalog
-from config.gpu_pools import GpuPool
-from config.models import ModelConfig
-from config.stack import StackConfig
+from config.derived import capacity
+from config.facts import catalog
+from config.sections.gpu_pools import GpuPool
+from config.sections.models import ModelConfig
+from config.sections.stack import StackConfig
 from tests.conftest import DEV, PROD, parse, stack_data
 
 

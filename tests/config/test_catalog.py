@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from config import catalog
+from config.facts import catalog
 from tests.conftest import FIXTURES, parse, stack_data
 
 GPU_TYPES = catalog.gpu_instance_types()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from config import catalog
-from config.cost import summarize
+from config.derived.cost import summarize
+from config.facts import catalog
 from tests.conftest import DEV, PROD, parse, stack_data
 
 PRICE = {name: t.price_per_hour for name, t in catalog.INSTANCE_TYPES.items()}

@@ -1,4 +1,4 @@
-"""config/exposure.py: one answer to "is this model exposed, and must it require an API key"."""
+"""config/derived/exposure.py: one answer to "is this model exposed, and must it require an API key"."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from config import secrets
-from config.exposure import Exposure, exposed_models, exposure, models_needing_api_keys
+from config.checks import secrets
+from config.derived.exposure import Exposure, exposed_models, exposure, models_needing_api_keys
 from tests.conftest import DEV, PROD, parse, stack_data
 
 

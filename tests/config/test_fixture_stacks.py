@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from config.gpu_pools import GpuPool
-from config.network import NewVpc
-from config.stack import StackConfig
+from config.sections.gpu_pools import GpuPool
+from config.sections.network import NewVpc
+from config.sections.stack import StackConfig
 from tests.conftest import DEV, FIXTURES, PROD, parse, problems_after, stack_data
 
 

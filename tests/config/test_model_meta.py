@@ -7,15 +7,15 @@ import typing
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from config import versions
-from config.base import ConfigModel
 from config.errors import ConfigError, _unwrap
-from config.gpu_operator import GpuOperatorConfig
-from config.ingress import IngressConfig
-from config.karpenter import KarpenterConfig
-from config.keda import KedaConfig
-from config.observability import ObservabilityConfig
-from config.stack import StackConfig
+from config.facts import versions
+from config.sections.base import ConfigModel
+from config.sections.gpu_operator import GpuOperatorConfig
+from config.sections.ingress import IngressConfig
+from config.sections.karpenter import KarpenterConfig
+from config.sections.keda import KedaConfig
+from config.sections.observability import ObservabilityConfig
+from config.sections.stack import StackConfig
 from tests.conftest import DEV, PROD, parse, stack_data
 
 
@@ -78,7 +78,7 @@ def test_stack_files_use_camel_case_keys() -> None:
 
 
 def test_chart_versions_are_not_stack_keys() -> None:
-    # Versions live in config/versions.py only: a stack file that still pins one is told where they went.
+    # Versions live in config/facts/versions.py only: a stack file that still pins one is told where they went.
     for model in (KarpenterConfig, KedaConfig, ObservabilityConfig, GpuOperatorConfig, IngressConfig):
         assert not {"version", "controller_version"} & set(model.model_fields)
     data = stack_data(DEV)
@@ -87,8 +87,8 @@ def test_chart_versions_are_not_stack_keys() -> None:
     with pytest.raises(ConfigError) as err:
         parse(data)
     reason = (
-        "chart versions are pinned by the program (config/versions.py), not by the stack file. "
-        "Fix: remove the key (a version bump is a change to config/versions.py and its tests)"
+        "chart versions are pinned by the program (config/facts/versions.py), not by the stack file. "
+        "Fix: remove the key (a version bump is a change to config/facts/versions.py and its tests)"
     )
     assert [str(p) for p in err.value.problems] == [f"karpenter.version: {reason}", f"ingress.controllerVersion: {reason}"]
 

@@ -8,8 +8,8 @@ import sys
 import pytest
 
 from config import load as config_load
-from config import placeholders
 from config.errors import ConfigError
+from config.facts import placeholders
 from offline import harness
 from tests.conftest import DEV, PROD, ROOT, fixture_input, parse, stack_data
 

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 import yaml
 
-from config import account, preflight
+from config.checks import account, preflight
 from config.errors import ConfigError
-from config.stack import StackConfig
+from config.sections.stack import StackConfig
 from offline import harness, render
 from tests.conftest import DEV, PROD, ROOT, fixture_input, parse, stack_data
 
@@ -104,8 +104,8 @@ def test_a_missing_addon_version_fails_from_a_full_list_and_warns_from_a_default
     versions_["coredns"] = ["v1.13.3-eksbuild.1"]
     answers = _answers(addonVersions=versions_)
     assert [f for f in _failed(_run(cfg, answers, authoritative=True)) if f.startswith("cluster.kubernetesVersion")] == [
-        "cluster.kubernetesVersion (coredns): coredns v1.13.2-eksbuild.21 (config/versions.py) is not available for "
-        "Kubernetes 1.35: the add-on would fail to install. Fix: pin one of v1.13.3-eksbuild.1 in config/versions.py"
+        "cluster.kubernetesVersion (coredns): coredns v1.13.2-eksbuild.21 (config/facts/versions.py) is not available for "
+        "Kubernetes 1.35: the add-on would fail to install. Fix: pin one of v1.13.3-eksbuild.1 in config/facts/versions.py"
     ]
     weak = preflight.run(cfg, answers, authoritative=True, addon_versions_complete=False)
     assert [c.result for c in weak if c.name == "addon-version" and "coredns" in c.path] == ["warning"]

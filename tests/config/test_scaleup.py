@@ -7,8 +7,10 @@ import math
 import pytest
 
 from builders.serving import scaling
-from config import capacity, scaleup, secrets, speed
-from config.models import ModelConfig
+from config.checks import secrets
+from config.derived import capacity, scaleup
+from config.facts import speed
+from config.sections.models import ModelConfig
 from tests.conftest import DEV, PROD, parse, stack_data
 
 

@@ -1,4 +1,4 @@
-"""The system node group holds the system pods with one node lost (config/system_capacity.py)."""
+"""The system node group holds the system pods with one node lost (config/facts/system_capacity.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from config import catalog, system_capacity
-from config.stack import StackConfig
+from config.facts import catalog, system_capacity
+from config.sections.stack import StackConfig
 from offline import harness
 from tests.conftest import DEV, FIXTURES, parse, shared_path, stack_data, values
 from tests.validators import helm_values

@@ -42,7 +42,7 @@ def test_consumer_wires_an_app_to_a_model(prod_run: harness.RunResult) -> None:
 def test_consumer_reads_only_keys_of_the_contract() -> None:
     import re
 
-    from config.outputs import MODEL_FIELDS, keys
+    from config.facts.outputs import MODEL_FIELDS, keys
 
     text = (CONSUMER / "__main__.py").read_text()
     outputs = set(re.findall(r'(?:require_output|get_output)\("([^"]+)"\)', text))

@@ -10,8 +10,9 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from config import account, preflight, versions
-from config.network import ExistingVpc
+from config.checks import account, preflight
+from config.facts import versions
+from config.sections.network import ExistingVpc
 from offline import account_capture
 from tests.conftest import DEV, parse, stack_data
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from config import catalog
+from config.facts import catalog
 from planner import calibration
 
 TOLERANCE = 0.30

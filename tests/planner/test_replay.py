@@ -14,8 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from config import catalog, scaleup
-from config.stack import StackConfig
+from config.derived import scaleup
+from config.facts import catalog
+from config.sections.stack import StackConfig
 from offline import golden
 from planner import oracle, plan, prices, traffic
 from planner.simulate import HPA_SYNC_SECONDS, Options, simulate

@@ -1,6 +1,6 @@
 """Validate custom resources against the upstream CRDs' openAPIV3Schema with jsonschema.
 
-jsonschema does not run `x-kubernetes-validations` (CEL); config/karpenter_cel.py covers those.
+jsonschema does not run `x-kubernetes-validations` (CEL); config/facts/karpenter_cel.py covers those.
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ from typing import Any
 
 from pydantic import Field
 
-from config.base import ConfigModel
-from config.types import K8sName
+from config.sections.base import ConfigModel
+from config.sections.types import K8sName
 
 
 class GpuOperatorConfig(ConfigModel):

@@ -8,11 +8,22 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from config import cron, versions
-from config.base import ConfigModel
-from config.observability import Slo
-from config.types import CommitRevision, Duration, Fraction, HuggingFaceId, ImageDigest, K8sName, Quantity, config_error, parse_quantity
-from config.weights import ModelWeights
+from config.facts import versions
+from config.sections import cron
+from config.sections.base import ConfigModel
+from config.sections.observability import Slo
+from config.sections.types import (
+    CommitRevision,
+    Duration,
+    Fraction,
+    HuggingFaceId,
+    ImageDigest,
+    K8sName,
+    Quantity,
+    config_error,
+    parse_quantity,
+)
+from config.sections.weights import ModelWeights
 
 _TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 _RELEASE = re.compile(r"^v?([0-9]+)\.([0-9]+)\.([0-9]+)(?:[-.+].*)?$")
@@ -276,7 +287,7 @@ class Startup(ConfigModel):
         default=None,
         ge=60,
         description="Seconds the startupProbe allows; unset: 1.5 x the expected load time (weights from their source plus "
-        "engine start, from the published figures in config/speed.py), and at least 120 s + 10 s per GiB of checkpoint.",
+        "engine start, from the published figures in config/facts/speed.py), and at least 120 s + 10 s per GiB of checkpoint.",
     )
     period_seconds: int = Field(default=10, ge=1, le=60, description="startupProbe period.")
 

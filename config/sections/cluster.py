@@ -7,9 +7,9 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from config import catalog, versions
-from config.base import ConfigModel
-from config.types import NetworkCidr, PrincipalArn, PublicCidr, RoleArn, SecurityGroupId, config_error
+from config.facts import catalog, versions
+from config.sections.base import ConfigModel
+from config.sections.types import NetworkCidr, PrincipalArn, PublicCidr, RoleArn, SecurityGroupId, config_error
 
 LogType = Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]
 REQUIRED_LOG_TYPES = ("api", "audit", "authenticator")
@@ -113,7 +113,7 @@ class SystemNodeGroup(ConfigModel):
         if unknown:
             raise config_error(
                 f"{', '.join(unknown)} not among the catalog's CPU types, so the cost floor cannot be computed",
-                f"use one of {', '.join(cpu)} (or add it to config/catalog.py with its price source)",
+                f"use one of {', '.join(cpu)} (or add it to config/facts/catalog.py with its price source)",
             )
         return value
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from config.capacity import pool_mig_profile
-from config.conventions import GPU_RESOURCE, mig_resource
-from config.gpu_pools import GpuPool
-from config.models import ModelConfig
+from config.derived.capacity import pool_mig_profile
+from config.facts.conventions import GPU_RESOURCE, mig_resource
+from config.sections.gpu_pools import GpuPool
+from config.sections.models import ModelConfig
 
 
 @dataclass(frozen=True)

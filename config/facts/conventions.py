@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final, TypeVar
 
 if TYPE_CHECKING:
-    from config.stack import StackConfig
+    from config.sections.stack import StackConfig
 
 # -- the stack file ----------------------------------------------------------------------------
 PROJECT: Final = "llm-platform"

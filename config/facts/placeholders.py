@@ -12,7 +12,7 @@ import ipaddress
 from collections.abc import Iterator
 
 from config.errors import Problem
-from config.stack import StackConfig
+from config.sections.stack import StackConfig
 
 DOCUMENTATION_ACCOUNT = "123456789012"
 DOCUMENTATION_RANGES = tuple(ipaddress.IPv4Network(n) for n in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24"))

@@ -12,11 +12,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from config import capacity, catalog
-from config.gpu_pools import GpuPool
-from config.models import ModelConfig
-from config.sharing import gpu_request
-from config.types import parse_quantity
+from config.derived import capacity
+from config.derived.sharing import gpu_request
+from config.facts import catalog
+from config.sections.gpu_pools import GpuPool
+from config.sections.models import ModelConfig
+from config.sections.types import parse_quantity
 
 GIB = 2**30
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from config import capacity, catalog, headroom
-from config.gpu_pools import GpuPool
-from config.models import ModelConfig
-from config.stack import StackConfig
+from config.derived import capacity, headroom
+from config.facts import catalog
+from config.sections.gpu_pools import GpuPool
+from config.sections.models import ModelConfig
+from config.sections.stack import StackConfig
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import Field
 
-from config.base import ConfigModel
+from config.sections.base import ConfigModel
 
 
 class KedaConfig(ConfigModel):

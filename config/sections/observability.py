@@ -6,8 +6,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from config.base import ConfigModel
-from config.types import PromDuration, PromSize, Quantity
+from config.sections.base import ConfigModel
+from config.sections.types import PromDuration, PromSize, Quantity
 
 # Control-plane parts EKS runs out of reach (and kube-proxy, whose metrics the managed add-on binds
 # to 127.0.0.1): kube-prometheus-stack scrapes them and renders their Down alerts only when

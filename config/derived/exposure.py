@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from config.models import ModelConfig
-from config.stack import StackConfig
+from config.sections.models import ModelConfig
+from config.sections.stack import StackConfig
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from config.base import ConfigModel
+from config.sections.base import ConfigModel
 
 WeightsSource = Literal["s3", "huggingface"]
 

@@ -7,9 +7,9 @@ from typing import Annotated, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from config.base import ConfigModel
-from config.conventions import DISCOVERY_TAG, INTERNAL_ELB_TAG, PUBLIC_ELB_TAG
-from config.types import NetworkCidr, SubnetId, VpcCidr, VpcId, Zone, config_error, is_zone_id
+from config.facts.conventions import DISCOVERY_TAG, INTERNAL_ELB_TAG, PUBLIC_ELB_TAG
+from config.sections.base import ConfigModel
+from config.sections.types import NetworkCidr, SubnetId, VpcCidr, VpcId, Zone, config_error, is_zone_id
 
 
 class NewVpc(ConfigModel):

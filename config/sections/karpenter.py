@@ -7,9 +7,9 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from config import versions
-from config.base import ConfigModel
-from config.types import config_error
+from config.facts import versions
+from config.sections.base import ConfigModel
+from config.sections.types import config_error
 
 AmiFamily = Literal["al2023", "bottlerocket"]
 

@@ -6,20 +6,20 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from config.base import ConfigModel
-from config.cluster import ClusterConfig
-from config.conventions import RESERVED_TAG_KEYS, RESERVED_TAG_PREFIXES
-from config.gpu_operator import GpuOperatorConfig
-from config.gpu_pools import GpuPool
-from config.images import ImageCacheConfig
-from config.ingress import IngressConfig
-from config.karpenter import KarpenterConfig
-from config.keda import KedaConfig
-from config.models import ModelConfig
-from config.network import ExistingVpc, NetworkConfig
-from config.observability import ObservabilityConfig
-from config.types import Region, config_error
-from config.weights import WeightsConfig, default_source
+from config.facts.conventions import RESERVED_TAG_KEYS, RESERVED_TAG_PREFIXES
+from config.sections.base import ConfigModel
+from config.sections.cluster import ClusterConfig
+from config.sections.gpu_operator import GpuOperatorConfig
+from config.sections.gpu_pools import GpuPool
+from config.sections.images import ImageCacheConfig
+from config.sections.ingress import IngressConfig
+from config.sections.karpenter import KarpenterConfig
+from config.sections.keda import KedaConfig
+from config.sections.models import ModelConfig
+from config.sections.network import ExistingVpc, NetworkConfig
+from config.sections.observability import ObservabilityConfig
+from config.sections.types import Region, config_error
+from config.sections.weights import WeightsConfig, default_source
 
 Environment = Literal["dev", "staging", "prod"]
 

@@ -7,11 +7,11 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from config import catalog, karpenter_cel
-from config.base import ConfigModel
-from config.conventions import GPU_TAINT
-from config.karpenter import AmiFamily
-from config.types import Duration, DurationOrNever, K8sName, config_error
+from config.facts import catalog, karpenter_cel
+from config.facts.conventions import GPU_TAINT
+from config.sections.base import ConfigModel
+from config.sections.karpenter import AmiFamily
+from config.sections.types import Duration, DurationOrNever, K8sName, config_error
 
 CapacityType = Literal["spot", "on-demand", "reserved"]
 _BUDGET_NODES = re.compile(r"^((100|[0-9]{1,2})%|[0-9]+)$")

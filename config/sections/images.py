@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from config.base import ConfigModel
+from config.sections.base import ConfigModel
 
 if TYPE_CHECKING:
-    from config.models import Image
+    from config.sections.models import Image
 
 CREDENTIAL_SECRET_PREFIX = "ecr-pullthroughcache/"
 """ECR only accepts upstream credentials from a Secrets Manager secret named with this prefix."""

@@ -11,11 +11,11 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from config import images
-from config.conventions import API_KEYS, DOCKER_HUB_ACCESS_TOKEN, GRAFANA_ADMIN_PASSWORD, HF_TOKEN
+from config.derived.exposure import exposure, models_needing_api_keys
 from config.errors import Problem
-from config.exposure import exposure, models_needing_api_keys
-from config.stack import StackConfig
+from config.facts.conventions import API_KEYS, DOCKER_HUB_ACCESS_TOKEN, GRAFANA_ADMIN_PASSWORD, HF_TOKEN
+from config.sections import images
+from config.sections.stack import StackConfig
 from config.stack_file import secret_command
 
 

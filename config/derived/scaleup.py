@@ -1,6 +1,6 @@
 """The scale-up budget of a model: from "the queue grew" to "the new replica receives traffic". Pure.
 
-Every term comes from the config or from a published figure in `config/speed.py`:
+Every term comes from the config or from a published figure in `config/facts/speed.py`:
 
 - signal: the last scrape of vLLM's metrics, then the HPA's next sync (it asks KEDA's metrics
   server, which queries Prometheus then; KEDA's pollingInterval only matters from zero), then
@@ -21,9 +21,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from config import capacity, speed
-from config.models import ModelConfig
-from config.types import duration_seconds
+from config.derived import capacity
+from config.facts import speed
+from config.sections.models import ModelConfig
+from config.sections.types import duration_seconds
 
 # The ALB target group's health checks the endpoints set (builders/ingress/endpoints.py).
 ALB_HEALTHCHECK_INTERVAL_SECONDS = 5

@@ -15,16 +15,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from config import capacity, catalog, versions
-from config.account import AccountFile
-from config.conventions import INTERNAL_ELB_TAG, PUBLIC_ELB_TAG, principal_kind_and_name
+from config.checks.account import AccountFile
+from config.checks.rules import pool_path
+from config.derived import capacity
 from config.errors import Problem
-from config.gpu_pools import GpuPool
-from config.karpenter import KarpenterConfig
-from config.network import ExistingVpc, NewVpc
-from config.rules import pool_path
-from config.stack import StackConfig
-from config.types import is_zone_id
+from config.facts import catalog, versions
+from config.facts.conventions import INTERNAL_ELB_TAG, PUBLIC_ELB_TAG, principal_kind_and_name
+from config.sections.gpu_pools import GpuPool
+from config.sections.karpenter import KarpenterConfig
+from config.sections.network import ExistingVpc, NewVpc
+from config.sections.stack import StackConfig
+from config.sections.types import is_zone_id
 
 Result = Literal["ok", "failed", "warning", "not checked"]
 
@@ -227,7 +228,7 @@ def _releases(cfg: StackConfig, account: AccountFile, addon_versions_complete: b
                 "warning",
                 f"{addon} is pinned to {pinned}, while EKS's default for Kubernetes {k8s} is {', '.join(known or [])}; the "
                 "pin could not be confirmed. Fix: check `aws eks describe-addon-versions --addon-name "
-                f"{addon} --kubernetes-version {k8s}`, and bump config/versions.py if the pin is gone",
+                f"{addon} --kubernetes-version {k8s}`, and bump config/facts/versions.py if the pin is gone",
                 inputs,
             )
         else:
@@ -235,8 +236,8 @@ def _releases(cfg: StackConfig, account: AccountFile, addon_versions_complete: b
                 "addon-version",
                 path,
                 "failed",
-                f"{addon} {pinned} (config/versions.py) is not available for Kubernetes {k8s}: the add-on would fail to "
-                f"install. Fix: pin one of {', '.join(sorted(known or [])[-3:])} in config/versions.py",
+                f"{addon} {pinned} (config/facts/versions.py) is not available for Kubernetes {k8s}: the add-on would fail to "
+                f"install. Fix: pin one of {', '.join(sorted(known or [])[-3:])} in config/facts/versions.py",
                 inputs,
             )
 

@@ -12,18 +12,20 @@ import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from config import capacity, catalog, cron, headroom, images, scaleup, system_capacity, weights
-from config.capacity import ALLOCATABLE_CPU, ALLOCATABLE_MEMORY, OVERHEAD_GIB_PER_GPU
-from config.conventions import HPA_PREFIX, K8S_NAME_MAX, hpa_name, reserved_namespaces
+from config.derived import capacity, headroom, scaleup
+from config.derived.capacity import ALLOCATABLE_CPU, ALLOCATABLE_MEMORY, OVERHEAD_GIB_PER_GPU
+from config.derived.exposure import exposed_models, exposure
+from config.derived.scheduling import uncovered
 from config.errors import Problem
-from config.exposure import exposed_models, exposure
-from config.gpu_pools import GpuPool
-from config.models import ModelConfig, Schedule
-from config.network import ExistingVpc, NewVpc
-from config.observability import EKS_UNREACHABLE_COMPONENTS
-from config.scheduling import uncovered
-from config.stack import StackConfig
-from config.types import duration_seconds, is_zone_id, public_cidr, zone_in_region
+from config.facts import catalog, system_capacity
+from config.facts.conventions import HPA_PREFIX, K8S_NAME_MAX, hpa_name, reserved_namespaces
+from config.sections import cron, images, weights
+from config.sections.gpu_pools import GpuPool
+from config.sections.models import ModelConfig, Schedule
+from config.sections.network import ExistingVpc, NewVpc
+from config.sections.observability import EKS_UNREACHABLE_COMPONENTS
+from config.sections.stack import StackConfig
+from config.sections.types import duration_seconds, is_zone_id, public_cidr, zone_in_region
 
 # A Spot interruption gives two minutes' notice; the drain must finish inside it.
 SPOT_MAX_GRACE_SECONDS = 110
@@ -120,7 +122,7 @@ def catalog_problems(pool: GpuPool) -> list[Problem]:
             Problem(
                 f"{path}.{field}",
                 f"{', '.join(unknown + unknown_families)} not in the GPU catalog, so capacity and cost cannot be "
-                f"checked. Fix: use one of {', '.join(known)} (or add it to config/catalog.py with its source)",
+                f"checked. Fix: use one of {', '.join(known)} (or add it to config/facts/catalog.py with its source)",
             )
         ]
     types = pool.resolved_instance_types()
@@ -697,7 +699,7 @@ def rule_zones(cfg: StackConfig) -> Iterator[Problem]:
 
 
 def rule_system_capacity(cfg: StackConfig) -> Iterator[Problem]:
-    """The system node group holds every system pod with one node lost (config/system_capacity.py)."""
+    """The system node group holds every system pod with one node lost (config/facts/system_capacity.py)."""
     group = cfg.cluster.system_node_group
     if group.min_size == 1 and not cfg.is_prod:
         yield Problem(
@@ -715,7 +717,7 @@ def rule_system_capacity(cfg: StackConfig) -> Iterator[Problem]:
         f"with one of its {group.min_size} nodes lost, {short.nodes} x {short.instance.name} leave "
         f"{short.room.cpu_millis}m CPU and {short.room.memory_mib} MiB for the system pods, which request "
         f"{short.need.cpu_millis}m CPU and {short.need.memory_mib} MiB (Karpenter, Prometheus, KEDA, the GPU "
-        "operator, CoreDNS, the CSI controller; see config/system_capacity.py): pods would stay Pending and "
+        "operator, CoreDNS, the CSI controller; see config/facts/system_capacity.py): pods would stay Pending and "
         f"nothing scales this group. Fix: {fix}",
     )
 

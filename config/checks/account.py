@@ -14,9 +14,9 @@ from typing import Any, Literal, get_args
 import yaml
 from pydantic import Field, ValidationError
 
-from config.base import ConfigModel
 from config.errors import ConfigError, Problem, problems_from_validation_error
-from config.types import NetworkCidr, SubnetId, VpcId, zone_id_prefix
+from config.sections.base import ConfigModel
+from config.sections.types import NetworkCidr, SubnetId, VpcId, zone_id_prefix
 
 CertificateStatus = Literal["ISSUED", "PENDING_VALIDATION", "EXPIRED", "REVOKED", "FAILED", "INACTIVE", "VALIDATION_TIMED_OUT"]
 CERTIFICATE_STATUSES: tuple[str, ...] = get_args(CertificateStatus)

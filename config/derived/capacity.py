@@ -10,10 +10,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from config import catalog, speed
-from config.gpu_pools import GpuPool
-from config.models import ModelConfig
-from config.types import parse_quantity
+from config.facts import catalog, speed
+from config.sections.gpu_pools import GpuPool
+from config.sections.models import ModelConfig
+from config.sections.types import parse_quantity
 
 GIB = 2**30
 # Per-GPU memory vLLM needs beside weights and KV cache: CUDA context, activation peak,

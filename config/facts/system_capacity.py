@@ -8,7 +8,7 @@ program sets (then the builders read it from here), or the default of the pinned
 add-on it relies on (then the tests compare it with `../shared/schemas/helm-values/` where that
 chart's values file is kept). Later issues that add system pods add their rows here.
 
-The rule (config/rules.py): with one system node lost, the others' allocatable capacity still
+The rule (config/checks/rules.py): with one system node lost, the others' allocatable capacity still
 holds every workload. Pods that must not share a node (Karpenter's required anti-affinity) count
 once per surviving node at most.
 """
@@ -19,10 +19,10 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from config import catalog, versions
-from config.exposure import exposed_models
-from config.stack import StackConfig
-from config.types import parse_quantity
+from config.derived.exposure import exposed_models
+from config.facts import catalog, versions
+from config.sections.stack import StackConfig
+from config.sections.types import parse_quantity
 
 MIB = 2**20
 

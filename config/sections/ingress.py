@@ -6,8 +6,8 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from config.base import ConfigModel
-from config.types import AcmCertificateArn, AllowedCidr, DnsDomain, config_error
+from config.sections.base import ConfigModel
+from config.sections.types import AcmCertificateArn, AllowedCidr, DnsDomain, config_error
 
 
 class IngressConfig(ConfigModel):
