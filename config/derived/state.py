@@ -1,0 +1,233 @@
+"""The derived state of one stack: every fact derived per model and per pool, computed once. Pure.
+
+Checks, builders, components, preflight, the planner, the outputs and the render summary ask
+`of(cfg)` instead of recomputing a budget, a node count or an AMI family at their own call site,
+so two readers cannot disagree (tests/config/test_derived_state.py fails when a module outside
+config/derived/ computes one of these itself). The state is built on a parsed stack before the
+rules have passed, so every fact tolerates what the rules will report (a model on a missing pool,
+a pool with no catalog type): such facts are empty or zero, never an exception.
+
+Node counts follow Karpenter: at minimum replicas on the cheapest type that holds a replica (its
+pick), at maximum replicas on whichever type needs the most GPUs for `max` plus a rollout surge.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass, field
+
+from config.derived import capacity, headroom, scaleup
+from config.derived.exposure import Exposure, exposure
+from config.facts import catalog
+from config.sections.gpu_pools import GpuPool
+from config.sections.models import ModelConfig
+from config.sections.stack import StackConfig
+
+PURCHASE_OPTIONS = ("on-demand", "spot")
+
+
+@dataclass(frozen=True)
+class ModelState:
+    """What a model's config implies on its pool."""
+
+    name: str
+    pool: str
+    device: capacity.Device | None
+    """The smallest device a replica lands on (a GPU, a time-slice or a MIG slice); None when none fits."""
+    hosts: tuple[catalog.InstanceType, ...]
+    """Pool types that hold at least one replica, cheapest first (Karpenter's preference)."""
+    replicas_per_node: dict[str, int]
+    """Replicas one node holds, by instance type name (GPUs or slices, allocatable CPU and memory)."""
+    peak_host: catalog.InstanceType | None
+    """The host that needs the most GPUs for `max` replicas plus a rollout surge."""
+    nodes_at_min: int
+    """Nodes the minimum replicas need, on the cheapest host."""
+    nodes_at_max: int
+    """Nodes the maximum replicas need, on the peak host."""
+    surge_nodes: int
+    """Extra nodes of the peak host a rolling update needs at `max` replicas."""
+    scale_up: scaleup.ScaleUpBudget
+    scales_to_zero: bool
+    """replicas.min is 0: reached through the KEDA HTTP add-on, scaled from zero on a held request."""
+    exposure: Exposure
+
+    @property
+    def gpus_at_min(self) -> int:
+        return self.nodes_at_min * self.hosts[0].gpu_count if self.hosts else 0
+
+    @property
+    def gpus_at_max(self) -> int:
+        return self.nodes_at_max * self.peak_host.gpu_count if self.peak_host else 0
+
+    @property
+    def surge_gpus(self) -> int:
+        return self.surge_nodes * self.peak_host.gpu_count if self.peak_host else 0
+
+    @property
+    def vcpus_at_min(self) -> int:
+        return self.nodes_at_min * self.hosts[0].vcpus if self.hosts else 0
+
+
+@dataclass(frozen=True)
+class PoolState:
+    """What a pool must hold for its models, in whole nodes and GPUs, and what the account must allow."""
+
+    name: str
+    ami_family: str
+    """The pool's own amiFamily, else karpenter.defaultAmiFamily."""
+    models: tuple[str, ...]
+    """Models served on the pool, in stack order."""
+    types: tuple[catalog.InstanceType, ...]
+    """The pool's catalog instance types (empty when the catalog knows none)."""
+    headroom: headroom.Placeholders | None
+    """The warm headroom's placeholder pods, or None."""
+    headroom_host: catalog.InstanceType | None
+    """The type whose nodes hold the most GPUs for the headroom (the limit's worst case)."""
+    headroom_nodes: int
+    models_gpus_at_min: int
+    models_gpus_at_max: int
+    surge_gpus: int
+    """A rolling update's surge of every model of the pool at max (a platform change rolls them all)."""
+    models_vcpus_at_min: int
+    vcpus_at_limit: int
+    """vCPUs of the nodes `gpuLimit` GPUs make on the pool's largest-vCPU-per-GPU type."""
+    instance_classes: tuple[str, ...]
+    """EC2 quota classes of the types: P (p*) or G (g*)."""
+    purchase_options: tuple[str, ...]
+    """The pool's capacity types, in quota order (on-demand, spot)."""
+    nodepool_limit: int
+    """The NodePool's nvidia.com/gpu limit: gpuLimit in the units Karpenter counts. Its NodeOverlay
+    advertises a time-sliced GPU as `replicas` GPUs, so the physical limit is scaled by them."""
+    packing: tuple[str, ...] = field(default=())
+    """Per model, replicas per peak host: `chat: 1 per p5.48xlarge`."""
+
+    @property
+    def headroom_gpus(self) -> int:
+        return self.headroom_nodes * self.headroom_host.gpu_count if self.headroom_host else 0
+
+    @property
+    def headroom_vcpus(self) -> int:
+        return self.headroom_nodes * self.headroom_host.vcpus if self.headroom_host else 0
+
+    @property
+    def gpus_at_min(self) -> int:
+        """GPUs of the nodes at minimum replicas, with the warm headroom."""
+        return self.models_gpus_at_min + self.headroom_gpus
+
+    @property
+    def gpus_at_max(self) -> int:
+        """GPUs of the nodes at maximum replicas, with the warm headroom, before the rollout surge."""
+        return self.models_gpus_at_max + self.headroom_gpus
+
+    @property
+    def gpus_at_peak(self) -> int:
+        """GPUs at maximum replicas plus a rolling update's surge: what gpuLimit must cover."""
+        return self.gpus_at_max + self.surge_gpus
+
+    @property
+    def vcpus_at_min(self) -> int:
+        """vCPUs of the nodes at minimum replicas, with the warm headroom's nodes."""
+        return self.models_vcpus_at_min + self.headroom_vcpus
+
+    def vcpu_quota(self) -> dict[tuple[str, str], tuple[int, int]]:
+        """Per (purchase option, instance class): vCPUs at minimum and at the GPU limit."""
+        return {(o, c): (self.vcpus_at_min, self.vcpus_at_limit) for o in self.purchase_options for c in self.instance_classes}
+
+
+@dataclass(frozen=True)
+class StackState:
+    """The derived state of a stack, by model and pool name."""
+
+    models: dict[str, ModelState]
+    pools: dict[str, PoolState]
+
+    def model(self, name: str) -> ModelState:
+        return self.models[name]
+
+    def pool(self, name: str) -> PoolState:
+        return self.pools[name]
+
+    @property
+    def scales_to_zero(self) -> bool:
+        """A model may scale to zero replicas, so the KEDA HTTP add-on runs."""
+        return any(m.scales_to_zero for m in self.models.values())
+
+
+def instance_class(instance: catalog.InstanceType) -> str:
+    """The EC2 vCPU quota class of a GPU instance: P for p*, G for g* (and VT)."""
+    return "P" if instance.family.startswith("p") else "G"
+
+
+def _gpus_for(model: ModelConfig, pool: GpuPool, replicas: int, instance: catalog.InstanceType) -> int:
+    return capacity.nodes_for(model, pool, instance, replicas) * instance.gpu_count
+
+
+def _model(cfg: StackConfig, model: ModelConfig) -> ModelState:
+    pool = cfg.pool(model.pool)
+    exp = exposure(cfg, model)
+    budget = scaleup.budget(model, scrape_interval=cfg.observability.vllm_scrape_interval, exposed=exp.exposed)
+    if pool is None or not pool.resolved_instance_types():
+        return ModelState(model.name, model.pool, None, (), {}, None, 0, 0, 0, budget, model.replicas.min == 0, exp)
+    hosts = tuple(capacity.packing_hosts(model, pool))
+    peak = None
+    if hosts:
+        peak = max(hosts, key=functools.partial(_gpus_for, model, pool, model.replicas.max + capacity.ROLLOUT_MAX_SURGE))
+    return ModelState(
+        name=model.name,
+        pool=pool.name,
+        device=capacity.smallest_device(model, pool),
+        hosts=hosts,
+        replicas_per_node={t.name: capacity.replicas_per_node(model, pool, t) for t in pool.resolved_instance_types()},
+        peak_host=peak,
+        nodes_at_min=capacity.nodes_for(model, pool, hosts[0], model.replicas.min) if hosts else 0,
+        nodes_at_max=capacity.nodes_for(model, pool, peak, model.replicas.max) if peak else 0,
+        surge_nodes=capacity.rollout_surge_nodes(model, pool, peak) if peak else 0,
+        scale_up=budget,
+        scales_to_zero=model.replicas.min == 0,
+        exposure=exp,
+    )
+
+
+def _pool(cfg: StackConfig, pool: GpuPool, models: dict[str, ModelState]) -> PoolState:
+    on_pool = [m for m in cfg.models if m.pool == pool.name]
+    facts = [models[m.name] for m in on_pool]
+    types = tuple(pool.resolved_instance_types())
+    shape = headroom.placeholders(pool, on_pool) if types and on_pool else None
+    hosts = [t for t in types if shape is not None and headroom.nodes(pool, t, shape)]
+    warm_host = max(hosts, key=lambda t: headroom.nodes(pool, t, shape) * t.gpu_count) if shape and hosts else None
+    return PoolState(
+        name=pool.name,
+        ami_family=pool.ami_family or cfg.karpenter.default_ami_family,
+        models=tuple(m.name for m in on_pool),
+        types=types,
+        headroom=shape,
+        headroom_host=warm_host,
+        headroom_nodes=headroom.nodes(pool, warm_host, shape) if shape and warm_host else 0,
+        models_gpus_at_min=sum(f.gpus_at_min for f in facts),
+        models_gpus_at_max=sum(f.gpus_at_max for f in facts),
+        surge_gpus=sum(f.surge_gpus for f in facts),
+        models_vcpus_at_min=sum(f.vcpus_at_min for f in facts),
+        vcpus_at_limit=max((math.ceil(pool.gpu_limit / t.gpu_count) * t.vcpus for t in types), default=0),
+        instance_classes=tuple(sorted({instance_class(t) for t in types})),
+        purchase_options=tuple(o for o in PURCHASE_OPTIONS if o in pool.capacity_types),
+        nodepool_limit=pool.gpu_limit * (pool.sharing.time_slicing.replicas if pool.sharing.time_slicing else 1),
+        packing=tuple(f"{f.name}: {f.replicas_per_node[f.peak_host.name]} per {f.peak_host.name}" for f in facts if f.peak_host),
+    )
+
+
+def derive(cfg: StackConfig) -> StackState:
+    """Compute the derived state of a stack (use `of`, which computes it once per config)."""
+    models = {m.name: _model(cfg, m) for m in cfg.models}
+    return StackState(models=models, pools={p.name: _pool(cfg, p, models) for p in cfg.gpu_pools})
+
+
+def of(cfg: StackConfig) -> StackState:
+    """The derived state of this config object, computed on first ask and kept on it."""
+    cached = cfg._derived
+    if isinstance(cached, tuple) and cached[0] == id(cfg):
+        state: StackState = cached[1]
+        return state
+    state = derive(cfg)
+    cfg._derived = (id(cfg), state)  # a copy of cfg (model_copy) has another id and derives anew
+    return state
