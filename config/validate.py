@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from config.checks import rules
+from config.checks import registry
 from config.errors import ConfigError, Problem, problems_from_validation_error
 from config.sections.stack import StackConfig
 
@@ -23,7 +23,7 @@ def parse_stack_config(data: dict[str, Any]) -> tuple[StackConfig, list[Problem]
     except ValidationError as exc:
         problems += problems_from_validation_error(StackConfig, exc, data)
         raise ConfigError(problems) from None
-    problems += rules.check(cfg)
+    problems += registry.check(cfg)
     if any(p.severity == "error" for p in problems):
         raise ConfigError(problems)
     return cfg, [p for p in problems if p.severity == "warning"]

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from config.derived import capacity, headroom, scaleup
 from config.derived.exposure import Exposure, exposure
+from config.derived.sizing import catalog_problems
 from config.facts import catalog
 from config.sections.gpu_pools import GpuPool
 from config.sections.models import ModelConfig
@@ -167,7 +168,7 @@ def _model(cfg: StackConfig, model: ModelConfig) -> ModelState:
     pool = cfg.pool(model.pool)
     exp = exposure(cfg, model)
     budget = scaleup.budget(model, scrape_interval=cfg.observability.vllm_scrape_interval, exposed=exp.exposed)
-    if pool is None or not pool.resolved_instance_types():
+    if pool is None or catalog_problems(pool):
         return ModelState(model.name, model.pool, None, (), {}, None, 0, 0, 0, budget, model.replicas.min == 0, exp)
     hosts = tuple(capacity.packing_hosts(model, pool))
     peak = None
@@ -192,7 +193,7 @@ def _model(cfg: StackConfig, model: ModelConfig) -> ModelState:
 def _pool(cfg: StackConfig, pool: GpuPool, models: dict[str, ModelState]) -> PoolState:
     on_pool = [m for m in cfg.models if m.pool == pool.name]
     facts = [models[m.name] for m in on_pool]
-    types = tuple(pool.resolved_instance_types())
+    types = () if catalog_problems(pool) else tuple(pool.resolved_instance_types())
     shape = headroom.placeholders(pool, on_pool) if types and on_pool else None
     hosts = [t for t in types if shape is not None and headroom.nodes(pool, t, shape)]
     warm_host = max(hosts, key=lambda t: headroom.nodes(pool, t, shape) * t.gpu_count) if shape and hosts else None

@@ -19,6 +19,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
+from config.derived import state
 from config.derived.exposure import exposed_models
 from config.facts import catalog, versions
 from config.sections.stack import StackConfig
@@ -156,7 +157,7 @@ def workloads(cfg: StackConfig) -> list[SystemWorkload]:
     ]
     if exposed_models(cfg):
         rows.append(_row("aws-load-balancer-controller", "Deployment", 2, "0", "0", "chart 3.5.0: no default requests"))
-    if cfg.scales_to_zero:
+    if state.of(cfg).scales_to_zero:
         # the KEDA HTTP add-on, for models that scale to zero (builders/scale_to_zero.py sets the counts)
         rows += [
             SystemWorkload("http-add-on-operator", "Deployment", 1, HTTP_ADD_ON_OPERATOR, "builders/scale_to_zero.py operator.resources"),

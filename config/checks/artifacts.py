@@ -1,0 +1,81 @@
+"""Weights and images: the streamer's flags, the S3 path of the weights, the pull-through cache, pinned images."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from config.checks.common import models_with_pools
+from config.errors import Problem
+from config.sections import images, weights
+from config.sections.network import NewVpc
+from config.sections.stack import StackConfig
+
+
+def rule_streamer_flags(cfg: StackConfig) -> Iterator[Problem]:
+    """A model streaming from S3 leaves the loader flags to the platform (the streamer needs them as it sets them)."""
+    for path, m, _ in models_with_pools(cfg):
+        if not m.streams_from_s3:
+            continue
+        for i, arg in enumerate(m.extra_args):
+            flag, _, value = arg.partition("=")
+            if flag == "--model-loader-extra-config":
+                yield Problem(
+                    f"{path}.extraArgs[{i}]",
+                    "--model-loader-extra-config is set by the platform when weights stream from S3 (the streamer's "
+                    "concurrency and memory limit, from the replica's CPU and memory). Fix: remove it",
+                )
+            if flag == "--load-format":
+                fmt = value or (m.extra_args[i + 1] if i + 1 < len(m.extra_args) else "")
+                if fmt not in weights.STREAMER_LOAD_FORMATS:
+                    yield Problem(
+                        f"{path}.extraArgs[{i}]",
+                        f"--load-format {fmt or '(missing)'} cannot load an s3:// model; vLLM accepts only "
+                        f"{' or '.join(weights.STREAMER_LOAD_FORMATS)} there and would fail at start. "
+                        "Fix: remove the flag (the platform sets runai_streamer), or set weights.source: huggingface",
+                    )
+
+
+def rule_s3_gateway_endpoint(cfg: StackConfig) -> Iterator[Problem]:
+    if cfg.uses_s3_weights and isinstance(cfg.network, NewVpc) and not cfg.network.s3_gateway_endpoint:
+        yield Problem(
+            "network.s3GatewayEndpoint",
+            "models stream weights from S3 but the VPC has no S3 gateway endpoint: every replica start pulls its "
+            "checkpoint through the NAT gateway, slower and billed per GB. Fix: remove s3GatewayEndpoint: false",
+            "warning",
+        )
+
+
+def rule_image_cache(cfg: StackConfig) -> Iterator[Problem]:
+    if not cfg.image_cache.enabled:
+        return
+    for path, m, _ in models_with_pools(cfg):
+        upstream = images.upstream_for(m.image.repository)
+        if upstream is None:
+            host, _ = images.split(m.image.repository)
+            yield Problem(
+                f"{path}.image.repository",
+                f"imageCache is on but {host} is not a registry the pull-through cache fronts "
+                f"({', '.join(u.host for u in images.UPSTREAMS)}); this image is pulled from {host} directly. "
+                "Fix: nothing, if that is intended (e.g. your own ECR); or mirror it to a supported registry",
+                "warning",
+            )
+        elif upstream.needs_credential and cfg.image_cache.docker_hub_username is None:
+            yield Problem(
+                "imageCache.dockerHubUsername",
+                f"is not set, but the image of {m.name} comes from Docker Hub, which ECR's pull-through cache only "
+                "imports from with a Docker Hub user and access token. Fix: set imageCache.dockerHubUsername and the "
+                "dockerHubAccessToken secret, or set imageCache.enabled: false",
+            )
+            return
+
+
+def rule_image_pinned(cfg: StackConfig) -> Iterator[Problem]:
+    if not cfg.is_prod:
+        return
+    for path, m, _ in models_with_pools(cfg):
+        if m.image.digest is None:
+            yield Problem(
+                f"{path}.image.digest",
+                "prod image is pinned by tag only; a re-pushed tag changes what runs. Fix: add the sha256 digest",
+                "warning",
+            )

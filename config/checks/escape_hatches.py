@@ -1,0 +1,155 @@
+"""Escape hatches: extraValues may tune a chart, never replace what the platform derives or pins
+(PROTECTED_VALUES, DERIVED_VALUES), nor bring back a GPU operator or monitoring component that breaks on EKS."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from config.derived.scheduling import uncovered
+from config.errors import Problem
+from config.sections.observability import EKS_UNREACHABLE_COMPONENTS
+from config.sections.stack import StackConfig
+
+# Chart values the program derives and other parts rely on: an escape hatch may not replace them.
+# (section, dotted values path) -> the config field (or fact) to change instead.
+PROTECTED_VALUES: dict[tuple[str, tuple[str, ...]], str] = {
+    ("karpenter", ("podDisruptionBudget",)): "a drain of the system nodes must never take every Karpenter controller at once",
+    ("karpenter", ("priorityClassName",)): "Karpenter runs as system-cluster-critical, so nothing preempts the controller "
+    "that brings capacity back",
+}
+"""Reliability settings an escape hatch may not remove."""
+
+
+DERIVED_VALUES: dict[tuple[str, tuple[str, ...]], str] = {
+    ("ingress", ("clusterName",)): "cluster.name",
+    ("ingress", ("region",)): "aws:region",
+    ("ingress", ("vpcId",)): "network (the VPC the stack creates or network.vpcId)",
+    ("ingress", ("serviceAccount", "name")): "nothing: its Pod Identity association names this service account",
+    ("ingress", ("serviceAccount", "create")): "nothing: the chart must create the service account the Pod Identity association names",
+    ("karpenter", ("settings", "clusterName")): "cluster.name",
+    ("karpenter", ("settings", "interruptionQueue")): "nothing: the stack creates the queue and names it after the cluster",
+    ("karpenter", ("settings", "featureGates", "nodeOverlay")): "nothing: sharing pools need the NodeOverlays it enables",
+    ("karpenter", ("serviceAccount", "name")): "nothing: its Pod Identity association or IRSA trust names this service account",
+    ("karpenter", ("serviceAccount", "create")): "nothing: the chart must create the service account its identity names",
+    ("karpenter", ("serviceAccount", "annotations", "eks.amazonaws.com/role-arn")): "karpenter.identity",
+    ("karpenter", ("replicas",)): "karpenter.replicas",
+    ("karpenter", ("nodeSelector",)): "nothing: Karpenter runs on the system nodes, never on the nodes it manages",
+    ("keda", ("operator", "replicaCount")): "keda.operatorReplicas",
+    ("observability", ("fullnameOverride",)): "nothing: the Prometheus address KEDA and the outputs use is derived from it",
+    ("observability", ("prometheus", "service", "port")): "nothing: the Prometheus address KEDA and the outputs use includes it",
+    ("observability", ("prometheus", "prometheusSpec", "retention")): "observability.retention",
+    ("observability", ("prometheus", "prometheusSpec", "retentionSize")): "observability.retentionSize",
+    ("observability", ("prometheus", "prometheusSpec", "storageSpec")): "observability.storageSize",
+    **{
+        ("observability", ("prometheus", "prometheusSpec", key)): (
+            "nothing: the platform's monitors and rules live outside the chart's release and are selected only this way"
+        )
+        for key in (
+            "podMonitorSelectorNilUsesHelmValues",
+            "serviceMonitorSelectorNilUsesHelmValues",
+            "ruleSelectorNilUsesHelmValues",
+            "podMonitorSelector",
+            "serviceMonitorSelector",
+            "ruleSelector",
+        )
+    },
+    ("observability", ("grafana", "admin")): "the grafanaAdminPassword secret",
+    ("gpuOperator", ("devicePlugin", "config")): "gpuPools[].sharing (the device-plugin configs are rendered from the pools)",
+    ("gpuOperator", ("mig", "strategy")): "nothing: MIG slices are requested as nvidia.com/mig-<profile> (mixed strategy)",
+}
+
+
+_SECTION_VALUES = {
+    "ingress": lambda cfg: cfg.ingress.extra_values,
+    "karpenter": lambda cfg: cfg.karpenter.extra_values,
+    "keda": lambda cfg: cfg.keda.extra_values,
+    "observability": lambda cfg: cfg.observability.extra_values,
+    "gpuOperator": lambda cfg: cfg.gpu_operator.extra_values,
+}
+
+
+def _has_path(values: Any, path: tuple[str, ...]) -> bool:
+    for key in path:
+        if not isinstance(values, dict) or key not in values:
+            return False
+        values = values[key]
+    return True
+
+
+def rule_escape_hatches(cfg: StackConfig) -> Iterator[Problem]:
+    """extraValues may tune a chart, not replace what the program derives and other parts rely on."""
+    for (section, path), reason in PROTECTED_VALUES.items():
+        if _has_path(_SECTION_VALUES[section](cfg), path):
+            yield Problem(
+                f"{section}.extraValues.{'.'.join(path)}",
+                f"is pinned by the platform: {reason}. Fix: remove the override",
+            )
+    for (section, path), instead in DERIVED_VALUES.items():
+        if _has_path(_SECTION_VALUES[section](cfg), path):
+            dotted = ".".join(path)
+            fix = (
+                f"remove the override ({instead.removeprefix('nothing: ')})"
+                if instead.startswith("nothing:")
+                else (f"remove the override and set {instead} instead")
+            )
+            yield Problem(
+                f"{section}.extraValues.{dotted}",
+                "is derived by the platform, and other resources rely on the value it sets (an override would point "
+                f"them at something that does not exist). Fix: {fix}",
+            )
+
+
+def rule_gpu_operator(cfg: StackConfig) -> Iterator[Problem]:
+    """The GPU operator must leave the AMI's driver alone and run on every GPU node."""
+    extra = cfg.gpu_operator.extra_values
+    for component in ("driver", "toolkit"):
+        section = extra.get(component)
+        if isinstance(section, dict) and section.get("enabled") is True:
+            yield Problem(
+                f"gpuOperator.extraValues.{component}.enabled",
+                f"must be false on EKS accelerated AMIs, which ship the NVIDIA {component}; a second "
+                "copy fights the first and GPUs never register. Fix: remove the override",
+            )
+    mig_manager = extra.get("migManager")
+    if isinstance(mig_manager, dict) and mig_manager.get("enabled") is True:
+        yield Problem(
+            "gpuOperator.extraValues.migManager.enabled",
+            "must stay false: with the AMI's host driver the MIG manager restarts kubelet to change MIG mode and "
+            "Karpenter's nodes never come back Ready (NVIDIA/gpu-operator#2415); MIG pools are partitioned at boot "
+            "by their EC2NodeClass instead. Fix: remove the override",
+        )
+    daemonsets = extra.get("daemonsets")
+    if isinstance(daemonsets, dict) and "tolerations" in daemonsets:
+        tolerations = daemonsets["tolerations"] if isinstance(daemonsets["tolerations"], list) else []
+        for pool in cfg.gpu_pools:
+            for taint in uncovered(pool.node_taints(), tolerations):
+                shown = f"{taint['key']}={taint['value']}:{taint['effect']}" if taint.get("value") else f"{taint['key']}:{taint['effect']}"
+                yield Problem(
+                    "gpuOperator.extraValues.daemonsets.tolerations",
+                    f"gpu NodePool '{pool.name}' taint {shown} is not tolerated by the GPU operator's daemonsets; "
+                    "its GPUs would never register and Karpenter would never mark the nodes initialized. "
+                    "Fix: remove the override (the platform tolerates every pool taint) or add a toleration for it",
+                )
+
+
+def rule_observability_overrides(cfg: StackConfig) -> Iterator[Problem]:
+    """The monitoring escape hatch must not bring back what EKS cannot serve or what destroy leaks."""
+    extra = cfg.observability.extra_values
+    for component in EKS_UNREACHABLE_COMPONENTS:
+        section = extra.get(component)
+        if isinstance(section, dict) and section.get("enabled") is True:
+            yield Problem(
+                f"observability.extraValues.{component}.enabled",
+                "EKS does not expose this component to scrape, so its Down alert would fire forever and page on "
+                "nothing. Fix: remove the override",
+            )
+    spec = (extra.get("prometheus") or {}).get("prometheusSpec") if isinstance(extra.get("prometheus"), dict) else None
+    policy = spec.get("persistentVolumeClaimRetentionPolicy") if isinstance(spec, dict) else None
+    if isinstance(policy, dict) and policy.get("whenDeleted") == "Retain":
+        yield Problem(
+            "observability.extraValues.prometheus.prometheusSpec.persistentVolumeClaimRetentionPolicy.whenDeleted",
+            "is Retain: `pulumi destroy` would leave Prometheus's EBS volume behind, billed and outside the stack. "
+            "Fix: remove the override, or snapshot the volume before destroying if the metrics must be kept",
+            "warning",
+        )

@@ -1,0 +1,226 @@
+"""Fit and limits: a replica fits its GPU and its node, a pool's gpuLimit and headroom hold its models in
+whole nodes, and the system node group holds the system pods with a node lost."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+from config.checks.common import catalog_problems, models_with_pools, pool_path
+from config.derived import capacity, headroom, state
+from config.derived.capacity import ALLOCATABLE_CPU, ALLOCATABLE_MEMORY, OVERHEAD_GIB_PER_GPU
+from config.errors import Problem
+from config.facts import catalog, system_capacity
+from config.sections.gpu_pools import GpuPool
+from config.sections.models import ModelConfig
+from config.sections.stack import StackConfig
+
+
+def check_fit(path: str, model: ModelConfig, pool: GpuPool, device: capacity.Device | None) -> Iterator[Problem]:
+    """Does a replica fit its device (the smallest it may land on, from the derived state)?"""
+    tp = model.tensor_parallel_size
+    types = pool.resolved_instance_types()
+    if pool.sharing.mode != "none" and tp > 1:
+        yield Problem(
+            f"{path}.tensorParallelSize",
+            f"tensorParallelSize is {tp} but pool {pool.name} shares GPUs ({pool.sharing.mode}); "
+            "a shared GPU or MIG slice cannot take part in tensor parallelism. Fix: use "
+            "tensorParallelSize 1, or move the model to a pool of whole GPUs",
+        )
+        return
+    if device is None:
+        counts = sorted({t.gpu_count for t in types})
+        yield Problem(
+            f"{path}.tensorParallelSize",
+            f"tensorParallelSize ({tp}) must divide the GPUs per node of pool {pool.name} "
+            f"({', '.join(map(str, counts))}); vLLM would fail at startup after a long image pull. "
+            f"Fix: use a tensorParallelSize that divides {counts[-1]}, or a pool with more GPUs per node",
+        )
+        return
+    util = model.gpu_memory_utilization
+    need = capacity.required_gib_per_device(model)
+    have = capacity.usable_gib(model, device)
+    if need > have:
+        suggestion = capacity.smallest_fitting_instance(model)
+        if suggestion:
+            inst, stp = suggestion
+            assert inst.gpu is not None
+            smallest = (
+                f"the smallest catalog instance that fits is {inst.name} ({inst.gpu_count} x {inst.gpu.model}) at tensorParallelSize {stp}"
+            )
+        else:
+            smallest = "no catalog instance fits it unquantized; quantize it (fp8, awq) or shorten maxModelLen"
+        yield Problem(
+            path,
+            f"does not fit pool {pool.name}: needs {need:.1f} GiB per {device.description} "
+            f"(weights {capacity.weights_gib(model):.1f} GiB + KV cache for one {model.max_model_len}-token "
+            f"sequence {capacity.kv_gib_per_sequence(model):.1f} GiB, over tensorParallelSize {tp}, + "
+            f"{OVERHEAD_GIB_PER_GPU} GiB overhead), but has {have:.1f} GiB ({device.gib:.1f} GiB x "
+            f"gpuMemoryUtilization {util}); vLLM would fail at startup. Fix: raise "
+            f"tensorParallelSize, quantize, shorten maxModelLen, or use another pool: {smallest}",
+        )
+    if pool.sharing.time_slicing:
+        replicas = pool.sharing.time_slicing.replicas
+        if util * replicas > 0.95:
+            yield Problem(
+                f"{path}.gpuMemoryUtilization",
+                f"gpuMemoryUtilization {util} x {replicas} time-slice replicas of pool {pool.name} "
+                f"= {util * replicas:.2f} of one GPU; time-slicing does not split memory, so the "
+                f"replicas sharing a GPU would run out of memory at startup. Fix: set "
+                f"gpuMemoryUtilization to at most {math.floor(95 / replicas) / 100:.2f}",
+            )
+
+
+def check_node_room(path: str, model: ModelConfig, pool: GpuPool) -> Iterator[Problem]:
+    if not capacity.node_room(model, pool):
+        hosts = capacity.replica_hosts(model, pool) or pool.resolved_instance_types()
+        biggest = max(hosts, key=lambda t: (t.memory_gib, t.vcpus))
+        yield Problem(
+            f"{path}.resources",
+            f"cpu {model.resources.cpu} / memory {model.resources.memory} fit no instance type of "
+            f"pool {pool.name} (largest: {biggest.name}, {biggest.vcpus} vCPU / {biggest.memory_gib} GiB, "
+            f"of which about {ALLOCATABLE_CPU:.0%} / {ALLOCATABLE_MEMORY:.0%} is allocatable); the pods "
+            "would stay Pending. Fix: lower resources or add larger instance types to the pool",
+        )
+
+
+def rule_fit(cfg: StackConfig) -> Iterator[Problem]:
+    derived = state.of(cfg)
+    for path, m, pool in models_with_pools(cfg):
+        if pool is not None:
+            yield from check_fit(path, m, pool, derived.model(m.name).device)
+            yield from check_node_room(path, m, pool)
+
+
+def rule_bottlerocket_sharing(cfg: StackConfig) -> Iterator[Problem]:
+    for pool in cfg.gpu_pools:
+        if state.of(cfg).pool(pool.name).ami_family == "bottlerocket" and pool.sharing.mode != "none":
+            yield Problem(
+                f"{pool_path(pool)}.sharing",
+                "GPU sharing is not supported on Bottlerocket pools here: its device plugin is built "
+                "into the OS and ignores the GPU operator's sharing config. Fix: use amiFamily al2023 "
+                "for this pool",
+            )
+
+
+def rule_gpu_limits(cfg: StackConfig) -> Iterator[Problem]:
+    """A NodePool's limit counts the GPUs of the nodes Karpenter launches, so count whole nodes:
+    at minimum replicas (on the cheapest type, Karpenter's pick), and at maximum replicas plus a
+    rolling update's surge of every model of the pool (a platform change rolls them all at once),
+    on whichever of the pool's types needs the most GPUs; the warm headroom's nodes in both."""
+    for pool in cfg.gpu_pools:
+        s = state.of(cfg).pool(pool.name)
+        if not s.models or catalog_problems(pool):
+            continue
+        warm_text = f", with {s.headroom_gpus} GPUs of nodes for the headroom of {pool.headroom}" if s.headroom_gpus else ""
+        if s.gpus_at_min > pool.gpu_limit:
+            yield Problem(
+                f"{pool_path(pool)}.gpuLimit",
+                f"gpuLimit ({pool.gpu_limit}) is below the {s.gpus_at_min} GPUs of the nodes its models need at minimum "
+                f"replicas{warm_text}; Karpenter would stop launching nodes and replicas would stay Pending. "
+                f"Fix: raise gpuLimit to at least {s.gpus_at_min}",
+            )
+        elif s.gpus_at_peak > pool.gpu_limit:
+            yield Problem(
+                f"{pool_path(pool)}.gpuLimit",
+                f"gpuLimit ({pool.gpu_limit}) is below the {s.gpus_at_peak} GPUs of the nodes its models need at maximum "
+                f"replicas ({s.gpus_at_max}{warm_text}) plus a rolling update's surge of {capacity.ROLLOUT_MAX_SURGE} replica "
+                f"per model ({s.surge_gpus}), in whole nodes ({'; '.join(s.packing)}); Karpenter would stop at the limit and "
+                f"scale-out or the rollout would stall. Fix: raise gpuLimit to at least {s.gpus_at_peak}, or lower replicas.max",
+            )
+
+
+def rule_headroom(cfg: StackConfig) -> Iterator[Problem]:
+    for pool in cfg.gpu_pools:
+        if pool.headroom == 0 or catalog_problems(pool):
+            continue
+        path = f"{pool_path(pool)}.headroom"
+        on_pool = [m for m in cfg.models if m.pool == pool.name]
+        if not on_pool:
+            yield Problem(
+                path,
+                f"headroom {pool.headroom} on a pool no model uses; placeholders would hold GPUs for nothing. "
+                "Fix: remove headroom, or put a model on the pool",
+            )
+            continue
+        if pool.headroom > pool.gpu_limit:
+            yield Problem(
+                path,
+                f"headroom ({pool.headroom} GPUs) is more than the pool's gpuLimit ({pool.gpu_limit}); Karpenter could "
+                "never launch it, let alone the replicas. Fix: lower headroom or raise gpuLimit",
+            )
+            continue
+        chunk = headroom.chunk_gpus(pool, on_pool)
+        if pool.headroom % chunk:
+            yield Problem(
+                path,
+                f"headroom {pool.headroom} is not a multiple of {chunk}, the GPUs of the pool's largest replica "
+                f"(tensorParallelSize {chunk}); a placeholder holds one replica's GPUs on one node. "
+                f"Fix: set headroom to {max(chunk, pool.headroom - pool.headroom % chunk)} or "
+                f"{pool.headroom + chunk - pool.headroom % chunk}",
+            )
+        s = state.of(cfg).pool(pool.name)
+        shape = s.headroom
+        if shape is not None and s.headroom_host is None:
+            yield Problem(
+                path,
+                f"one placeholder ({shape.cpu_millis}m CPU, {shape.memory_mib}Mi memory, {shape.count} x {shape.resource}) "
+                "fits on none of the pool's instance types. Fix: allow larger instance types, or lower the models' resources",
+            )
+
+
+def rule_system_node_group_size(cfg: StackConfig) -> Iterator[Problem]:
+    """cluster.systemNodeGroup.minSize: prod needs a spare node; elsewhere one node is a warning."""
+    group = cfg.cluster.system_node_group
+    if cfg.is_prod and group.min_size < 2:
+        yield Problem(
+            "cluster.systemNodeGroup.minSize",
+            f"prod needs at least 2 system nodes (got {group.min_size}); "
+            "Karpenter, KEDA and the monitoring stack would all go down with one node. Fix: set minSize: 2",
+        )
+    elif group.min_size == 1 and not cfg.is_prod:
+        yield Problem(
+            "cluster.systemNodeGroup.minSize",
+            "is 1: there is no spare node, so losing it stops Karpenter, KEDA, CoreDNS and monitoring at once "
+            "(the capacity check counts that one node). Fix: set minSize: 2 for a cluster that must keep scaling",
+            "warning",
+        )
+
+
+def rule_system_capacity(cfg: StackConfig) -> Iterator[Problem]:
+    """The system node group holds every system pod with one node lost (config/facts/system_capacity.py)."""
+    group = cfg.cluster.system_node_group
+    short = system_capacity.shortfall(cfg)
+    if short is None:
+        return
+    fix = _system_fix(cfg)
+    yield Problem(
+        "cluster.systemNodeGroup",
+        f"with one of its {group.min_size} nodes lost, {short.nodes} x {short.instance.name} leave "
+        f"{short.room.cpu_millis}m CPU and {short.room.memory_mib} MiB for the system pods, which request "
+        f"{short.need.cpu_millis}m CPU and {short.need.memory_mib} MiB (Karpenter, Prometheus, KEDA, the GPU "
+        "operator, CoreDNS, the CSI controller; see config/facts/system_capacity.py): pods would stay Pending and "
+        f"nothing scales this group. Fix: {fix}",
+    )
+
+
+def _system_fix(cfg: StackConfig) -> str:
+    """The smallest change that fits: a larger catalog type at the same size, or more nodes."""
+    group = cfg.cluster.system_node_group
+    options = []
+    for t in sorted(catalog.cpu_instance_types(), key=lambda t: t.price_per_hour):
+        trial = cfg.model_copy(
+            update={"cluster": cfg.cluster.model_copy(update={"system_node_group": group.model_copy(update={"instance_types": [t.name]})})}
+        )
+        if system_capacity.shortfall(trial) is None:
+            options.append(f"set instanceTypes to [{t.name}]")
+            break
+    for size in range(group.min_size + 1, group.min_size + 6):
+        sized = group.model_copy(
+            update={"min_size": size, "desired_size": max(size, group.desired_size), "max_size": max(size, group.max_size)}
+        )
+        trial = cfg.model_copy(update={"cluster": cfg.cluster.model_copy(update={"system_node_group": sized})})
+        if system_capacity.shortfall(trial) is None:
+            options.append(f"raise minSize to {size}")
+            break
+    return " or ".join(options) if options else "use larger instance types"

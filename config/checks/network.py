@@ -1,0 +1,190 @@
+"""Network, exposure and cluster access: who reaches the models and the API server, TLS and its
+certificate, zones within the region and the VPC, prod's network redundancy, the deploy role, deletion protection."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from config.checks.common import models_with_pools, pool_path
+from config.derived.exposure import exposed_models, exposure
+from config.errors import Problem
+from config.sections.network import ExistingVpc, NewVpc
+from config.sections.stack import StackConfig
+from config.sections.types import is_zone_id, public_cidr, zone_in_region
+
+
+def rule_load_balancer_sources(cfg: StackConfig) -> Iterator[Problem]:
+    if isinstance(cfg.network, ExistingVpc) and not cfg.network.load_balancer_subnet_cidrs and exposed_models(cfg):
+        yield Problem(
+            "network.loadBalancerSubnetCidrs",
+            "is empty, so vLLM's port admits the load balancer from the whole VPC: any host or pod in it reaches "
+            "/metrics and every route vLLM leaves unauthenticated. Fix: list the CIDRs of the subnets the ALB uses "
+            f"({'public' if cfg.ingress.scheme == 'internet-facing' else 'private'} subnets for the {cfg.ingress.scheme} scheme)",
+            "warning",
+        )
+
+
+def rule_model_callers(cfg: StackConfig) -> Iterator[Problem]:
+    for path, m, _ in models_with_pools(cfg):
+        if not exposure(cfg, m).exposed and not m.client_namespaces:
+            yield Problem(
+                f"{path}.clientNamespaces",
+                "is empty and the model is not exposed, so its NetworkPolicy admits no caller: only Prometheus reaches "
+                "it. Fix: list the namespaces of the pods that call it, or set expose: true",
+                "warning",
+            )
+
+
+def rule_internet_facing_subnets(cfg: StackConfig) -> Iterator[Problem]:
+    exposed = exposed_models(cfg)
+    if exposed and cfg.ingress.scheme == "internet-facing" and isinstance(cfg.network, ExistingVpc) and not cfg.network.public_subnet_ids:
+        yield Problem(
+            "network.publicSubnetIds",
+            "is empty, but ingress.scheme is internet-facing: the load balancer controller needs public subnets (tag "
+            "kubernetes.io/role/elb=1) for an internet-facing ALB and would leave the Ingress without an address. "
+            "Fix: list the VPC's public subnets, or use ingress.scheme internal",
+        )
+
+
+def rule_certificate(cfg: StackConfig) -> Iterator[Problem]:
+    """ingress.certificateArn: set where endpoints are exposed (prod requires TLS), and in the stack's region."""
+    exposed = [m.name for m in exposed_models(cfg)]
+    if exposed and cfg.ingress.certificate_arn is None:
+        if cfg.is_prod:
+            yield Problem(
+                "ingress.certificateArn",
+                f"is not set, so {', '.join(exposed)} would be served over plain HTTP; prod endpoints must use TLS. "
+                "Fix: set an ACM certificate ARN for the endpoints' domain",
+            )
+        else:
+            yield Problem(
+                "ingress.certificateArn",
+                f"is not set: {', '.join(exposed)} {'is' if len(exposed) == 1 else 'are'} served over plain HTTP inside "
+                "the VPC. Fix: set an ACM "
+                "certificate ARN to serve HTTPS (HTTP then redirects)",
+                "warning",
+            )
+    arn = cfg.ingress.certificate_arn
+    if arn is not None and arn.split(":")[3] != cfg.region:
+        yield Problem(
+            "ingress.certificateArn",
+            f"is a certificate of {arn.split(':')[3]}, but the stack (aws:region) is in {cfg.region}; an ALB can only "
+            f"use a certificate of its own region. Fix: request or import the certificate in {cfg.region}",
+        )
+
+
+def rule_allowed_cidrs(cfg: StackConfig) -> Iterator[Problem]:
+    if cfg.ingress.scheme == "internet-facing":
+        for i, cidr in enumerate(cfg.ingress.allowed_cidrs):
+            try:
+                public_cidr(cidr)
+            except Exception as exc:  # pydantic's custom error carries the message
+                yield Problem(f"ingress.allowedCidrs[{i}]", str(exc))
+
+
+def rule_zones(cfg: StackConfig) -> Iterator[Problem]:
+    """Named zones must be in the stack's region, and pools may only narrow the VPC's zones."""
+    for pool in cfg.gpu_pools:
+        for i, zone in enumerate(pool.zones):
+            if is_zone_id(zone):
+                yield Problem(
+                    f"{pool_path(pool)}.zones[{i}]",
+                    f"'{zone}' is a zone id; a pool's zones are matched against node zone names. Fix: write the zone's "
+                    "name (e.g. us-east-1a), or name zones by id in network.availabilityZones and leave the pool's zones unset",
+                )
+            elif not zone_in_region(zone, cfg.region):
+                yield Problem(
+                    f"{pool_path(pool)}.zones[{i}]",
+                    f"'{zone}' is not a zone of {cfg.region} (aws:region); no node of the pool could launch there. "
+                    f"Fix: use a zone of {cfg.region}",
+                )
+    zones = cfg.network.availability_zones if isinstance(cfg.network, NewVpc) else None
+    if zones is None:
+        return
+    for i, zone in enumerate(zones):
+        if not zone_in_region(zone, cfg.region):
+            yield Problem(
+                f"network.availabilityZones[{i}]",
+                f"'{zone}' is not a zone of {cfg.region} (aws:region); the subnet could not be created there. "
+                f"Fix: use a zone of {cfg.region}, or correct aws:region",
+            )
+    if any(is_zone_id(z) for z in zones):
+        return  # pool zones are names: which ids they are is an account fact (checked at preview)
+    for pool in cfg.gpu_pools:
+        outside = [z for z in pool.zones if z not in zones]
+        if outside:
+            yield Problem(
+                f"{pool_path(pool)}.zones",
+                f"{', '.join(outside)} {'is' if len(outside) == 1 else 'are'} not among network.availabilityZones "
+                f"({', '.join(zones)}); the VPC has no subnet there, so Karpenter could never launch those nodes. "
+                "Fix: list zones of the VPC only, or leave zones unset",
+            )
+
+
+def rule_prod_network_ha(cfg: StackConfig) -> Iterator[Problem]:
+    """A prod VPC the stack creates spans three zones, with a NAT gateway in each."""
+    if not cfg.is_prod or not isinstance(cfg.network, NewVpc):
+        return
+    if cfg.network.az_count < 3:
+        yield Problem("network.azCount", "prod spans fewer than 3 AZs; an AZ outage halves capacity. Fix: set azCount: 3", "warning")
+    if cfg.network.nat_gateways == "single":
+        yield Problem(
+            "network.natGateways", "prod with a single NAT gateway loses egress in an AZ outage. Fix: set natGateways: perAz", "warning"
+        )
+
+
+def rule_api_reachable(cfg: StackConfig) -> Iterator[Problem]:
+    """`pulumi up` creates every Kubernetes object through the API endpoint: something must reach it."""
+    endpoint = cfg.cluster.endpoint
+    if endpoint.public or endpoint.private_access_cidrs or endpoint.private_access_security_group_ids:
+        return
+    fix = (
+        "list the network `pulumi up` runs from (VPN, transit gateway, a CI runner's subnet) in "
+        "cluster.endpoint.privateAccessCidrs, or its security group in cluster.endpoint.privateAccessSecurityGroupIds; "
+        "or turn on cluster.endpoint.public with publicCidrs"
+    )
+    if isinstance(cfg.network, NewVpc):
+        yield Problem(
+            "cluster.endpoint",
+            "only the private endpoint is on, in a VPC this stack creates, and its security group admits only the "
+            "cluster itself: nothing could reach the API server during pulumi up, and every Kubernetes object would "
+            f"fail after the cluster is created. Fix: {fix}",
+        )
+    else:
+        yield Problem(
+            "cluster.endpoint",
+            "only the private endpoint is on and no network or security group is allowed to reach it: pulumi up "
+            "reaches the API server only if it runs from inside the cluster's security group (e.g. a runner on a "
+            f"cluster node). Fix: {fix}",
+            "warning",
+        )
+
+
+def rule_deploy_role(cfg: StackConfig) -> Iterator[Problem]:
+    """The role that deploys is the one that creates the cluster: EKS (through pulumi-eks, which
+    always asks for it) gives the creator an admin access entry of its own, so the stack must not
+    declare a second one for it, or EKS refuses it (409) right after creating the cluster."""
+    role = cfg.cluster.deploy_role_arn
+    if role is None:
+        if cfg.is_prod:
+            yield Problem(
+                "cluster.deployRoleArn",
+                "is not set; prod is deployed by CI, and the Kubernetes objects are created as the principal that "
+                "creates the cluster. Fix: set it to the role the workflows assume (vars.AWS_ROLE_ARN), and run the "
+                "first pulumi up as that role",
+            )
+        return
+    declared = [f"cluster.adminRoleArns[{i}]" for i, arn in enumerate(cfg.cluster.admin_role_arns) if arn == role]
+    declared += [f"cluster.access[{i}]" for i, grant in enumerate(cfg.cluster.access) if grant.principal_arn == role]
+    for path in declared:
+        yield Problem(
+            path,
+            "is the deploy role (cluster.deployRoleArn): EKS already gives the principal that creates the cluster an "
+            "admin access entry, and a second entry for it fails with 409 ResourceInUseException right after the "
+            "cluster is created. Fix: remove it here, and run the first pulumi up as the deploy role",
+        )
+
+
+def rule_deletion_protection(cfg: StackConfig) -> Iterator[Problem]:
+    if cfg.is_prod and cfg.cluster.deletion_protection is False:
+        yield Problem("cluster.deletionProtection", "deletion protection is off in prod. Fix: remove the key (prod turns it on)", "warning")

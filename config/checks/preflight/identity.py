@@ -1,0 +1,158 @@
+"""Preflight of identity and TLS: the declared principals exist, pulumi runs as the deploy role, the
+certificate is issued for the endpoints, and the EC2 Spot service-linked role exists."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from config.checks.account import AccountFile
+from config.checks.preflight.result import Check, Result
+from config.facts.conventions import principal_kind_and_name
+from config.sections.stack import StackConfig
+
+SPOT_ROLE = "AWSServiceRoleForEC2Spot"
+
+
+# -- principals, certificate, spot role -------------------------------------------------------------
+def principals(cfg: StackConfig, account: AccountFile, authoritative: bool) -> Iterator[Check]:
+    for path, arn in cfg.cluster.principals():
+        inputs = {"arn": arn}
+        if arn in account.roles:
+            yield Check("principal", path, "ok", "exists", inputs)
+        elif not authoritative:
+            yield Check("principal", path, "not checked", "not described by the default account answers", inputs)
+        else:
+            yield Check(
+                "principal",
+                path,
+                "failed",
+                f"'{arn}' does not exist in the account: EKS rejects an access entry for a missing principal and "
+                "pulumi up would stop half-way. Fix: create the role first, or correct the ARN",
+                inputs,
+            )
+
+
+def caller_role(arn: str) -> str:
+    """The IAM principal behind a caller ARN: an assumed role's role ARN, else the ARN itself."""
+    parts = arn.split(":")
+    if len(parts) == 6 and parts[2] == "sts" and parts[5].startswith("assumed-role/"):
+        return f"arn:{parts[1]}:iam::{parts[4]}:role/{parts[5].split('/')[1]}"
+    return arn
+
+
+def caller(cfg: StackConfig, account: AccountFile) -> Iterator[Check]:
+    """pulumi-eks makes the identity that creates the cluster its admin, and every Kubernetes object is
+    created as the identity running pulumi: it must be the declared deploy role (or an admin)."""
+    if account.caller is None:
+        return
+    caller = caller_role(account.caller)
+    names = {principal_kind_and_name(a) for a in cfg.cluster.admin_role_arns}
+    deploy = cfg.cluster.deploy_role_arn
+    inputs = {"caller": caller, "deployRoleArn": deploy}
+    kind_name = principal_kind_and_name(caller) if caller.startswith("arn:") and ":iam::" in caller else None
+    if deploy is not None and kind_name == principal_kind_and_name(deploy):
+        yield Check("caller", "cluster.deployRoleArn", "ok", "pulumi runs as the deploy role", inputs)
+    elif kind_name in names:
+        yield Check("caller", "cluster.adminRoleArns", "ok", "pulumi runs as a cluster admin", inputs)
+    else:
+        yield Check(
+            "caller",
+            "cluster.deployRoleArn",
+            "failed",
+            f"pulumi runs as {caller}, which is neither cluster.deployRoleArn nor in adminRoleArns: on a first up EKS "
+            "would make it the cluster's creator-admin instead of the declared role, and on later ups it could not "
+            "create the Kubernetes objects. Fix: run as the deploy role (vars.AWS_ROLE_ARN), or declare this principal",
+            inputs,
+        )
+
+
+def certificate(cfg: StackConfig, account: AccountFile, authoritative: bool, complete: bool = True) -> Iterator[Check]:
+    arn = cfg.ingress.certificate_arn
+    if arn is None:
+        return
+    path = "ingress.certificateArn"
+    region = arn.split(":")[3]
+    inputs: dict[str, Any] = {"arn": arn, "region": region, "domain": cfg.ingress.domain}
+    if region != cfg.region:
+        yield Check(
+            "certificate",
+            path,
+            "failed",
+            f"the certificate is in {region}, but the ALB is in {cfg.region}; an ALB can only use a certificate of its "
+            f"own region. Fix: request or import the certificate in {cfg.region} and use its ARN",
+            inputs,
+        )
+        return
+    found = next((c for c in account.certificates if c.arn == arn), None)
+    if found is None and authoritative and not complete:
+        yield Check(
+            "certificate",
+            path,
+            "warning",
+            f"no certificate with this ARN was found for *.{cfg.ingress.domain} (ACM is searched by domain); it could not "
+            "be confirmed issued. Fix: check it in ACM (`aws acm describe-certificate --certificate-arn <arn>`)",
+            inputs,
+        )
+        return
+    if found is None:
+        result: Result = "failed" if authoritative else "not checked"
+        message = (
+            "does not exist in the account: the load balancer controller could not create the HTTPS listener. "
+            "Fix: use the ARN of an issued certificate in this account"
+            if authoritative
+            else "not described by the default account answers"
+        )
+        yield Check("certificate", path, result, message, inputs)
+        return
+    inputs |= {"status": found.status, "certificateDomain": found.domain, "certificateRegion": found.region}
+    if found.region != cfg.region:
+        yield Check(
+            "certificate",
+            path,
+            "failed",
+            f"the certificate is in {found.region}, but the ALB is in {cfg.region}; an ALB can only use a certificate of "
+            f"its own region. Fix: request or import the certificate in {cfg.region} and use its ARN",
+            inputs,
+        )
+        return
+    if found.status != "ISSUED":
+        yield Check(
+            "certificate",
+            path,
+            "failed",
+            f"the certificate is {found.status}, not ISSUED: the HTTPS listener could not use it. Fix: complete its "
+            "validation (DNS records) or use an issued certificate",
+            inputs,
+        )
+        return
+    domain = cfg.ingress.domain
+    if domain is not None and f"*.{domain}" not in {found.domain, *found.alternative_names}:
+        yield Check(
+            "certificate",
+            path,
+            "failed",
+            f"the certificate is for {found.domain}, but models are served at <model>.{domain}: clients would get TLS "
+            f"errors. Fix: use a certificate for *.{domain}",
+            inputs,
+        )
+        return
+    yield Check("certificate", path, "ok", f"issued, {found.domain}", inputs)
+
+
+def spot_role(cfg: StackConfig, account: AccountFile) -> Iterator[Check]:
+    spot = [p.name for p in cfg.gpu_pools if "spot" in p.capacity_types]
+    if not spot:
+        return
+    inputs = {"role": SPOT_ROLE, "pools": spot}
+    if account.spot_service_linked_role:
+        yield Check("spot-role", "gpuPools", "ok", f"{SPOT_ROLE} exists", inputs)
+    else:
+        yield Check(
+            "spot-role",
+            f"gpuPools[{spot[0]}].capacityTypes",
+            "failed",
+            f"{', '.join(spot)} may launch spot capacity, but the account has no {SPOT_ROLE}: every spot launch would "
+            "fail. Fix: run `aws iam create-service-linked-role --aws-service-name spot.amazonaws.com` once",
+            inputs,
+        )

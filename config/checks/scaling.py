@@ -1,0 +1,212 @@
+"""Scaling and disruption: drains inside a spot notice, startup budgets, scale-down windows, scale to
+zero and its schedules, consolidation, spot diversity and prod's fallbacks."""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import math
+from collections.abc import Iterator
+
+from config.checks.common import catalog_problems, models_with_pools, pool_path
+from config.derived import capacity, scaleup, state
+from config.errors import Problem
+from config.sections import cron
+from config.sections.models import Schedule
+from config.sections.stack import StackConfig
+from config.sections.types import duration_seconds
+
+# A Spot interruption gives two minutes' notice; the drain must finish inside it.
+SPOT_MAX_GRACE_SECONDS = 110
+
+
+PROD_SCALE_DOWN_WINDOW_FLOOR = 120
+"""Prod never scales a model in on less than two minutes of calm (a flap is a reload and cut streams)."""
+
+
+REFERENCE_WEEK = dt.datetime(2026, 1, 5)
+"""A Monday: schedules are compared over one week from it."""
+
+
+def rule_spot_drain(cfg: StackConfig) -> Iterator[Problem]:
+    for path, m, pool in models_with_pools(cfg):
+        grace = m.drain.termination_grace_period_seconds
+        if pool is not None and "spot" in pool.capacity_types and grace > SPOT_MAX_GRACE_SECONDS:
+            yield Problem(
+                f"{path}.drain.terminationGracePeriodSeconds",
+                f"{grace} s is above ~{SPOT_MAX_GRACE_SECONDS} s, but pool {pool.name} uses spot "
+                "capacity, which gives a 2-minute notice; the drain cannot be honoured. Fix: lower "
+                f"it to {SPOT_MAX_GRACE_SECONDS} or less, or use an on-demand pool",
+            )
+
+
+def rule_startup_budget(cfg: StackConfig) -> Iterator[Problem]:
+    for path, m, _ in models_with_pools(cfg):
+        expected = capacity.expected_load_seconds(m)
+        if m.startup.budget_seconds is not None and m.startup.budget_seconds < expected:
+            yield Problem(
+                f"{path}.startup.budgetSeconds",
+                f"startup budget ({m.startup.budget_seconds} s) is below the expected load time of "
+                f"{capacity.checkpoint_gb(m):.0f} GB of checkpoint from {m.weights.source} plus the engine start "
+                f"(~{expected} s); the kubelet would kill the pod before the model loads, in a crash loop. "
+                f"Fix: raise it to at least {expected}, or unset it",
+            )
+
+
+def rule_scale_down_window(cfg: StackConfig) -> Iterator[Problem]:
+    """autoscaling.scaleDown.stabilizationWindowSeconds: prod keeps a floor under it, and a replica removed
+    sooner than a new one can start turns every second burst into a cold start."""
+    for path, m, _ in models_with_pools(cfg):
+        window = m.autoscaling.scale_down.stabilization_window_seconds
+        field = f"{path}.autoscaling.scaleDown.stabilizationWindowSeconds"
+        if cfg.is_prod and window < PROD_SCALE_DOWN_WINDOW_FLOOR:
+            yield Problem(
+                field,
+                f"{window} s in prod: a dip of a few scrapes would remove a replica that takes minutes to come back. "
+                f"Fix: set it to at least {PROD_SCALE_DOWN_WINDOW_FLOOR}",
+            )
+        if "scale_down" not in m.autoscaling.model_fields_set:
+            continue  # the default window is raised to the budget (builders/serving/scaling.py)
+        budget = state.of(cfg).model(m.name).scale_up
+        if window < budget.miss:
+            yield Problem(
+                field,
+                f"{window} s is shorter than the model's scale-up budget on a new node ({budget.miss} s): a replica "
+                "removed after a burst takes longer to come back than the calm that removed it. "
+                f"Fix: raise it to at least {budget.miss}",
+                "warning",
+            )
+
+
+def rule_scale_to_zero(cfg: StackConfig) -> Iterator[Problem]:
+    """min 0 needs a signal that exists at zero and something to hold a request: the HTTP add-on's
+    interceptor on the model's route, which routes by host, and timeouts longer than a cold start
+    (idleAfter, and the ALB's idle timeout for the slowest model at zero)."""
+    cold: list[tuple[str, int]] = []
+    for path, m, _ in models_with_pools(cfg):
+        a = m.autoscaling
+        s = state.of(cfg).model(m.name)
+        if s.scales_to_zero:
+            exp, budget = s.exposure, s.scale_up
+            if not exp.exposed:
+                yield Problem(
+                    f"{path}.replicas.min",
+                    "is 0 but the model has no route through the interceptor (expose is false): a request at zero replicas "
+                    "would find no pod and fail. Fix: set expose: true, or keep replicas.min >= 1",
+                )
+            elif cfg.ingress.domain is None:
+                yield Problem(
+                    f"{path}.replicas.min",
+                    "is 0 but ingress.domain is not set: the interceptor that holds requests at zero routes by host "
+                    f"({m.name}.<domain>), and path routing cannot reach it. Fix: set ingress.domain, or keep replicas.min >= 1",
+                )
+            else:
+                cold.append((m.name, budget.miss))
+            idle = duration_seconds(a.idle_after)
+            if idle < budget.miss:
+                yield Problem(
+                    f"{path}.autoscaling.idleAfter",
+                    f"{a.idle_after} is shorter than the model's scale-up budget on a new node ({budget.miss} s): it would go "
+                    f"back to zero sooner than a cold start takes. Fix: set idleAfter to at least {math.ceil(budget.miss / 60)}m",
+                )
+    slowest = max(cold, key=lambda c: c[1], default=None)
+    if slowest is not None and cfg.ingress.idle_timeout_seconds < slowest[1] + scaleup.HOLD_MARGIN_SECONDS:
+        need = slowest[1] + scaleup.HOLD_MARGIN_SECONDS
+        yield Problem(
+            "ingress.idleTimeoutSeconds",
+            f"{cfg.ingress.idle_timeout_seconds} s does not cover the scale-up budget of {slowest[0]} ({slowest[1]} s), which "
+            f"scales to zero, plus {scaleup.HOLD_MARGIN_SECONDS} s for its first token: no byte flows while the interceptor "
+            f"holds a request, so the ALB would close it first. Fix: raise idleTimeoutSeconds to at least {need}",
+        )
+
+
+def _window(s: Schedule) -> list[bool]:
+    return cron.active_minutes(cron.parse(s.start), cron.parse(s.end), REFERENCE_WEEK, cron.WEEK_MINUTES, s.timezone)
+
+
+def rule_schedules(cfg: StackConfig) -> Iterator[Problem]:
+    """autoscaling.schedules: each floor within the replica bounds, and no two floors that hide each other."""
+    for path, m, _ in models_with_pools(cfg):
+        a = m.autoscaling
+        for i, s in enumerate(a.schedules):
+            if s.replicas > m.replicas.max:
+                yield Problem(
+                    f"{path}.autoscaling.schedules[{i}].replicas",
+                    f"{s.replicas} is above replicas.max ({m.replicas.max}); the HPA would stop at max. Fix: lower it or raise max",
+                )
+            elif s.replicas <= m.replicas.min:
+                yield Problem(
+                    f"{path}.autoscaling.schedules[{i}].replicas",
+                    f"{s.replicas} is not above replicas.min ({m.replicas.min}), so this floor never changes anything. "
+                    "Fix: raise it, or remove the schedule",
+                    "warning",
+                )
+        windows = [_window(s) for s in a.schedules]
+        for i, j in itertools.combinations(range(len(windows)), 2):
+            if not any(x and y for x, y in zip(windows[i], windows[j], strict=True)):
+                continue
+            if windows[i] == windows[j]:
+                yield Problem(
+                    f"{path}.autoscaling.schedules[{j}]",
+                    f"opens and closes with schedules[{i}] all week, so one of the two floors never counts "
+                    f"({a.schedules[i].replicas} and {a.schedules[j].replicas} replicas). Fix: remove one",
+                )
+            else:
+                yield Problem(
+                    f"{path}.autoscaling.schedules[{j}]",
+                    f"overlaps schedules[{i}]: while both are open the larger floor applies (the HPA takes the largest trigger). "
+                    "Fix: nothing, if nested floors are meant; else make the windows disjoint",
+                    "warning",
+                )
+
+
+def rule_consolidation(cfg: StackConfig) -> Iterator[Problem]:
+    """Repacking serving nodes must be acknowledged: underutilized consolidation evicts replicas."""
+    for pool in cfg.gpu_pools:
+        d = pool.disruption
+        serving = [m.name for m in cfg.models if m.pool == pool.name]
+        if serving and d.consolidation_policy != "WhenEmpty" and not d.allow_underutilized_consolidation:
+            yield Problem(
+                f"{pool_path(pool)}.disruption.consolidationPolicy",
+                f"{d.consolidation_policy} lets Karpenter evict replicas of {', '.join(serving)} to repack nodes: each "
+                "eviction reloads a model and cuts its streams. Fix: use WhenEmpty, or set "
+                "disruption.allowUnderutilizedConsolidation: true to accept it",
+            )
+
+
+def rule_spot_diversity(cfg: StackConfig) -> Iterator[Problem]:
+    for pool in cfg.gpu_pools:
+        types = pool.resolved_instance_types()
+        if "spot" in pool.capacity_types and len(types) < 3 and not catalog_problems(pool):
+            yield Problem(
+                f"{pool_path(pool)}.instanceTypes",
+                f"spot pool with {len(types)} instance type(s); few types mean more interruptions and "
+                "insufficient-capacity errors. Fix: allow at least 3 types (more sizes or families)",
+                "warning",
+            )
+
+
+def rule_prod_on_demand_fallback(cfg: StackConfig) -> Iterator[Problem]:
+    """In prod, a model's pool has on-demand (or reserved) capacity to fall back on when spot runs out."""
+    for path, _m, model_pool in models_with_pools(cfg):
+        if model_pool is None or not cfg.is_prod:
+            continue
+        if "on-demand" not in model_pool.capacity_types and "reserved" not in model_pool.capacity_types:
+            yield Problem(
+                f"{path}.pool",
+                f"pool {model_pool.name} is spot-only, so even the minimum replicas have no fallback when "
+                "spot capacity runs out. Fix: add on-demand to the pool's capacityTypes",
+                "warning",
+            )
+
+
+def rule_prod_min_replicas(cfg: StackConfig) -> Iterator[Problem]:
+    if not cfg.is_prod:
+        return
+    for path, m, _ in models_with_pools(cfg):
+        if m.replicas.min < 2:
+            yield Problem(
+                f"{path}.replicas.min",
+                "prod model with fewer than 2 minimum replicas: one node loss is an outage. Fix: set min: 2",
+                "warning",
+            )

@@ -1,0 +1,62 @@
+"""Names and references: unique names, names the platform owns, a pool for every model, pools the catalog knows."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from config.checks.common import catalog_problems, model_path, models_with_pools
+from config.errors import Problem
+from config.facts.conventions import HPA_PREFIX, K8S_NAME_MAX, hpa_name, reserved_namespaces
+from config.sections.stack import StackConfig
+
+
+def rule_pool_catalog(cfg: StackConfig) -> Iterator[Problem]:
+    for pool in cfg.gpu_pools:
+        yield from catalog_problems(pool)
+
+
+def rule_unique_names(cfg: StackConfig) -> Iterator[Problem]:
+    reasons = {
+        "models": "each becomes Kubernetes object names (two ScaledObjects on one Deployment fight each other)",
+        "gpuPools": "each becomes a NodePool, and models pick their pool by name (the second would replace the first)",
+    }
+    named = (("models", [m.name for m in cfg.models]), ("gpuPools", [p.name for p in cfg.gpu_pools]))
+    for kind, names in named:
+        seen: dict[str, int] = {}
+        for i, name in enumerate(names):
+            if name in seen:
+                yield Problem(
+                    f"{kind}[{i}].name",
+                    f"'{name}' is already used by {kind}[{seen[name]}]; names must be unique, because {reasons[kind]}. Fix: rename one",
+                )
+            seen.setdefault(name, i)
+
+
+def rule_model_names(cfg: StackConfig) -> Iterator[Problem]:
+    reserved = reserved_namespaces(cfg)
+    for path, m, _ in models_with_pools(cfg):
+        if m.name in reserved:
+            yield Problem(
+                f"{path}.name",
+                f"'{m.name}' is a namespace the platform or Kubernetes owns, and each model gets a "
+                "namespace of its own name. Fix: choose another name",
+            )
+        hpa = hpa_name(m.name)
+        if len(hpa) > K8S_NAME_MAX:
+            yield Problem(
+                f"{path}.name",
+                f"name too long: KEDA names the HPA {hpa[:20]}... ({len(hpa)} characters), which must "
+                f"be at most {K8S_NAME_MAX}. Fix: use at most {K8S_NAME_MAX - len(HPA_PREFIX)} characters",
+            )
+
+
+def rule_pools_exist(cfg: StackConfig) -> Iterator[Problem]:
+    names = [p.name for p in cfg.gpu_pools]
+    for m in cfg.models:
+        path = model_path(m)
+        if cfg.pool(m.pool) is None:
+            yield Problem(
+                f"{path}.pool",
+                f"pool '{m.pool}' is not in gpuPools (have: {', '.join(names)}); the model would have "
+                "nowhere to run. Fix: use one of those names or add the pool",
+            )
