@@ -76,11 +76,6 @@ class StackConfig(ConfigModel):
         return any(m.streams_from_s3 for m in self.models)
 
     @property
-    def scales_to_zero(self) -> bool:
-        """A model may scale to zero replicas, so the KEDA HTTP add-on runs."""
-        return any(m.replicas.min == 0 for m in self.models)
-
-    @property
     def is_prod(self) -> bool:
         return self.environment == "prod"
 

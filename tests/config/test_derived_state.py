@@ -1,0 +1,194 @@
+"""The derived state (config/derived/state.py) is the one home of every derived fact.
+
+Two kinds of proof: no module outside config/derived/ computes one of its facts itself (an AST scan
+of the code, shown catching each pattern on a small snippet), and the readers agree with it on
+every fixture: the rendered NodePool limits, the exported scale-up budgets, preflight's quota
+inputs (with the warm headroom's nodes), and the gpuLimit rule's threshold.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from config.checks import account, preflight
+from config.derived import state
+from config.facts.conventions import GPU_RESOURCE
+from config.sections.stack import StackConfig
+from tests.conftest import FIXTURES, PROD, ROOT, fixture_run, parse, problems_after, stack_data
+
+CODE = ("config", "builders", "components", "offline", "planner", "policy", "__main__.py")
+ACCOUNT = ROOT / "offline" / "account.yaml"
+HOME = ROOT / "config" / "derived"
+"""Where derived facts may be computed: the derived layer itself (state.py and the capacity math it uses)."""
+
+# module -> functions whose result is a fact of the derived state
+DERIVING = {
+    "config.derived.scaleup": {"budget"},
+    "config.derived.capacity": {"nodes_for", "smallest_device", "packing_hosts", "replicas_per_node", "rollout_surge_nodes"},
+    "config.derived.headroom": {"placeholders", "nodes"},
+}
+
+
+def _module_aliases(tree: ast.AST) -> tuple[dict[str, str], dict[str, str]]:
+    """Local names bound to the deriving modules, and to their functions."""
+    modules: dict[str, str] = {}
+    functions: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            for alias in node.names:
+                full = f"{node.module}.{alias.name}"
+                if full in DERIVING:
+                    modules[alias.asname or alias.name] = full
+                elif node.module in DERIVING and alias.name in DERIVING[node.module]:
+                    functions[alias.asname or alias.name] = full
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name in DERIVING:
+                    modules[alias.asname or alias.name] = alias.name
+    return modules, functions
+
+
+def _is_replicas_min(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Attribute) and node.attr == "min" and isinstance(node.value, ast.Attribute) and node.value.attr == "replicas"
+    )
+
+
+def recomputations(source: str) -> list[str]:
+    """Each place in the source that computes a derived fact instead of asking the derived state."""
+    tree = ast.parse(source)
+    modules, functions = _module_aliases(tree)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            f = node.func
+            if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in modules:
+                if f.attr in DERIVING[modules[f.value.id]]:
+                    found.append(f"{node.lineno}: {modules[f.value.id]}.{f.attr}()")
+            elif isinstance(f, ast.Name) and f.id in functions:
+                found.append(f"{node.lineno}: {functions[f.id]}()")
+        elif isinstance(node, ast.Compare) and len(node.ops) == 1:
+            sides = (node.left, node.comparators[0])
+            if any(_is_replicas_min(s) for s in sides) and any(isinstance(s, ast.Constant) and s.value == 0 for s in sides):
+                found.append(f"{node.lineno}: replicas.min compared with 0 (ModelState.scales_to_zero)")
+        elif isinstance(node, ast.Attribute) and node.attr == "default_ami_family" and isinstance(node.ctx, ast.Load):
+            found.append(f"{node.lineno}: default_ami_family read (PoolState.ami_family)")
+        elif (
+            isinstance(node, ast.Attribute)
+            and node.attr == "scales_to_zero"
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "cfg"
+        ):
+            found.append(f"{node.lineno}: {node.value.id}.scales_to_zero (StackState.scales_to_zero)")
+    return found
+
+
+def _code_files() -> list[Path]:
+    files: list[Path] = []
+    for entry in CODE:
+        path = ROOT / entry
+        files += [path] if path.is_file() else sorted(path.rglob("*.py"))
+    return [f for f in files if HOME not in f.parents]
+
+
+def test_no_module_outside_the_derived_layer_recomputes_a_derived_fact() -> None:
+    files = _code_files()
+    assert len(files) > 80
+    found = {str(f.relative_to(ROOT)): hits for f in files if (hits := recomputations(f.read_text()))}
+    assert found == {}, "ask config.derived.state.of(cfg) instead"
+
+
+@pytest.mark.parametrize(
+    ("snippet", "hit"),
+    [
+        ("from config.derived import scaleup\nscaleup.budget(m, scrape_interval='15s', exposed=True)", "config.derived.scaleup.budget()"),
+        ("from config.derived import capacity as c\nc.nodes_for(m, p, t, 3)", "config.derived.capacity.nodes_for()"),
+        ("from config.derived.capacity import packing_hosts\npacking_hosts(m, p)", "config.derived.capacity.packing_hosts()"),
+        ("import config.derived.headroom\n", None),
+        ("from config.derived import headroom\nheadroom.placeholders(p, ms)", "config.derived.headroom.placeholders()"),
+        ("if model.replicas.min == 0:\n    pass", "replicas.min compared with 0"),
+        ("ok = 0 < m.replicas.min", "replicas.min compared with 0"),
+        ("family = pool.ami_family or cfg.karpenter.default_ami_family", "default_ami_family read"),
+        ("if cfg.scales_to_zero:\n    pass", "cfg.scales_to_zero"),
+        # what is allowed: asking the state, another module's function of the same name, min compared with 2
+        ("from config.derived import state\nstate.of(cfg).model(m.name).scale_up", None),
+        ("from builders import headroom\nheadroom.placeholders(pool)", None),
+        ("if m.replicas.min < 2:\n    pass", None),
+    ],
+)
+def test_the_scan_catches_each_way_of_recomputing(snippet: str, hit: str | None) -> None:
+    found = recomputations(snippet)
+    if hit is None:
+        assert found == []
+    else:
+        assert len(found) == 1, found
+        assert hit in found[0]
+
+
+def test_the_state_is_computed_once_per_config_object() -> None:
+    cfg = parse(stack_data(PROD))
+    first = state.of(cfg)
+    assert state.of(cfg) is first
+    copy = cfg.model_copy(update={"gpu_pools": [p.model_copy(update={"headroom": 0}) for p in cfg.gpu_pools]})
+    assert state.of(copy) is not first
+    assert state.of(copy).pool("gpu-l4-a10g").headroom_gpus == 0 < first.pool("gpu-l4-a10g").headroom_gpus
+
+
+def _registered(result: Any, kind: str) -> list[dict[str, Any]]:
+    return [r.inputs for r in result.registrations if r.type.startswith("kubernetes:") and r.inputs.get("kind") == kind]
+
+
+def _config(stack: str) -> StackConfig:
+    return parse(stack_data(stack))
+
+
+@pytest.mark.parametrize("stack", FIXTURES)
+def test_the_rendered_nodepools_carry_the_states_limits(stack: str) -> None:
+    run = fixture_run(stack)
+    derived = state.of(_config(stack))
+    limits = {p["metadata"]["name"]: int(p["spec"]["limits"][GPU_RESOURCE]) for p in _registered(run, "NodePool")}
+    assert limits == {name: pool.nodepool_limit for name, pool in derived.pools.items()}
+
+
+@pytest.mark.parametrize("stack", FIXTURES)
+def test_the_exported_budgets_are_the_states(stack: str) -> None:
+    run = fixture_run(stack)
+    derived = state.of(_config(stack))
+    exported = {name: m["scaleUpSeconds"] for name, m in run.outputs["models"].items()}
+    assert exported == {name: m.scale_up.as_output() for name, m in derived.models.items()}
+
+
+def test_preflight_counts_the_warm_headroom_in_the_quota_minimum() -> None:
+    cfg = parse(stack_data(PROD))
+    pool = state.of(cfg).pool("gpu-l4-a10g")
+    assert pool.headroom_nodes > 0
+    assert pool.vcpus_at_min == pool.models_vcpus_at_min + pool.headroom_vcpus
+    raw = yaml.safe_load(ACCOUNT.read_text())
+    checks = preflight.run(cfg, account.in_region(account.parse(raw, "default"), cfg.region), authoritative=False)
+    g_on_demand = next(c for c in checks if c.name == "quota" and c.inputs["quotaCode"] == "L-DB2E81BA")
+    expected = sum(p.vcpus_at_min for p in state.of(cfg).pools.values() if ("on-demand", "G") in p.vcpu_quota())
+    assert g_on_demand.inputs["vcpusAtMin"] == expected
+    # A quota that holds the models' minimum but not the headroom's node fails: the account cannot hold the pool.
+    short = expected - pool.headroom_vcpus
+    quotas = {"L-DB2E81BA": short, "L-417A185B": 4096, "L-3819A6DF": 0, "L-7212CCBC": 4096}
+    short_answers = account.in_region(account.parse({**raw, "quotas": quotas}, "short"), cfg.region)
+    failed = [c.inputs["quotaCode"] for c in preflight.run(cfg, short_answers, authoritative=False) if c.result == "failed"]
+    assert failed == ["L-DB2E81BA"]
+
+
+def test_the_gpu_limit_rule_reads_the_states_peak() -> None:
+    cfg = parse(stack_data(PROD))
+    pool = state.of(cfg).pool("gpu-l4-a10g")
+
+    def limit(value: int) -> Any:
+        return lambda d: next(p for p in d["gpuPools"] if p["name"] == "gpu-l4-a10g").update(gpuLimit=value)
+
+    assert not [p for p in problems_after(limit(pool.gpus_at_peak), PROD) if ".gpuLimit" in p]
+    below = [p for p in problems_after(limit(pool.gpus_at_peak - 1), PROD) if ".gpuLimit" in p]
+    assert len(below) == 1
+    assert f"at least {pool.gpus_at_peak}" in below[0]
