@@ -30,8 +30,8 @@ from offline.mocks import Registration
 from policy import checks
 from tests.builders.test_observability_rules import _all_expressions
 from tests.components import test_karpenter as karpenter_tests
-from tests.config.test_bad_inputs import ALL_CASES
-from tests.config.test_bad_inputs_classes import p0
+from tests.config.checks.test_bad_inputs import ALL_CASES
+from tests.config.checks.test_bad_inputs_classes import p0
 from tests.conftest import DEV, PROD, SHARED, edited, fixture_run, parse, problems_after, shared_path, stack_data, values
 from tests.policy.test_policies import _args, _container, _edit_policy, _stack, _stack_violations
 from tests.test_iam_invariants import node_role_findings, wildcard_writes
@@ -513,7 +513,7 @@ def _spot_only_prod(d: dict[str, Any]) -> None:
 T = "tests/"
 ROWS: dict[str, Row] = {
     "CL-1": Row(
-        (f"{T}policy/test_policies.py::test_policy_fails_on_a_broken_resource", f"{T}config/test_bad_inputs.py::test_bad_input_message"),
+        (f"{T}policy/test_policies.py::test_policy_fails_on_a_broken_resource", f"{T}config/checks/test_bad_inputs.py::test_bad_input_message"),
         policy_check(
             "eks-endpoint-exposure",
             "eks:index:Cluster",
@@ -538,14 +538,14 @@ ROWS: dict[str, Row] = {
     "CL-4": Row(
         (
             f"{T}policy/test_policies.py::test_policy_fails_on_a_broken_resource",
-            f"{T}config/test_preflight.py::test_pulumi_runs_as_the_deploy_role_or_an_admin",
+            f"{T}config/checks/test_preflight.py::test_pulumi_runs_as_the_deploy_role_or_an_admin",
         ),
         policy_check("eks-access-entries", "eks:index:Cluster", None, lambda p: p.update(authenticationMode="CONFIG_MAP")),
         "CONFIG_MAP",
     ),
     "CL-5": Row(
         (
-            f"{T}config/test_bad_inputs.py::test_bad_input_message",
+            f"{T}config/checks/test_bad_inputs.py::test_bad_input_message",
             f"{T}components/test_serving.py::test_every_core_object_passes_kubernetes_validate_strict",
         ),
         config_case("kubernetes-version", "cluster.kubernetesVersion:"),
@@ -590,8 +590,8 @@ ROWS: dict[str, Row] = {
     ),
     "NK-3": Row(
         (
-            f"{T}config/test_bad_inputs.py::test_bad_input_message",
-            f"{T}config/test_system_capacity.py::test_karpenter_replicas_never_share_a_node_upstream",
+            f"{T}config/checks/test_bad_inputs.py::test_bad_input_message",
+            f"{T}config/facts/test_system_capacity.py::test_karpenter_replicas_never_share_a_node_upstream",
         ),
         render_check(
             karpenter_controller_findings,
@@ -614,7 +614,7 @@ ROWS: dict[str, Row] = {
     ),
     "NK-5": Row(
         (
-            f"{T}config/test_bad_inputs.py::test_bad_input_message",
+            f"{T}config/checks/test_bad_inputs.py::test_bad_input_message",
             f"{T}planner/test_replay.py::test_consolidation_respects_the_disruption_budgets",
         ),
         config_case("underutilized-consolidation-on-a-serving-pool", "gpuPools["),
@@ -629,7 +629,7 @@ ROWS: dict[str, Row] = {
         "taint",
     ),
     "NK-7": Row(
-        (f"{T}config/test_bad_inputs.py::test_bad_input_message",),
+        (f"{T}config/checks/test_bad_inputs.py::test_bad_input_message",),
         config_change(_single_type_pool, DEV, "gpuPools["),
         "spot pool with 1 instance type(s)",
     ),
@@ -656,7 +656,7 @@ ROWS: dict[str, Row] = {
     "IAM-3": Row(
         (
             f"{T}components/test_ingress.py::test_controller_policy_equals_the_upstream_document",
-            f"{T}config/test_bad_inputs.py::test_bad_input_message",
+            f"{T}config/checks/test_bad_inputs.py::test_bad_input_message",
         ),
         config_case("escape-lbc-region", "ingress.extraValues.region:"),
         "is derived by the platform",
@@ -751,7 +751,7 @@ ROWS: dict[str, Row] = {
         "mounts a service account token",
     ),
     "WS-4": Row(
-        (f"{T}policy/test_policies.py::test_policy_fails_on_a_broken_resource", f"{T}config/test_bad_inputs.py::test_bad_input_message"),
+        (f"{T}policy/test_policies.py::test_policy_fails_on_a_broken_resource", f"{T}config/checks/test_bad_inputs.py::test_bad_input_message"),
         policy_check(
             "pinned-images",
             "kubernetes:apps/v1:Deployment",
@@ -785,7 +785,7 @@ ROWS: dict[str, Row] = {
     "WR-1": Row(
         (
             f"{T}components/test_serving.py::test_probes_and_drain",
-            f"{T}config/test_scaleup.py::test_the_startup_probe_allows_the_expected_load_with_margin",
+            f"{T}config/derived/test_scaleup.py::test_the_startup_probe_allows_the_expected_load_with_margin",
         ),
         config_case("startup-budget-too-short", "models[llama-3-1-8b].startup."),
         "below the expected",
@@ -793,7 +793,7 @@ ROWS: dict[str, Row] = {
     "WR-2": Row(
         (
             f"{T}components/test_ingress.py::test_deregistration_delay_fits_the_drain",
-            f"{T}config/test_bad_inputs.py::test_bad_input_message",
+            f"{T}config/checks/test_bad_inputs.py::test_bad_input_message",
         ),
         config_case("grace-below-drain", "models[llama-3-1-8b].drain:"),
         "terminationGracePeriodSeconds",
@@ -837,7 +837,7 @@ ROWS: dict[str, Row] = {
     ),
     "AS-1": Row(
         (
-            f"{T}config/test_bad_inputs.py::test_bad_input_message",
+            f"{T}config/checks/test_bad_inputs.py::test_bad_input_message",
             f"{T}components/test_serving.py::test_scaled_objects_validate_against_the_keda_crd",
         ),
         config_case("min-above-max", "models[llama-3-1-8b].replicas:"),
@@ -867,8 +867,8 @@ ROWS: dict[str, Row] = {
     ),
     "AS-4": Row(
         (
-            f"{T}config/test_scaleup.py::test_the_default_scale_down_window_covers_the_budget",
-            f"{T}config/test_bad_inputs.py::test_bad_input_message",
+            f"{T}config/derived/test_scaleup.py::test_the_default_scale_down_window_covers_the_budget",
+            f"{T}config/checks/test_bad_inputs.py::test_bad_input_message",
         ),
         config_change(_prod_window(60), PROD, "models[llama-3-1-8b].autoscaling.scaleDown.stabilizationWindowSeconds:"),
         "in prod: a dip of a few scrapes",
@@ -876,7 +876,7 @@ ROWS: dict[str, Row] = {
     "AS-5": Row(
         (
             f"{T}components/test_scale_to_zero.py::test_the_scaled_object_wakes_on_requests_and_keeps_its_floors",
-            f"{T}config/test_bad_inputs.py::test_bad_input_message",
+            f"{T}config/checks/test_bad_inputs.py::test_bad_input_message",
         ),
         config_case("idle-after-shorter-than-the-budget", "models[llama-3-1-8b].autoscaling.idleAfter:"),
         "shorter than",
@@ -884,7 +884,7 @@ ROWS: dict[str, Row] = {
     "OB-1": Row(
         (
             f"{T}components/test_observability.py::test_nothing_is_exposed_and_grafana_uses_the_secret",
-            f"{T}config/test_bad_inputs.py::test_bad_input_message",
+            f"{T}config/checks/test_bad_inputs.py::test_bad_input_message",
         ),
         config_case("escape-grafana-admin", "observability.extraValues.grafana.admin:"),
         "is derived by the platform",
@@ -933,14 +933,14 @@ ROWS: dict[str, Row] = {
         "WhenUnderutilized",
     ),
     "MV-3": Row(
-        (f"{T}config/test_bad_inputs.py::test_bad_input_message",),
+        (f"{T}config/checks/test_bad_inputs.py::test_bad_input_message",),
         config_case("memory-24GB", "models[llama-3-1-8b].resources.memory:"),
         "is not a Kubernetes quantity",
     ),
-    "MV-4": Row((f"{T}config/test_bad_inputs.py::test_bad_input_message",), config_case("hpa-name-too-long", "models["), "name too long"),
+    "MV-4": Row((f"{T}config/checks/test_bad_inputs.py::test_bad_input_message",), config_case("hpa-name-too-long", "models["), "name too long"),
     "MV-5": Row(
         (
-            f"{T}config/test_bad_inputs.py::test_bad_input_message",
+            f"{T}config/checks/test_bad_inputs.py::test_bad_input_message",
             f"{T}components/test_observability.py::test_release_is_pinned_and_named_for_a_stable_prometheus_address",
         ),
         config_case("vllm-not-a-release", "models[llama-3-1-8b].image:"),

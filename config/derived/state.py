@@ -2,7 +2,7 @@
 
 Checks, builders, components, preflight, the planner, the outputs and the render summary ask
 `of(cfg)` instead of recomputing a budget, a node count or an AMI family at their own call site,
-so two readers cannot disagree (tests/config/test_derived_state.py fails when a module outside
+so two readers cannot disagree (tests/config/derived/test_derived_state.py fails when a module outside
 config/derived/ computes one of these itself). The state is built on a parsed stack before the
 rules have passed, so every fact tolerates what the rules will report (a model on a missing pool,
 a pool with no catalog type): such facts are empty or zero, never an exception.

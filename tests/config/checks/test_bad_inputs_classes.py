@@ -2,7 +2,7 @@
 
 Classes: the file itself, namespaces, pasted credentials, escape hatches over derived values, secrets half in
 plain text, region consistency, image references and vLLM releases, networks, autoscaling step limits, and
-messages that must say why. (tests/config/test_bad_inputs.py holds the earlier catalog.)
+messages that must say why. (tests/config/checks/test_bad_inputs.py holds the earlier catalog.)
 """
 
 from __future__ import annotations
@@ -392,7 +392,7 @@ EXPECTED: dict[str, list[str]] = {
 }
 
 
-# CASES and EXPECTED run in tests/config/test_bad_inputs.py with the earlier catalog, one table.
+# CASES and EXPECTED run in tests/config/checks/test_bad_inputs.py with the earlier catalog, one table.
 
 
 def test_no_credential_is_printed_back() -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.config import test_bad_inputs_classes as classes
+from tests.config.checks import test_bad_inputs_classes as classes
 from tests.conftest import new_problems_after
 
 
