@@ -1,7 +1,8 @@
 # make render STACK=dev   render a stack offline into build/<stack>/ (no AWS, no Pulumi CLI);
-#                         ACCOUNT=<file> checks it against those account answers
+#                         ACCOUNT=<file> checks it against those account answers; FLAGS="--counts --sources"
+#                         also lists the resources by type and the published scale-up figures
 # make test               lint, type-check and run every test (checkov's CloudFormation checks included)
-# make docs               regenerate the README config reference and the stack-file JSON Schema
+# make docs               regenerate docs/config-reference.md, the README outputs contract and the stack-file JSON Schema
 # make account STACK=s OUT=f  capture the account's answers for offline preflight (AWS credentials, read-only)
 # make golden             re-render the fixture stacks into tests/golden/ (refuses unaliased renames)
 
@@ -10,6 +11,7 @@ VENV   ?= venv
 BIN    := $(VENV)/bin
 STACK  ?= dev
 ACCOUNT ?=
+FLAGS  ?=
 OUT    ?= build/account-$(STACK).yaml
 # actionlint's WebAssembly build (actionlint 1.7.7), run offline under Node, pinned.
 TOOLS  := .tools
@@ -50,7 +52,7 @@ test: lint $(CHECKOV)
 	CHECKOV=$(CHECKOV) $(BIN)/python -m pytest
 
 render: venv
-	$(BIN)/python -m offline.render $(STACK) $(if $(ACCOUNT),--account $(ACCOUNT))
+	$(BIN)/python -m offline.render $(STACK) $(if $(ACCOUNT),--account $(ACCOUNT)) $(FLAGS)
 
 docs: venv
 	$(BIN)/python -m config.docs --write

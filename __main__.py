@@ -9,10 +9,11 @@ from components.account import check as preflight_check
 from components.platform import build_platform
 from config.checks import preflight
 from config.errors import ConfigError, format_report
-from config.load import load
+from config.load import load, offline_account
 
 try:
-    loaded = load()
+    # None under `pulumi up`/`preview`; the offline harness hands the run its account answers.
+    loaded = load(offline_account(globals()))
 except ConfigError as err:
     # A user error, not a crash: print every problem, no traceback.
     raise pulumi.RunError(err.report()) from None
@@ -22,7 +23,7 @@ for warning in loaded.warnings:
 
 # Preflight: what only the account knows, checked before any resource is registered.
 try:
-    found = preflight.problems(preflight_check(loaded.config))
+    found = preflight.problems(preflight_check(loaded.config, loaded.offline))
 except ConfigError as err:
     raise pulumi.RunError(err.report()) from None
 except Exception as err:  # a data source failed outright: say so, without a traceback

@@ -11,7 +11,7 @@ UNTAGGED_EXPIRY_DAYS = 14
 
 def node_import_policy(partition: str, region: str, account: str, prefixes: list[str]) -> PolicyDocument:
     """Node roles pull through the cache: importing an image on its first pull, and creating its
-    repository then (W2.2.3; not granted by AmazonEC2ContainerRegistryPullOnly with certainty)."""
+    repository then (docs/upstream-facts.md#image-cache, item 3; not granted by AmazonEC2ContainerRegistryPullOnly with certainty)."""
     return {
         "Version": "2012-10-17",
         "Statement": [
@@ -47,5 +47,5 @@ def repository_lifecycle_policy() -> str:
 
 
 def credential(username: str, access_token: str) -> str:
-    """The secret's value in the shape ECR reads (W2.2.1)."""
+    """The secret's value in the shape ECR reads (docs/upstream-facts.md#image-cache, item 1)."""
     return json.dumps({"username": username, "accessToken": access_token})

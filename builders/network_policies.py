@@ -21,6 +21,7 @@ import ipaddress
 from typing import Any
 
 from builders.network import subnet_plan
+from config.derived import state
 from config.derived.exposure import exposed_models
 from config.facts.conventions import (
     INTERCEPTOR_ADMIN,
@@ -191,7 +192,7 @@ def keda(cfg: StackConfig) -> list[dict[str, Any]]:
     ]
     egress: list[Any] = [{"to": [prometheus_peer(cfg.observability.namespace)], "ports": tcp(PROMETHEUS_PORT)}]
     policies = _platform_namespace(KEDA_NAMESPACE, vpc, ingress, egress)
-    if cfg.scales_to_zero:
+    if state.of(cfg).scales_to_zero:
         # the HTTP add-on's interceptor only: the ALB in front (requests on the proxy port, health checks
         # on the admin port), the models behind
         policies.append(

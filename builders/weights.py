@@ -47,7 +47,7 @@ def lifecycle_rules() -> list[dict[str, Any]]:
 
 
 def reader_policy(bucket_arn: str, hugging_face_id: str, revision: str) -> PolicyDocument:
-    """A model's replicas: list and read their own revision, nothing else (W2.1.7)."""
+    """A model's replicas: list and read their own revision, nothing else (docs/upstream-facts.md#s3-weights, item 7)."""
     prefix = revision_prefix(hugging_face_id, revision)
     return {
         "Version": "2012-10-17",

@@ -2,7 +2,7 @@
 
 At `pulumi preview`/`up` the answers come from pulumi-aws data sources (read-only calls with the
 deploy credentials); in the offline render they come from an account file the harness names
-(config/load.py OFFLINE_ACCOUNT). Either way the same pure checks (config/checks/preflight.py) run on
+(config/load.py OfflineAccount, handed to `check`). Either way the same pure checks (config/checks/preflight.py) run on
 them. Data sources run as plain invokes here, so the program stops before registering anything.
 """
 
@@ -15,13 +15,14 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
-from config import load as config_load
 from config.checks import account as account_file
 from config.checks import preflight
 from config.checks.account import CERTIFICATE_STATUSES, AccountFile, Certificate, Subnet, Vpc
 from config.checks.preflight import QUOTAS, SPOT_ROLE
+from config.derived import state
 from config.facts import versions
 from config.facts.conventions import ami_parameter, principal_kind_and_name
+from config.load import OfflineAccount
 from config.sections.network import ExistingVpc
 from config.sections.stack import StackConfig
 
@@ -68,7 +69,7 @@ def read_account(cfg: StackConfig) -> AccountFile:
     quotas = {}
     for code, _name in QUOTAS.values():
         quotas[code] = aws.servicequotas.get_service_quota(service_code="ec2", quota_code=code).value
-    families = sorted({p.ami_family or cfg.karpenter.default_ami_family for p in cfg.gpu_pools})
+    families = sorted({p.ami_family for p in state.of(cfg).pools.values()})
     ami_releases: dict[str, list[str]] = {}
     for family in families:
         release = str(getattr(cfg.karpenter.ami_versions, family))
@@ -133,9 +134,8 @@ def _certificates(cfg: StackConfig) -> list[Certificate]:
     return found
 
 
-def answers(cfg: StackConfig) -> Answers:
+def answers(cfg: StackConfig, offline: OfflineAccount | None = None) -> Answers:
     """The answers this run checks against: the account itself, or the harness's account file."""
-    offline = config_load.OFFLINE_ACCOUNT
     if offline is None:
         return Answers(read_account(cfg), authoritative=True, addon_versions_complete=False, certificates_complete=False)
     loaded = account_file.load(offline.path)
@@ -144,9 +144,9 @@ def answers(cfg: StackConfig) -> Answers:
     return Answers(loaded, authoritative=offline.authoritative, addon_versions_complete=True, certificates_complete=True)
 
 
-def check(cfg: StackConfig) -> list[preflight.Check]:
-    """Every preflight check of the stack against its account."""
-    found = answers(cfg)
+def check(cfg: StackConfig, offline: OfflineAccount | None = None) -> list[preflight.Check]:
+    """Every preflight check of the stack against its account (offline: the harness's answers)."""
+    found = answers(cfg, offline)
     return preflight.run(
         cfg,
         found.account,

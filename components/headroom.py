@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pulumi
@@ -11,10 +12,9 @@ import pulumi_kubernetes as k8s
 from builders import headroom as builders
 from components import k8s_objects
 from components.options import inherited_depends_on
-from config.derived import headroom
 from config.derived.headroom import Placeholders
+from config.derived.state import PoolState
 from config.sections.gpu_pools import GpuPool
-from config.sections.models import ModelConfig
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -23,8 +23,9 @@ class HeadroomArgs:
 
     pools: list[GpuPool]
     """The `gpuPools` section; pools with headroom get placeholders."""
-    models: list[ModelConfig]
-    """The `models` section: what the placeholders make room for."""
+    derived: Mapping[str, PoolState]
+    """Each pool's derived state (config/derived/state.py), by pool name: the placeholders' shape
+    (PoolState.headroom, None without headroom) and the models they make room for."""
     images: dict[str, pulumi.Output[str]]
     """The image each model's pods pull (the cache's or the upstream's), by model name."""
     provider: k8s.Provider
@@ -45,11 +46,11 @@ class Headroom(pulumi.ComponentResource):
         account = k8s_objects.create(f"{name}-service-account", builders.service_account(), inside)
         inside = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*after, namespace, priority, account])
         for pool in args.pools:
-            on_pool = [m for m in args.models if m.pool == pool.name]
-            shape = headroom.placeholders(pool, on_pool)
+            derived = args.derived[pool.name]
+            shape = derived.headroom
             if shape is None:
                 continue
-            images = pulumi.Output.all(*(args.images[m.name] for m in on_pool)).apply(list)
+            images = pulumi.Output.all(*(args.images[m] for m in derived.models)).apply(list)
             k8s_objects.create_resolved(
                 f"{name}-{pool.name}",
                 images,

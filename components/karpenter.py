@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +19,7 @@ from components import k8s_objects
 from components.helm import release
 from components.iam import node_role
 from components.options import inherited_depends_on
+from config.derived.state import PoolState
 from config.facts import versions
 from config.facts.conventions import DISCOVERY_TAG, KARPENTER_NAMESPACE, KARPENTER_SERVICE_ACCOUNT, interruption_queue_name
 from config.sections.gpu_pools import GpuPool
@@ -38,6 +40,8 @@ class KarpenterArgs:
     """The `karpenter` section."""
     pools: list[GpuPool]
     """The `gpuPools` section: one NodePool each."""
+    derived: Mapping[str, PoolState]
+    """Each pool's derived state (config/derived/state.py), by pool name: its AMI family and NodePool limit."""
     cluster_name: pulumi.Input[str]
     """EKS cluster name (an output of the cluster, so everything here waits for it)."""
     cluster_security_group_id: pulumi.Input[str]
@@ -164,14 +168,14 @@ class Karpenter(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*after, *attachments, *identity, access_entry]),
         )
         crd_opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[self.release, sg_tag])
-        for family, own_pool in nodepools.node_classes(args.pools, cfg):
+        for family, own_pool in nodepools.node_classes(args.pools, args.derived):
             manifest = nodepools.ec2_node_class(
                 family, cfg, node_role_resource.name, args.subnet_selector_terms, cluster_name, tags, pool=own_pool
             )
             k8s_objects.create(f"{name}-{manifest['metadata']['name']}", manifest, crd_opts)
         self.node_pools = {}
         for pool in args.pools:
-            manifest = nodepools.node_pool(pool, cfg, args.vpc_zones)
+            manifest = nodepools.node_pool(pool, args.derived[pool.name], args.vpc_zones)
             self.node_pools[pool.name] = k8s_objects.create(f"{name}-{pool.name}", manifest, crd_opts)
         for pool in args.pools:
             for manifest in overlays.node_overlays(pool):

@@ -21,10 +21,10 @@ from components.keda import Keda, KedaArgs
 from components.network import Network, NetworkArgs
 from components.network_policies import PlatformNetworkPolicies, PlatformNetworkPoliciesArgs
 from components.observability import Observability, ObservabilityArgs
-from components.serving import VllmModel, VllmModelArgs
+from components.serving import Endpoint, S3Weights, VllmModel, VllmModelArgs
 from components.weights import WeightsBucket, WeightsBucketArgs
-from config.derived import scaleup
-from config.derived.exposure import exposed_models, exposure
+from config.derived import state
+from config.derived.exposure import exposed_models
 from config.facts import versions
 from config.facts.conventions import KEDA_NAMESPACE, platform_tags
 from config.load import Secrets
@@ -36,6 +36,7 @@ from config.sections.stack import StackConfig
 
 def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
     """Create every component of the platform; return the stack outputs (the contract)."""
+    derived = state.of(cfg)
     tags = platform_tags(cfg.cluster.name, cfg.environment, cfg.tags)
     network = Network(
         "network",
@@ -57,6 +58,7 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
         KarpenterArgs(
             config=cfg.karpenter,
             pools=list(cfg.gpu_pools),
+            derived=derived.pools,
             cluster_name=cluster.cluster_name,
             cluster_security_group_id=cluster.cluster_security_group_id,
             subnet_selector_terms=node_subnet_selector_terms(cfg.network, cfg.cluster.name),
@@ -73,7 +75,7 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
         "observability",
         ObservabilityArgs(
             config=cfg.observability,
-            models=[ModelWatch(m.name, m.name, m.slo or cfg.observability.slo, m.replicas.min == 0) for m in cfg.models],
+            models=[ModelWatch(m.name, m.name, m.slo or cfg.observability.slo, derived.model(m.name).scales_to_zero) for m in cfg.models],
             grafana_admin_password=secrets.grafana_admin_password or "",
             gpu_operator_namespace=cfg.gpu_operator.namespace,
             provider=cluster.provider,
@@ -85,7 +87,7 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
         GpuOperatorArgs(config=cfg.gpu_operator, pools=list(cfg.gpu_pools), provider=cluster.provider),
         opts=pulumi.ResourceOptions(depends_on=[cluster]),
     )
-    to_zero = [m for m in cfg.models if m.replicas.min == 0]
+    to_zero = [m for m in cfg.models if derived.model(m.name).scales_to_zero]
     keda = Keda(
         "keda",
         KedaArgs(config=cfg.keda, provider=cluster.provider, readiness_gate=bool(to_zero)),
@@ -93,11 +95,8 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
     )
     http_add_on = None
     if to_zero:
-        slowest = max(
-            scaleup.budget(m, scrape_interval=cfg.observability.vllm_scrape_interval, exposed=exposure(cfg, m).exposed).miss
-            for m in to_zero
-        )
-        # Holds the requests of models at zero replicas; its ScaledObject needs KEDA first (W2.5.1).
+        slowest = max(derived.model(m.name).scale_up.miss for m in to_zero)
+        # Holds the requests of models at zero replicas; its ScaledObject needs KEDA first (docs/upstream-facts.md#http-add-on, item 1).
         http_add_on = release(
             "keda-http-add-on",
             release_name=scale_to_zero.RELEASE,
@@ -171,7 +170,7 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
             "headroom",
             HeadroomArgs(
                 pools=list(cfg.gpu_pools),
-                models=list(cfg.models),
+                derived=derived.pools,
                 images={name: src.apply(lambda s: s.image) for name, src in sources.items()},
                 provider=cluster.provider,
             ),
@@ -181,34 +180,44 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
     for model in cfg.models:
         pool = cfg.pool(model.pool)
         assert pool is not None  # validated
-        exposed = exposure(cfg, model).exposed
-        budget = scaleup.budget(model, scrape_interval=cfg.observability.vllm_scrape_interval, exposed=exposed)
+        facts = derived.model(model.name)
+        endpoint = None
+        if facts.exposure.exposed:
+            endpoint = Endpoint(
+                ingress=cfg.ingress,
+                load_balancer_sources=network_policies.load_balancer_sources(cfg),
+                after=[
+                    *([controller.release] if controller is not None else []),
+                    *([http_add_on] if http_add_on is not None and facts.scales_to_zero else []),
+                ],
+            )
+        weights = None
+        if bucket is not None and model.streams_from_s3:
+            weights = S3Weights(
+                bucket_arn=bucket.arn,
+                cluster_name=cluster.cluster_name,
+                models=list(cfg.models),
+                retired_revision_days=cfg.weights.retired_revision_days,
+                tags=tags,
+            )
         served = VllmModel(
             f"model-{model.name}",
             VllmModelArgs(
                 model=model,
                 pool=pool,
-                prometheus_url=observability.prometheus_url,
-                hf_token=secrets.hf_token if model.gated else None,
-                vpc_cidrs=cfg.vpc_cidrs,
-                alb_idle_timeout_seconds=cfg.ingress.idle_timeout_seconds,
-                monitoring_namespace=cfg.observability.namespace,
-                load_balancer_sources=network_policies.load_balancer_sources(cfg) if exposed else [],
-                interface_endpoints=network_policies.interface_endpoints(cfg),
                 provider=cluster.provider,
-                api_key=secrets.api_keys.get(model.name),
-                ingress=cfg.ingress if exposed else None,
-                ingress_after=[
-                    *([controller.release] if controller is not None and exposed else []),
-                    *([http_add_on] if http_add_on is not None and model.replicas.min == 0 else []),
-                ],
                 sources=sources[model.name],
-                weights_bucket_arn=bucket.arn if bucket is not None else None,
-                cluster_name=cluster.cluster_name,
-                models=list(cfg.models),
-                scale_up_miss_seconds=budget.miss,
-                tags=tags,
-                retired_revision_days=cfg.weights.retired_revision_days,
+                prometheus_url=observability.prometheus_url,
+                monitoring_namespace=cfg.observability.namespace,
+                vpc_cidrs=cfg.vpc_cidrs,
+                interface_endpoints=network_policies.interface_endpoints(cfg),
+                alb_idle_timeout_seconds=cfg.ingress.idle_timeout_seconds,
+                hf_token=secrets.hf_token if model.gated else None,
+                api_key=secrets.api_keys.get(model.name),
+                endpoint=endpoint,
+                weights=weights,
+                scales_to_zero=facts.scales_to_zero,
+                scale_up_miss_seconds=facts.scale_up.miss,
             ),
             opts=pulumi.ResourceOptions(depends_on=[gpu_operator, keda, observability, karpenter.node_pools[pool.name], *pulls_after]),
         )
@@ -219,7 +228,7 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
             "servedModelName": model.name,
             "baseUrl": served.base_url,
             "weightsSource": model.weights.source,
-            "scaleUpSeconds": budget.as_output(),
+            "scaleUpSeconds": facts.scale_up.as_output(),
         }
     return {
         "region": cfg.region,

@@ -28,49 +28,70 @@ from config.sections.models import ModelConfig
 
 
 @dataclass(frozen=True, kw_only=True)
+class Endpoint:
+    """An exposed model's route: its Ingress on the shared ALB, and what that route needs."""
+
+    ingress: IngressConfig
+    """The `ingress` section: host, scheme, certificate, client ranges and idle timeout."""
+    load_balancer_sources: list[str]
+    """The ALB's subnets, admitted on vLLM's port (the ALB targets pod IPs)."""
+    after: list[pulumi.Resource]
+    """What the Ingress, the exposed pods and (at zero) the interceptor route wait for: the load
+    balancer controller's release (its webhook adds the readiness gate) and, at zero, the HTTP add-on."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class S3Weights:
+    """Weights streamed from the stack's bucket: the model's read and populate roles, and the populate Job."""
+
+    bucket_arn: pulumi.Input[str]
+    """ARN of the weights bucket, which both roles' policies are scoped to."""
+    cluster_name: pulumi.Input[str]
+    """The cluster, for the roles' Pod Identity associations."""
+    models: list[ModelConfig]
+    """Every model of the stack: revisions of a shared repository that stay in the bucket."""
+    retired_revision_days: int
+    """Days a revision no model uses stays in the bucket (weights.retiredRevisionDays)."""
+    tags: dict[str, str]
+    """Tags on the roles and their Pod Identity associations."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class VllmModelArgs:
-    """Inputs of the VllmModel component."""
+    """Inputs of the VllmModel component. A mode is a sub-object, present or absent as a whole:
+    `endpoint` when the model is exposed, `weights` when it streams from S3."""
 
     model: ModelConfig
     """The model's entry of `models`."""
     pool: GpuPool
     """The GPU pool it runs on."""
-    prometheus_url: str
-    """In-cluster Prometheus address (from the Observability component) for KEDA's triggers."""
-    hf_token: pulumi.Input[str] | None
-    """Hugging Face token (secret), mounted as a file; None when not configured."""
-    vpc_cidrs: list[str]
-    """Every CIDR block of the VPC: the Ingress' default client range, never 'the internet' in egress rules."""
-    alb_idle_timeout_seconds: int
-    """The shared ALB's idle timeout, which vLLM's keep-alives are derived from."""
-    monitoring_namespace: str
-    """Namespace of Prometheus, admitted by the NetworkPolicy."""
-    load_balancer_sources: list[str] = field(default_factory=list)
-    """The ALB's subnets, admitted on vLLM's port when the model is exposed (empty when it is not)."""
-    interface_endpoints: list[str] = field(default_factory=list)
-    """Subnets of an existing VPC's interface endpoints (S3 inside the VPC), reachable on 443."""
     provider: k8s.Provider
     """Kubernetes provider of the cluster."""
+    sources: pulumi.Output[builders.Sources]
+    """Image reference, weights bucket and region, resolved at deploy time."""
+    prometheus_url: str
+    """In-cluster Prometheus address (from the Observability component) for KEDA's triggers."""
+    monitoring_namespace: str
+    """Namespace of Prometheus, admitted by the NetworkPolicy."""
+    vpc_cidrs: list[str]
+    """Every CIDR block of the VPC: the Ingress' default client range, never 'the internet' in egress rules."""
+    interface_endpoints: list[str] = field(default_factory=list)
+    """Subnets of an existing VPC's interface endpoints (S3 inside the VPC), reachable on 443."""
+    alb_idle_timeout_seconds: int
+    """The shared ALB's idle timeout, which vLLM's keep-alives are derived from."""
+    hf_token: pulumi.Input[str] | None
+    """Hugging Face token (secret), mounted as a file; None when not configured."""
     api_key: pulumi.Input[str] | None = None
     """API key (secret) vLLM requires on /v1 requests; None for none."""
-    ingress: IngressConfig | None = None
-    """Endpoint settings; None when the model is not exposed."""
-    ingress_after: list[pulumi.Resource] = field(default_factory=list)
-    """What the Ingress waits for (the load balancer controller's release and webhook)."""
-    sources: pulumi.Output[builders.Sources] | None = None
-    """Image reference, weights bucket and region, resolved at deploy time; None: the upstream image."""
-    weights_bucket_arn: pulumi.Input[str] | None = None
-    """ARN of the weights bucket, for the model's read and populate roles (S3 weights only)."""
-    cluster_name: pulumi.Input[str] | None = None
-    """The cluster, for the Pod Identity associations (S3 weights only)."""
-    models: list[ModelConfig] = field(default_factory=list)
-    """Every model of the stack: revisions of a shared repository that stay in the bucket."""
+    endpoint: Endpoint | None = None
+    """The model's Ingress and what it needs; None when the model is not exposed."""
+    weights: S3Weights | None = None
+    """The S3 weights' roles and populate Job; None when the model downloads from Hugging Face."""
+    scales_to_zero: bool
+    """replicas.min is 0 (config/derived/state.py ModelState.scales_to_zero): reached through the
+    HTTP add-on's interceptor, which KEDA's push trigger scales the model from."""
     scale_up_miss_seconds: int | None = None
     """The model's scale-up budget on a new node: the floor of the default scale-down window."""
-    tags: dict[str, str] = field(default_factory=dict)
-    """Tags on the model's AWS resources (its roles)."""
-    retired_revision_days: int = 7
-    """Days a revision no model uses stays in the weights bucket (weights.retiredRevisionDays)."""
 
 
 # Launching a GPU node, initializing its GPUs and pulling the vLLM image (about 10 GB).
@@ -121,7 +142,15 @@ class VllmModel(pulumi.ComponentResource):
                         opts=inside,
                     )
                 )
-        flows = builders.ModelFlows(args.load_balancer_sources, args.monitoring_namespace, args.vpc_cidrs, args.interface_endpoints)
+        endpoint = args.endpoint
+        route_after = endpoint.after if endpoint is not None else []
+        flows = builders.ModelFlows(
+            endpoint.load_balancer_sources if endpoint is not None else [],
+            args.monitoring_namespace,
+            args.vpc_cidrs,
+            args.interface_endpoints,
+            scales_to_zero=args.scales_to_zero,
+        )
         # the allow rules first: a running pod never sees the deny alone
         deny, *allows = builders.network_policies(model, flows)
         allowed = [self._object(f"{name}-netpol-{p['metadata']['name']}", p, inside) for p in allows]
@@ -134,9 +163,9 @@ class VllmModel(pulumi.ComponentResource):
         # Pulumi's default 10-minute wait would give up first. The load balancer controller's
         # webhook must be up before exposed pods are admitted, or they miss their readiness gate.
         ready_minutes = f"{math.ceil((capacity.startup_budget_seconds(model) + NODE_AND_IMAGE_SECONDS) / 60)}m"
-        sources = args.sources or pulumi.Output.from_input(builders.upstream_sources(model))
-        if model.streams_from_s3:
-            needs += self._weights(name, args, sources, inside, list(needs))
+        sources = args.sources
+        if args.weights is not None:
+            needs += self._weights(name, args, args.weights, inside, list(needs))
         build = functools.partial(
             builders.deployment,
             model,
@@ -154,35 +183,36 @@ class VllmModel(pulumi.ComponentResource):
             pulumi.ResourceOptions(
                 parent=self,
                 provider=args.provider,
-                depends_on=[*after, namespace, *needs, *args.ingress_after],
+                depends_on=[*after, namespace, *needs, *route_after],
                 custom_timeouts=pulumi.CustomTimeouts(create=ready_minutes, update=ready_minutes),
             ),
         )
         self._object(f"{name}-service", builders.service(model), inside)
         self._object(f"{name}-pdb", builders.pod_disruption_budget(model), inside)
         scaled_after: list[pulumi.Resource] = [deployment]
-        if model.replicas.min == 0:
-            # KEDA must find the route when it first reads the ScaledObject, or it falls back to CPU (W2.5.3).
-            assert args.ingress is not None  # validated: min 0 needs the exposed route
+        if args.scales_to_zero:
+            # KEDA must find the route when it first reads the ScaledObject, or it falls back to CPU
+            # (docs/upstream-facts.md#http-add-on, item 3).
+            assert endpoint is not None  # validated: min 0 needs the exposed route
             assert args.scale_up_miss_seconds is not None  # wired by the platform
             scaled_after.append(
                 self._object(
                     f"{name}-interceptor-route",
-                    scale_to_zero.interceptor_route(model, args.ingress, args.scale_up_miss_seconds),
-                    pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*after, namespace, *args.ingress_after]),
+                    scale_to_zero.interceptor_route(model, endpoint.ingress, args.scale_up_miss_seconds),
+                    pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*after, namespace, *route_after]),
                 )
             )
         self._object(
             f"{name}-scaledobject",
-            scaling.scaled_object(model, args.prometheus_url, args.scale_up_miss_seconds),
+            scaling.scaled_object(model, args.prometheus_url, args.scale_up_miss_seconds, scales_to_zero=args.scales_to_zero),
             pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=scaled_after),
         )
         self.base_url = None
-        if args.ingress is not None:
+        if endpoint is not None:
             manifest = (
-                scale_to_zero.ingress(model, args.ingress, args.vpc_cidrs)
-                if model.replicas.min == 0
-                else ingress_builders.ingress(model, args.ingress, args.vpc_cidrs)
+                scale_to_zero.ingress(model, endpoint.ingress, args.vpc_cidrs)
+                if args.scales_to_zero
+                else ingress_builders.ingress(model, endpoint.ingress, args.vpc_cidrs)
             )
             ingress = self._object(
                 f"{name}-ingress",
@@ -190,11 +220,11 @@ class VllmModel(pulumi.ComponentResource):
                 pulumi.ResourceOptions(
                     parent=self,
                     provider=args.provider,
-                    depends_on=[*after, namespace, *args.ingress_after],
+                    depends_on=[*after, namespace, *route_after],
                     custom_timeouts=pulumi.CustomTimeouts(create=ingress_builders.READY_TIMEOUT, update=ingress_builders.READY_TIMEOUT),
                 ),
             )
-            settings = args.ingress
+            settings = endpoint.ingress
             status = ingress.status  # type: ignore[attr-defined]
             self.base_url = status.apply(lambda s: ingress_builders.base_url(model, settings, _hostname(s)))
         self.namespace = model.name
@@ -206,16 +236,14 @@ class VllmModel(pulumi.ComponentResource):
         self,
         name: str,
         args: VllmModelArgs,
-        sources: pulumi.Output[builders.Sources],
+        weights: S3Weights,
         inside: pulumi.ResourceOptions,
         secrets: list[pulumi.Resource],
     ) -> list[pulumi.Resource]:
         """S3 weights: read and populate roles through Pod Identity, the script, and the populate Job."""
         model = args.model
         before = inherited_depends_on(inside)
-        assert args.weights_bucket_arn is not None  # wired by the platform
-        assert args.cluster_name is not None
-        bucket_arn = pulumi.Output.from_input(args.weights_bucket_arn)
+        bucket_arn = pulumi.Output.from_input(weights.bucket_arn)
         aws_child = pulumi.ResourceOptions(parent=self)
         identities: list[pulumi.Resource] = []
         for suffix, service_account, document in (
@@ -226,7 +254,7 @@ class VllmModel(pulumi.ComponentResource):
                 f"{name}-{suffix}",
                 description=f"{model.name}: {suffix.replace('-', ' ')} ({model.hugging_face_id}@{model.revision[:12]})",
                 assume_role_policy=json.dumps(pod_identity_trust_policy(model.name, service_account)),
-                tags=args.tags,
+                tags=weights.tags,
                 opts=aws_child,
             )
             policy = aws.iam.RolePolicy(
@@ -240,11 +268,11 @@ class VllmModel(pulumi.ComponentResource):
             identities.append(
                 aws.eks.PodIdentityAssociation(
                     f"{name}-{suffix}",
-                    cluster_name=args.cluster_name,
+                    cluster_name=weights.cluster_name,
                     namespace=model.name,
                     service_account=service_account,
                     role_arn=role.arn,
-                    tags=args.tags,
+                    tags=weights.tags,
                     opts=pulumi.ResourceOptions(parent=self, depends_on=[policy]),
                 )
             )
@@ -254,14 +282,14 @@ class VllmModel(pulumi.ComponentResource):
         timeout = f"{math.ceil(populate.populate_seconds(model) / 60)}m"
         job = k8s_objects.create_resolved(
             f"{name}-weights-job",
-            sources,
+            args.sources,
             functools.partial(
                 _populate_job,
                 model=model,
                 pool=args.pool,
                 hf_token=args.hf_token is not None,
-                models=args.models,
-                retire_days=args.retired_revision_days,
+                models=weights.models,
+                retire_days=weights.retired_revision_days,
             ),
             SAMPLE_SOURCES,
             pulumi.ResourceOptions(

@@ -28,17 +28,27 @@ from config.validate import parse_stack_config
 
 @dataclass(frozen=True)
 class OfflineAccount:
-    """The account answers an offline run checks the stack against (set by the harness)."""
+    """The account answers an offline run checks the stack against (handed over by the harness).
+
+    A run has one only when the offline harness (offline/harness.py) starts the program under
+    mocks; it is never read from the environment. Offline, placeholder values are warnings and the
+    account is the harness's file; a real `pulumi preview`/`up` (no OfflineAccount) stops on
+    placeholders and reads the account itself."""
 
     path: Path
     authoritative: bool
     """False for the default file: what it does not describe is "not checked", never failed."""
 
 
-OFFLINE_ACCOUNT: OfflineAccount | None = None
-"""Set when the offline harness (offline/harness.py) hands the program its config, under mocks;
-never read from the environment. Offline, placeholder values are warnings and the account is the
-harness's file; a real `pulumi preview`/`up` stops on placeholders and reads the account itself."""
+PROGRAM_GLOBAL = "harness_offline_account"
+"""The name under which the harness hands a program run its OfflineAccount (runpy's init_globals);
+the Pulumi engine runs `__main__.py` without it, so a deploy is never offline."""
+
+
+def offline_account(program_globals: Mapping[str, object]) -> OfflineAccount | None:
+    """The account answers the harness handed this run of the program, or None for a real run."""
+    found = program_globals.get(PROGRAM_GLOBAL)
+    return found if isinstance(found, OfflineAccount) else None
 
 
 @dataclass(frozen=True)
@@ -58,6 +68,8 @@ class LoadedConfig:
     config: StackConfig
     secrets: Secrets
     warnings: list[Problem]
+    offline: OfflineAccount | None = None
+    """The harness's account answers when the run is offline (preflight reads them); None for a real run."""
 
 
 def _all_config() -> dict[str, Any]:
@@ -70,10 +82,11 @@ def _is_secret(key: str) -> bool:
     return runtime_config.is_config_secret(key) or key in runtime_config.get_config_secret_keys_env()
 
 
-def validate() -> tuple[StackConfig, dict[str, Any], dict[str, str], list[Problem]]:
+def validate(offline: OfflineAccount | None = None) -> tuple[StackConfig, dict[str, Any], dict[str, str], list[Problem]]:
     """Read and check everything; no Outputs are created. Raises ConfigError with every problem.
 
-    Returns the config, the raw secret values, the API keys by model, and the warnings.
+    Returns the config, the raw secret values, the API keys by model, and the warnings. Offline
+    (the harness's account answers given), placeholders are warnings; otherwise they are errors.
     """
     data, secrets, problems = stack_file.split(_all_config(), _is_secret)
     region_missing = "region" not in data
@@ -85,7 +98,7 @@ def validate() -> tuple[StackConfig, dict[str, Any], dict[str, str], list[Proble
     secret_problems, api_keys = stack_secrets.problems(cfg, secrets)
     problems += secret_problems
     found = placeholders.find(cfg)
-    if OFFLINE_ACCOUNT is not None:
+    if offline is not None:
         warnings = [*warnings, *(Problem(p.path, p.message, "warning") for p in found)]
     else:
         problems += found
@@ -94,9 +107,10 @@ def validate() -> tuple[StackConfig, dict[str, Any], dict[str, str], list[Proble
     return cfg, secrets, api_keys, warnings
 
 
-def load() -> LoadedConfig:
-    """Read, validate and return the stack config with its secrets as secret Outputs."""
-    cfg, secrets, api_keys, warnings = validate()
+def load(offline: OfflineAccount | None = None) -> LoadedConfig:
+    """Read, validate and return the stack config with its secrets as secret Outputs (and the
+    offline account answers, when the harness runs the program)."""
+    cfg, secrets, api_keys, warnings = validate(offline)
     return LoadedConfig(
         config=cfg,
         secrets=Secrets(
@@ -108,4 +122,5 @@ def load() -> LoadedConfig:
             ),
         ),
         warnings=warnings,
+        offline=offline,
     )

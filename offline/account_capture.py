@@ -24,6 +24,7 @@ import yaml
 from config import stack_file
 from config.checks import account
 from config.checks.preflight import QUOTAS, SPOT_ROLE
+from config.derived import state
 from config.errors import ConfigError
 from config.facts import versions
 from config.facts.conventions import ami_parameter_path, principal_kind_and_name
@@ -51,7 +52,7 @@ def _missing(error: Exception) -> bool:
 
 
 def _ami_releases(ssm: Any, family: str, k8s: str) -> list[str]:
-    """Published NVIDIA AMI releases under the SSM paths Karpenter resolves (upstream-facts W2.7)."""
+    """Published NVIDIA AMI releases under the SSM paths Karpenter resolves (docs/upstream-facts.md#quotas-and-amis)."""
     path, prefix = ami_parameter_path(family, k8s)
     found: set[str] = set()
     for page in ssm.get_paginator("get_parameters_by_path").paginate(Path=path, Recursive=True):
@@ -77,7 +78,7 @@ def capture(cfg: StackConfig, client: ClientFactory) -> dict[str, Any]:
             offerings.setdefault(offer["Location"], []).append(offer["InstanceType"])
     quotas = {code: _quota(quotas_client, code) for code, _name in QUOTAS.values()}
     k8s = cfg.cluster.kubernetes_version
-    families = sorted({p.ami_family or cfg.karpenter.default_ami_family for p in cfg.gpu_pools})
+    families = sorted({p.ami_family for p in state.of(cfg).pools.values()})
     addon_versions = {}
     for addon in versions.EKS_ADDON_VERSIONS:
         listed = eks.describe_addon_versions(addonName=addon, kubernetesVersion=k8s)["addons"]

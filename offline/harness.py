@@ -137,10 +137,15 @@ def _fill_secrets(raw: dict[str, Any], config: dict[str, str], secret_keys: list
 DEFAULT_ACCOUNT = ROOT / "offline" / "account.yaml"
 
 
+def offline_account(inp: StackInput) -> config_load.OfflineAccount:
+    """The account answers an offline run of this stack checks against: its own file (authoritative)
+    or the default one. The harness hands them to the program (run_program); a caller that validates
+    or runs preflight itself passes them to config/load.py `validate` and components/account.py `check`."""
+    return config_load.OfflineAccount(inp.account or DEFAULT_ACCOUNT, authoritative=inp.account is not None)
+
+
 def apply_config(inp: StackInput) -> None:
-    """Hand the program its config as the engine would, and tell it that it runs offline and
-    which account answers stand in for the account."""
-    config_load.OFFLINE_ACCOUNT = config_load.OfflineAccount(inp.account or DEFAULT_ACCOUNT, authoritative=inp.account is not None)
+    """Hand the program its config as the engine would (the runtime's config and secret keys)."""
     pulumi.runtime.set_all_config(dict(inp.config), list(inp.secret_keys))
 
 
@@ -162,8 +167,12 @@ def run_program(main: Path, project: str, inp: StackInput, stack_outputs: dict[s
     apply_config(inp)
     pulumi.runtime.set_mocks(mocks, project=project, stack=inp.stack, preview=False, monitor=monitor, logger=logger)
 
+    # The program learns that it runs offline, and against which answers, from its own globals:
+    # explicit at its entry point, gone with the run (the engine hands a real run none).
+    handed = {config_load.PROGRAM_GLOBAL: offline_account(inp)}
+
     def program() -> None:
-        runpy.run_path(str(main), run_name="__main__")
+        runpy.run_path(str(main), init_globals=handed, run_name="__main__")
 
     try:
         _sync_await(run_pulumi_func(program))

@@ -1,8 +1,11 @@
 """`make render STACK=<stack>`: the real program, offline, written to build/<stack>/.
 
-    python -m offline.render dev [--out build]
+    python -m offline.render dev [--out build] [--counts] [--sources]
 
-Writes resources.json, manifests/, helm/<release>.yaml and outputs.json, and prints a summary.
+Writes resources.json, manifests/, helm/<release>.yaml, outputs.json and preflight.json, and
+prints a summary: the models, the compute cost floor and ceiling, the warnings, the scale-up
+budgets, then the resource total (--counts lists them by type; --sources lists the published
+figures behind the scale-up terms) and the preflight table.
 A bad config prints every problem and exits 2 without writing anything. No cloud credentials
 and no Pulumi CLI are needed; secrets appear as "[secret]".
 """
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -108,15 +112,26 @@ def write(result: harness.RunResult, out: Path) -> None:
     (out / "outputs.json").write_text(json.dumps(result.redacted_outputs(), indent=2, sort_keys=True) + "\n")
 
 
-def summary(stack: str, result: harness.RunResult, warnings: list[str], placeholders: list[str], seconds: float) -> str:
-    cfg, *_ = config_load.validate()
+def summary(
+    stack: str,
+    cfg: StackConfig,
+    result: harness.RunResult,
+    warnings: list[str],
+    placeholders: list[str],
+    seconds: float,
+    *,
+    counts: bool = False,
+    sources: bool = False,
+) -> str:
+    """What a render says, most important first: the models, the cost, the warnings, the scale-up budgets.
+
+    Then the resource total; `counts` lists the resources by type, `sources` the published
+    figures behind the scale-up terms.
+    """
     lines = [f"Rendered stack {stack} ({cfg.environment}, {cfg.region}) in {seconds:.1f} s", ""]
-    counts = Counter(r.type for r in result.registrations)
-    lines.append(f"Resources: {sum(counts.values())}")
-    lines += [f"  {n:4d}  {t}" for t, n in sorted(counts.items())]
     costs = cost.summarize(cfg)
     endpoints = result.outputs.get("models") or {}
-    lines += ["", "Models:"]
+    lines += ["Models:"]
     header = f"  {'model':<16} {'pool':<18} {'GPU per replica':<34} {'replicas':<9} {'nodes':<7} endpoint"
     lines.append(header)
     for m in costs.models:
@@ -134,16 +149,25 @@ def summary(stack: str, result: harness.RunResult, warnings: list[str], placehol
         lines.append(
             f"  incl. headroom of {h.pool}: {h.gpus} GPU(s) warm on {h.nodes_min}-{h.nodes_max} node(s), ${h.floor:.2f}-{h.ceiling:.2f}/h"
         )
-    lines += ["", *scale_up_table(cfg, endpoints)]
     if placeholders:
         lines += ["", "Secrets not in the stack file, rendered with placeholders: " + ", ".join(placeholders)]
     if warnings:
         lines += ["", *warnings]
+    lines += ["", *scale_up_table(cfg, endpoints, sources=sources)]
+    lines += ["", *resource_counts(result, by_type=counts)]
     return "\n".join(lines)
 
 
-def scale_up_table(cfg: StackConfig, outputs: dict[str, Any]) -> list[str]:
-    """Each model's scale-up budget, term by term (from the `models` output), and where the figures come from."""
+def resource_counts(result: harness.RunResult, *, by_type: bool) -> list[str]:
+    """The number of resources the program registers; by type with `by_type`."""
+    counts = Counter(r.type for r in result.registrations)
+    if not by_type:
+        return [f"Resources: {sum(counts.values())} (--counts lists them by type)"]
+    return [f"Resources: {sum(counts.values())}", *(f"  {n:4d}  {t}" for t, n in sorted(counts.items()))]
+
+
+def scale_up_table(cfg: StackConfig, outputs: dict[str, Any], *, sources: bool = False) -> list[str]:
+    """Each model's scale-up budget, term by term (from the `models` output); with `sources`, the figures behind it."""
     short = {
         "signal": "signal",
         "nodeLaunch": "node",
@@ -166,6 +190,8 @@ def scale_up_table(cfg: StackConfig, outputs: dict[str, Any]) -> list[str]:
         warm = pool.headroom if pool else 0
         terms = "".join(f"{budget['terms'][t]:>8}" for t in scaleup.TERMS)
         lines.append(f"  {m.name:<16} {m.weights.source or '-':<12} {warm:>8} {budget['hit']:>5} {budget['miss']:>5} {terms}")
+    if not sources:
+        return [*lines, "  The published figures behind the terms are in config/facts/speed.py (--sources lists them)."]
     lines.append("  Published figures behind the terms (config/facts/speed.py):")
     lines += [f"    {key:<18} {f.value:8.3g} {f.unit:<5} {f.what} [{f.measured_on}]" for key, f in scaleup.sources()]
     return lines
@@ -187,6 +213,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(harness.ROOT / "build"), help="output folder (default: build/)")
     parser.add_argument("--file", help="stack file to read instead of Pulumi.<stack>.yaml")
     parser.add_argument("--account", help="account answers to check the stack against (default: offline/account.yaml)")
+    parser.add_argument("--counts", action="store_true", help="list the registered resources by type")
+    parser.add_argument("--sources", action="store_true", help="list the published figures behind the scale-up budget")
     args = parser.parse_args(argv)
     stack_file = Path(args.file) if args.file else harness.ROOT / f"Pulumi.{args.stack}.yaml"
     if not stack_file.exists():
@@ -201,8 +229,9 @@ def main(argv: list[str] | None = None) -> int:
         inp = harness.stack_input(args.stack, stack_file)
         inp.account = Path(args.account) if args.account else None
         harness.apply_config(inp)
-        cfg, _, _, warnings = config_load.validate()
-        checks = account.check(cfg)
+        offline = harness.offline_account(inp)
+        cfg, _, _, warnings = config_load.validate(offline)
+        checks = account.check(cfg, offline)
     except ConfigError as err:
         print(f"{stack_file.name}: " + err.report(), file=sys.stderr)
         return EXIT_CONFIG
@@ -222,7 +251,8 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(target)
         staging.rename(target)
     elapsed = time.perf_counter() - started
-    print(summary(args.stack, result, [format_report(warnings)] if warnings else [], inp.placeholders, elapsed))
+    report = [format_report(warnings)] if warnings else []
+    print(summary(args.stack, cfg, result, report, inp.placeholders, elapsed, counts=args.counts, sources=args.sources))
     print("\n" + preflight_table(checks))
     shown = target.resolve().relative_to(Path.cwd()) if target.resolve().is_relative_to(Path.cwd()) else target
     print(f"\nWrote {shown}/: resources.json, manifests/, helm/, outputs.json, preflight.json")
@@ -230,4 +260,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BrokenPipeError:  # the reader stopped early (`| head`): build/<stack>/ is written, so not a failure
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(0)

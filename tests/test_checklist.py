@@ -1,4 +1,4 @@
-"""Every row of the reliability checklist (../shared/reference/reliability-checklist.md §4), enforced.
+"""Every row of the reliability checklist (docs/upstream-facts.md#reliability-checklist), enforced.
 
 ROWS maps each checklist id to the tests that enforce it and to one check of its own: a function
 of a stack's config or render that reports the property's violations. Each row is shown, here,
@@ -49,7 +49,7 @@ IDS = (
     *(f"OB-{i}" for i in range(1, 5)),
     *(f"MV-{i}" for i in range(1, 6)),
 )
-"""The 47 rows of the checklist's §4."""
+"""The 47 rows of the checklist."""
 
 Check = Callable[[bool], list[str]]
 """check(broken): the property's violations on the fixture (broken=False) or on a broken copy."""
@@ -513,7 +513,10 @@ def _spot_only_prod(d: dict[str, Any]) -> None:
 T = "tests/"
 ROWS: dict[str, Row] = {
     "CL-1": Row(
-        (f"{T}policy/test_policies.py::test_policy_fails_on_a_broken_resource", f"{T}config/checks/test_bad_inputs.py::test_bad_input_message"),
+        (
+            f"{T}policy/test_policies.py::test_policy_fails_on_a_broken_resource",
+            f"{T}config/checks/test_bad_inputs.py::test_bad_input_message",
+        ),
         policy_check(
             "eks-endpoint-exposure",
             "eks:index:Cluster",
@@ -751,7 +754,10 @@ ROWS: dict[str, Row] = {
         "mounts a service account token",
     ),
     "WS-4": Row(
-        (f"{T}policy/test_policies.py::test_policy_fails_on_a_broken_resource", f"{T}config/checks/test_bad_inputs.py::test_bad_input_message"),
+        (
+            f"{T}policy/test_policies.py::test_policy_fails_on_a_broken_resource",
+            f"{T}config/checks/test_bad_inputs.py::test_bad_input_message",
+        ),
         policy_check(
             "pinned-images",
             "kubernetes:apps/v1:Deployment",
@@ -847,7 +853,7 @@ ROWS: dict[str, Row] = {
         (
             f"{T}components/test_serving.py::test_each_trigger_query_returns_exactly_one_sample",
             f"{T}components/test_serving.py::test_keda_crd_catches_a_numeric_threshold",
-            f"{T}builders/test_hpa.py::test_a_missing_reading_is_an_error_not_a_zero",
+            f"{T}planner/test_hpa.py::test_a_missing_reading_is_an_error_not_a_zero",
         ),
         render_check(
             trigger_findings,
@@ -937,7 +943,9 @@ ROWS: dict[str, Row] = {
         config_case("memory-24GB", "models[llama-3-1-8b].resources.memory:"),
         "is not a Kubernetes quantity",
     ),
-    "MV-4": Row((f"{T}config/checks/test_bad_inputs.py::test_bad_input_message",), config_case("hpa-name-too-long", "models["), "name too long"),
+    "MV-4": Row(
+        (f"{T}config/checks/test_bad_inputs.py::test_bad_input_message",), config_case("hpa-name-too-long", "models["), "name too long"
+    ),
     "MV-5": Row(
         (
             f"{T}config/checks/test_bad_inputs.py::test_bad_input_message",

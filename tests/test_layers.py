@@ -1,4 +1,4 @@
-"""The layering of DESIGN.md holds: config -> builders (pure) -> components -> program.
+"""The layering README.md describes (Layout) holds: config -> builders (pure) -> components -> program.
 
 - config/ (but config/load.py, the one Pulumi config reader) and builders/ import no Pulumi
   SDK, checked by importing every module in a fresh interpreter;

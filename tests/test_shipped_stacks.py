@@ -16,6 +16,7 @@ from config import load as config_load
 from config import stack_file
 from config.errors import ConfigError
 from config.facts.outputs import keys
+from config.sections.stack import StackConfig
 from offline import harness
 from tests.conftest import ROOT, parse
 
@@ -34,7 +35,7 @@ def test_shipped_stack_validates_and_renders(stack: str) -> None:
     inp = harness.stack_input(stack, path)
     harness.apply_config(inp)
     try:
-        cfg, *_ = config_load.validate()
+        cfg, *_ = config_load.validate(harness.offline_account(inp))
     except ConfigError as err:
         pytest.fail(f"Pulumi.{stack}.yaml does not validate:\n{err.report()}")
     assert cfg.environment in stack or stack not in ("dev", "staging", "prod")
@@ -44,13 +45,47 @@ def test_shipped_stack_validates_and_renders(stack: str) -> None:
     assert all(r.type.startswith("llmplatform:index:") or r.parent for r in result.registrations)
 
 
-def test_the_readme_budget_table_is_what_the_shipped_stacks_give() -> None:
-    """The README quotes each shipped model's scale-up budget; it must match the arithmetic."""
+def _shipped(stack: str) -> StackConfig:
+    """A shipped stack parsed as the program sees it (secrets left out)."""
+    inp = harness.stack_input(stack, ROOT / f"Pulumi.{stack}.yaml")
+    return parse(stack_file.split(inp.config, set(inp.secret_keys).__contains__)[0])
+
+
+def test_the_readme_cost_table_is_what_the_shipped_stacks_cost() -> None:
+    """The README quotes each shipped stack's compute cost floor and ceiling; they must match the cost summary."""
+    from config.derived import cost
+    from config.facts import catalog
+
+    readme = (ROOT / "README.md").read_text()
+    table = readme.split("## What the shipped stacks cost")[1].split("\n## ")[0]
+    rows = {
+        cells[0]: cells[1:]
+        for line in table.splitlines()
+        if line.startswith("| `Pulumi.")
+        for cells in [[c.strip() for c in line.strip("|").split("|")]]
+    }
+    assert sorted(rows) == sorted(f"`Pulumi.{stack}.yaml`" for stack in SHIPPED)
+    for stack in SHIPPED:
+        cfg = _shipped(stack)
+        costs = cost.summarize(cfg)
+        models, floor, ceiling = rows[f"`Pulumi.{stack}.yaml`"]
+        assert models == ", ".join(m.name for m in cfg.models)
+        for shown, per_hour in ((floor, costs.floor), (ceiling, costs.ceiling)):
+            assert shown == f"${per_hour * catalog.HOURS_PER_MONTH:,.0f}/month (${per_hour:.2f}/h)", (stack, shown)
+    dev = _shipped("dev")
+    # "dev's model scales to zero, so dev's floor is its two system nodes"
+    assert all(m.replicas.min == 0 for m in dev.models)
+    assert dev.cluster.system_node_group.min_size == 2
+    assert cost.summarize(dev).floor == cost.summarize(dev).system_floor
+
+
+def test_the_scale_up_budget_table_is_what_the_shipped_stacks_give() -> None:
+    """docs/scale-up.md quotes each shipped model's scale-up budget; it must match the arithmetic."""
     from config.derived import scaleup
     from config.derived.exposure import exposure
 
-    readme = (ROOT / "README.md").read_text()
-    table = readme.split("### The scale-up budget")[1].split("The budget drives")[0]
+    page = (ROOT / "docs" / "scale-up.md").read_text()
+    table = page.split("## The scale-up budget\n")[1].split("The budget drives")[0]
     rows = [
         [c.strip() for c in line.strip("|").split("|")]
         for line in table.splitlines()
@@ -58,8 +93,7 @@ def test_the_readme_budget_table_is_what_the_shipped_stacks_give() -> None:
     ]
     seen = set()
     for stack in ("dev", "prod"):
-        inp = harness.stack_input(stack, ROOT / f"Pulumi.{stack}.yaml")
-        cfg = parse(stack_file.split(inp.config, set(inp.secret_keys).__contains__)[0])
+        cfg = _shipped(stack)
         for model in cfg.models:
             budget = scaleup.budget(model, scrape_interval=cfg.observability.vllm_scrape_interval, exposed=exposure(cfg, model).exposed)
             row = next(r for r in rows if r[0] == stack and r[1].split()[0] == model.name)
@@ -68,11 +102,11 @@ def test_the_readme_budget_table_is_what_the_shipped_stacks_give() -> None:
     assert len(seen) == len(rows)
 
 
-def test_the_readme_plan_table_is_what_make_plan_gives() -> None:
-    """The README quotes the seeds' day on the shipped dev stack; it must match a fresh replay."""
+def test_the_plan_table_is_what_make_plan_gives() -> None:
+    """docs/planner.md quotes the seeds' day on the shipped dev stack; it must match a fresh replay."""
     from planner import plan
 
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "planner.md").read_text()
     table = readme.split("The seeds' day on the dev stack")[1].split("![")[0]
     rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:5]] for line in table.splitlines() if line.startswith("| ")}
     result, _, _ = plan.run(plan.load_stack("dev"), ROOT / "traffic" / "seed-day.yaml", days=1)
@@ -82,10 +116,11 @@ def test_the_readme_plan_table_is_what_make_plan_gives() -> None:
     assert rows["llama-3-1-8b: P99 TTFT"][:2] == [f"{model['static']['ttftSeconds']['p99']:.2f} s", f"{model['ttftSeconds']['p99']:.2f} s"]
 
 
-def test_the_readme_scale_to_zero_figures_are_what_make_plan_gives() -> None:
+def test_the_scale_to_zero_figures_are_what_make_plan_gives() -> None:
+    """docs/planner.md quotes the dev stack's default day at zero and at min 1; they must match a fresh replay."""
     from planner import plan
 
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "planner.md").read_text()
     cfg = plan.load_stack("dev")
     at_zero, _, _ = plan.run(cfg, ROOT / "traffic" / "dev.yaml", days=1)
     model = cfg.models[0]

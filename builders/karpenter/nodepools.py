@@ -1,11 +1,17 @@
-"""EC2NodeClass and NodePool manifests for the GPU pools (pure builders)."""
+"""EC2NodeClass and NodePool manifests for the GPU pools (pure builders).
+
+A pool's AMI family and its NodePool's GPU limit are the derived state's (config/derived/state.py
+PoolState.ami_family and .nodepool_limit); the builders take them, never work them out again.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from builders.karpenter import mig
 from config.derived.capacity import pool_mig_profile
+from config.derived.state import PoolState
 from config.facts.conventions import (
     CAPACITY_TYPE_LABEL,
     DEVICE_PLUGIN_CONFIG_LABEL,
@@ -25,10 +31,6 @@ from config.sections.karpenter import KarpenterConfig
 from config.sections.types import is_zone_id
 
 SHARING_VALUES = {"none": "none", "timeSlicing": "time-slicing", "mig": "mig"}
-
-
-def ami_family(pool: GpuPool, karpenter: KarpenterConfig) -> str:
-    return pool.ami_family or karpenter.default_ami_family
 
 
 def pool_labels(pool: GpuPool, family: str = "al2023") -> dict[str, str]:
@@ -94,21 +96,20 @@ def ec2_node_class(
     return {
         "apiVersion": "karpenter.k8s.aws/v1",
         "kind": "EC2NodeClass",
-        "metadata": {"name": node_class_for(pool, karpenter) if pool is not None else node_class_name(family)},
+        "metadata": {"name": node_class_for(pool, family) if pool is not None else node_class_name(family)},
         "spec": spec,
     }
 
 
-def node_class_for(pool: GpuPool, karpenter: KarpenterConfig) -> str:
+def node_class_for(pool: GpuPool, family: str) -> str:
     """The EC2NodeClass a pool's NodePool uses: its own for a MIG pool, its AMI family's otherwise."""
-    family = ami_family(pool, karpenter)
     return node_class_name(family, pool.name) if pool.sharing.mig else node_class_name(family)
 
 
-def node_classes(pools: list[GpuPool], karpenter: KarpenterConfig) -> list[tuple[str, GpuPool | None]]:
+def node_classes(pools: list[GpuPool], derived: Mapping[str, PoolState]) -> list[tuple[str, GpuPool | None]]:
     """Every EC2NodeClass the pools need: (AMI family, the MIG pool it is for, or None for the shared one)."""
-    shared = sorted({ami_family(p, karpenter) for p in pools if not p.sharing.mig})
-    own = sorted(((ami_family(p, karpenter), p) for p in pools if p.sharing.mig), key=lambda fp: fp[1].name)
+    shared = sorted({derived[p.name].ami_family for p in pools if not p.sharing.mig})
+    own = sorted(((derived[p.name].ami_family, p) for p in pools if p.sharing.mig), key=lambda fp: fp[1].name)
     return [*((f, None) for f in shared), *own]
 
 
@@ -137,27 +138,18 @@ def requirements(pool: GpuPool, vpc_zones: list[str] | None = None) -> list[dict
     return reqs
 
 
-def gpu_limit(pool: GpuPool) -> int:
-    """The NodePool's nvidia.com/gpu limit.
-
-    Karpenter counts the capacity its NodeOverlay advertises: a time-sliced node with one GPU
-    and 4 replicas counts as 4, so the limit on physical GPUs is scaled by the replicas.
-    """
-    if pool.sharing.time_slicing:
-        return pool.gpu_limit * pool.sharing.time_slicing.replicas
-    return pool.gpu_limit
-
-
-def node_pool(pool: GpuPool, karpenter: KarpenterConfig, vpc_zones: list[str] | None = None) -> dict[str, Any]:
+def node_pool(pool: GpuPool, derived: PoolState, vpc_zones: list[str] | None = None) -> dict[str, Any]:
+    """The pool's NodePool. Its nvidia.com/gpu limit is in the units Karpenter counts (the NodeOverlay
+    advertises a time-sliced GPU as `replicas` GPUs): PoolState.nodepool_limit."""
     d = pool.disruption
     spec: dict[str, Any] = {
         "template": {
-            "metadata": {"labels": pool_labels(pool, ami_family(pool, karpenter))},
+            "metadata": {"labels": pool_labels(pool, derived.ami_family)},
             "spec": {
                 "nodeClassRef": {
                     "group": "karpenter.k8s.aws",
                     "kind": "EC2NodeClass",
-                    "name": node_class_for(pool, karpenter),
+                    "name": node_class_for(pool, derived.ami_family),
                 },
                 "requirements": requirements(pool, vpc_zones),
                 "taints": pool.node_taints(),
@@ -170,7 +162,7 @@ def node_pool(pool: GpuPool, karpenter: KarpenterConfig, vpc_zones: list[str] | 
             "consolidateAfter": d.consolidate_after,
             "budgets": [b.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True) | {"nodes": b.nodes} for b in d.budgets],
         },
-        "limits": {GPU_RESOURCE: str(gpu_limit(pool))},
+        "limits": {GPU_RESOURCE: str(derived.nodepool_limit)},
     }
     if pool.weight is not None:
         spec["weight"] = pool.weight

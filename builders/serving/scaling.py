@@ -27,22 +27,22 @@ def _over_pods(aggregation: str, metric: str, model: ModelConfig) -> str:
     return f"{aggregation}({metric}{{{_selector(model)}}})"
 
 
-def _at_zero(model: ModelConfig, query: str) -> str:
+def _at_zero(model: ModelConfig, query: str, scales_to_zero: bool) -> str:
     """A model that scales to zero: with no replica available there is nothing to measure, so the
     query reads 0 (kube-state-metrics' count of available replicas, when it is 0); with replicas
     running, a missing vLLM series still returns nothing, which KEDA treats as an error."""
-    if model.replicas.min > 0:
+    if not scales_to_zero:
         return query
     available = f'sum(kube_deployment_status_replicas_available{{namespace="{model.name}", deployment="{model.name}"}})'
     return f"({query}) or ({available} == 0)"
 
 
-def queue_query(model: ModelConfig) -> str:
-    return _at_zero(model, _over_pods("sum", "vllm:num_requests_waiting", model))
+def queue_query(model: ModelConfig, scales_to_zero: bool = False) -> str:
+    return _at_zero(model, _over_pods("sum", "vllm:num_requests_waiting", model), scales_to_zero)
 
 
-def kv_cache_query(model: ModelConfig) -> str:
-    return _at_zero(model, _over_pods("avg", "vllm:kv_cache_usage_perc", model))
+def kv_cache_query(model: ModelConfig, scales_to_zero: bool = False) -> str:
+    return _at_zero(model, _over_pods("avg", "vllm:kv_cache_usage_perc", model), scales_to_zero)
 
 
 def ttft_query(model: ModelConfig) -> str:
@@ -56,7 +56,8 @@ def _number(value: float) -> str:
     return f"{value:g}"
 
 
-def triggers(model: ModelConfig, server_address: str) -> list[dict[str, Any]]:
+def triggers(model: ModelConfig, server_address: str, scales_to_zero: bool = False) -> list[dict[str, Any]]:
+    """vLLM's metrics, then (at zero) the interceptor's push, then the schedules."""
     a = model.autoscaling
 
     def prometheus(name: str, metric_type: str, query: str, threshold: float) -> dict[str, Any]:
@@ -74,12 +75,12 @@ def triggers(model: ModelConfig, server_address: str) -> list[dict[str, Any]]:
         }
 
     out = [
-        prometheus("queue-depth", "AverageValue", queue_query(model), a.queue_depth_per_replica),
-        prometheus("kv-cache", "Value", kv_cache_query(model), a.kv_cache_usage_target),
+        prometheus("queue-depth", "AverageValue", queue_query(model, scales_to_zero), a.queue_depth_per_replica),
+        prometheus("kv-cache", "Value", kv_cache_query(model, scales_to_zero), a.kv_cache_usage_target),
     ]
     if a.ttft_p95_seconds is not None:
         out.append(prometheus("ttft-p95", "Value", ttft_query(model), a.ttft_p95_seconds))
-    if model.replicas.min == 0:
+    if scales_to_zero:
         # The interceptor pushes its held and in-flight requests: the one signal that exists at zero.
         scaler, port = EXTERNAL_SCALER
         out.append(
@@ -118,7 +119,12 @@ def scale_down_window(model: ModelConfig, scale_up_miss_seconds: int | None) -> 
     return max(window, scale_up_miss_seconds)
 
 
-def scaled_object(model: ModelConfig, server_address: str, scale_up_miss_seconds: int | None = None) -> dict[str, Any]:
+def scaled_object(
+    model: ModelConfig, server_address: str, scale_up_miss_seconds: int | None = None, *, scales_to_zero: bool = False
+) -> dict[str, Any]:
+    """The model's ScaledObject. `scales_to_zero` is the derived state's (config/derived/state.py
+    ModelState.scales_to_zero): the interceptor's push trigger, queries that read 0 at zero replicas,
+    and the idle cooldown."""
     a = model.autoscaling
     fallback: dict[str, Any] = {
         "failureThreshold": a.fallback.failure_threshold,
@@ -139,7 +145,7 @@ def scaled_object(model: ModelConfig, server_address: str, scale_up_miss_seconds
             "minReplicaCount": model.replicas.min,
             "maxReplicaCount": model.replicas.max,
             "pollingInterval": a.polling_interval_seconds,
-            **({"cooldownPeriod": duration_seconds(a.idle_after)} if model.replicas.min == 0 else {}),
+            **({"cooldownPeriod": duration_seconds(a.idle_after)} if scales_to_zero else {}),
             "fallback": fallback,
             "advanced": {
                 "horizontalPodAutoscalerConfig": {
@@ -147,6 +153,6 @@ def scaled_object(model: ModelConfig, server_address: str, scale_up_miss_seconds
                     "behavior": {"scaleUp": _policy(a.scale_up), "scaleDown": scale_down},
                 }
             },
-            "triggers": triggers(model, server_address),
+            "triggers": triggers(model, server_address, scales_to_zero),
         },
     }

@@ -40,6 +40,9 @@ class ModelFlows:
     """Excluded from 'the internet' in egress rules."""
     interface_endpoints: list[str]
     """Subnets of an existing VPC's interface endpoints, reachable on 443 (S3 resolving inside the VPC)."""
+    scales_to_zero: bool
+    """The model scales to zero (config/derived/state.py ModelState): its requests come through the
+    HTTP add-on's interceptor, not straight from the ALB."""
 
 
 RUN_AS = 10001
@@ -127,7 +130,7 @@ def service_account(model: ModelConfig) -> dict[str, Any]:
 
 
 def streamer_config(model: ModelConfig) -> dict[str, int | bool]:
-    """The Run:ai streamer's three settings (W2.1.2): reads in flight from the checkpoint's size, a
+    """The Run:ai streamer's three settings (docs/upstream-facts.md#s3-weights, item 2): reads in flight from the checkpoint's size, a
     staging buffer inside the replica's memory limit (the default 40 GB is not), and, with tensor
     parallelism, one read of the checkpoint shared between the ranks instead of one per rank."""
     config: dict[str, int | bool] = {
@@ -187,7 +190,8 @@ def vllm_args(model: ModelConfig, alb_idle_timeout_seconds: int, sources: Source
 
 
 def aws_env(region: str) -> list[dict[str, Any]]:
-    """The region for boto3 and the streamer's AWS SDK: the Pod Identity webhook does not set it (W2.1.5)."""
+    """The region for boto3 and the streamer's AWS SDK: the Pod Identity webhook does not set it
+    (docs/upstream-facts.md#s3-weights, item 5)."""
     return [{"name": "AWS_REGION", "value": region}, {"name": "AWS_DEFAULT_REGION", "value": region}]
 
 
@@ -425,7 +429,7 @@ def network_policies(model: ModelConfig, flows: ModelFlows) -> list[dict[str, An
     model's client namespaces and (at zero) the interceptor."""
     sources: list[dict[str, Any]] = [netpol.prometheus_peer(flows.monitoring_namespace)]
     sources += [netpol.namespace_peer(ns) for ns in model.client_namespaces]
-    if model.replicas.min == 0:
+    if flows.scales_to_zero:
         # scaled to zero: requests come through the HTTP add-on's interceptor, in KEDA's namespace
         sources.append({**netpol.namespace_peer(KEDA_NAMESPACE), "podSelector": {"matchLabels": dict(netpol.INTERCEPTOR_POD)}})
     else:

@@ -69,7 +69,8 @@ _SECTION_VALUES = {
 }
 
 
-def _has_path(values: Any, path: tuple[str, ...]) -> bool:
+def has_path(values: Any, path: tuple[str, ...]) -> bool:
+    """Whether nested chart values set this dotted path."""
     for key in path:
         if not isinstance(values, dict) or key not in values:
             return False
@@ -80,13 +81,13 @@ def _has_path(values: Any, path: tuple[str, ...]) -> bool:
 def rule_escape_hatches(cfg: StackConfig) -> Iterator[Problem]:
     """extraValues may tune a chart, not replace what the program derives and other parts rely on."""
     for (section, path), reason in PROTECTED_VALUES.items():
-        if _has_path(_SECTION_VALUES[section](cfg), path):
+        if has_path(_SECTION_VALUES[section](cfg), path):
             yield Problem(
                 f"{section}.extraValues.{'.'.join(path)}",
                 f"is pinned by the platform: {reason}. Fix: remove the override",
             )
     for (section, path), instead in DERIVED_VALUES.items():
-        if _has_path(_SECTION_VALUES[section](cfg), path):
+        if has_path(_SECTION_VALUES[section](cfg), path):
             dotted = ".".join(path)
             fix = (
                 f"remove the override ({instead.removeprefix('nothing: ')})"

@@ -85,6 +85,7 @@ def check_node_room(path: str, model: ModelConfig, pool: GpuPool) -> Iterator[Pr
 
 
 def rule_fit(cfg: StackConfig) -> Iterator[Problem]:
+    """models[].tensorParallelSize, gpuMemoryUtilization and resources against the pool's devices and nodes."""
     derived = state.of(cfg)
     for path, m, pool in models_with_pools(cfg):
         if pool is not None:
@@ -93,6 +94,7 @@ def rule_fit(cfg: StackConfig) -> Iterator[Problem]:
 
 
 def rule_bottlerocket_sharing(cfg: StackConfig) -> Iterator[Problem]:
+    """gpuPools[].sharing: none on a Bottlerocket pool."""
     for pool in cfg.gpu_pools:
         if state.of(cfg).pool(pool.name).ami_family == "bottlerocket" and pool.sharing.mode != "none":
             yield Problem(
@@ -112,7 +114,7 @@ def rule_gpu_limits(cfg: StackConfig) -> Iterator[Problem]:
         s = state.of(cfg).pool(pool.name)
         if not s.models or catalog_problems(pool):
             continue
-        warm_text = f", with {s.headroom_gpus} GPUs of nodes for the headroom of {pool.headroom}" if s.headroom_gpus else ""
+        warm_text = f", with {s.warm.gpus} GPUs of nodes for the headroom of {pool.headroom}" if s.warm else ""
         if s.gpus_at_min > pool.gpu_limit:
             yield Problem(
                 f"{pool_path(pool)}.gpuLimit",
@@ -131,6 +133,7 @@ def rule_gpu_limits(cfg: StackConfig) -> Iterator[Problem]:
 
 
 def rule_headroom(cfg: StackConfig) -> Iterator[Problem]:
+    """gpuPools[].headroom: on a pool with models, within gpuLimit, in whole replicas, on a type it fits."""
     for pool in cfg.gpu_pools:
         if pool.headroom == 0 or catalog_problems(pool):
             continue
@@ -161,7 +164,7 @@ def rule_headroom(cfg: StackConfig) -> Iterator[Problem]:
             )
         s = state.of(cfg).pool(pool.name)
         shape = s.headroom
-        if shape is not None and s.headroom_host is None:
+        if shape is not None and s.warm is None:
             yield Problem(
                 path,
                 f"one placeholder ({shape.cpu_millis}m CPU, {shape.memory_mib}Mi memory, {shape.count} x {shape.resource}) "
@@ -182,7 +185,8 @@ def rule_system_node_group_size(cfg: StackConfig) -> Iterator[Problem]:
         yield Problem(
             "cluster.systemNodeGroup.minSize",
             "is 1: there is no spare node, so losing it stops Karpenter, KEDA, CoreDNS and monitoring at once "
-            "(the capacity check counts that one node). Fix: set minSize: 2 for a cluster that must keep scaling",
+            "(the capacity check counts that one node). "
+            "Fix: set minSize: 2 for a cluster that must keep scaling",
             "warning",
         )
 

@@ -14,6 +14,7 @@ from config.sections.types import is_zone_id, public_cidr, zone_in_region
 
 
 def rule_load_balancer_sources(cfg: StackConfig) -> Iterator[Problem]:
+    """network.loadBalancerSubnetCidrs: listed for an existing VPC that exposes models."""
     if isinstance(cfg.network, ExistingVpc) and not cfg.network.load_balancer_subnet_cidrs and exposed_models(cfg):
         yield Problem(
             "network.loadBalancerSubnetCidrs",
@@ -25,6 +26,7 @@ def rule_load_balancer_sources(cfg: StackConfig) -> Iterator[Problem]:
 
 
 def rule_model_callers(cfg: StackConfig) -> Iterator[Problem]:
+    """models[].clientNamespaces: set for a model that is not exposed."""
     for path, m, _ in models_with_pools(cfg):
         if not exposure(cfg, m).exposed and not m.client_namespaces:
             yield Problem(
@@ -36,6 +38,7 @@ def rule_model_callers(cfg: StackConfig) -> Iterator[Problem]:
 
 
 def rule_internet_facing_subnets(cfg: StackConfig) -> Iterator[Problem]:
+    """network.publicSubnetIds: listed for an internet-facing ALB in an existing VPC."""
     exposed = exposed_models(cfg)
     if exposed and cfg.ingress.scheme == "internet-facing" and isinstance(cfg.network, ExistingVpc) and not cfg.network.public_subnet_ids:
         yield Problem(
@@ -74,6 +77,7 @@ def rule_certificate(cfg: StackConfig) -> Iterator[Problem]:
 
 
 def rule_allowed_cidrs(cfg: StackConfig) -> Iterator[Problem]:
+    """ingress.allowedCidrs: public ranges only for an internet-facing ALB."""
     if cfg.ingress.scheme == "internet-facing":
         for i, cidr in enumerate(cfg.ingress.allowed_cidrs):
             try:
@@ -116,14 +120,15 @@ def rule_zones(cfg: StackConfig) -> Iterator[Problem]:
             yield Problem(
                 f"{pool_path(pool)}.zones",
                 f"{', '.join(outside)} {'is' if len(outside) == 1 else 'are'} not among network.availabilityZones "
-                f"({', '.join(zones)}); the VPC has no subnet there, so Karpenter could never launch those nodes. "
+                f"({', '.join(zones)}); the VPC has no subnet there, "
+                "so Karpenter could never launch those nodes. "
                 "Fix: list zones of the VPC only, or leave zones unset",
             )
 
 
 def rule_prod_network_ha(cfg: StackConfig) -> Iterator[Problem]:
-    """A prod VPC the stack creates spans three zones, with a NAT gateway in each."""
-    if not cfg.is_prod or not isinstance(cfg.network, NewVpc):
+    """(prod only) A VPC the stack creates spans three zones, with a NAT gateway in each."""
+    if not isinstance(cfg.network, NewVpc):
         return
     if cfg.network.az_count < 3:
         yield Problem("network.azCount", "prod spans fewer than 3 AZs; an AZ outage halves capacity. Fix: set azCount: 3", "warning")
@@ -186,5 +191,6 @@ def rule_deploy_role(cfg: StackConfig) -> Iterator[Problem]:
 
 
 def rule_deletion_protection(cfg: StackConfig) -> Iterator[Problem]:
-    if cfg.is_prod and cfg.cluster.deletion_protection is False:
+    """(prod only) Deletion protection is not switched off."""
+    if cfg.cluster.deletion_protection is False:
         yield Problem("cluster.deletionProtection", "deletion protection is off in prod. Fix: remove the key (prod turns it on)", "warning")

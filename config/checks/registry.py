@@ -21,6 +21,8 @@ class Rule:
     check: Callable[[StackConfig], Iterator[Problem]]
     guards: str
     """What goes wrong on a real cluster when the rule is absent."""
+    prod_only: bool = False
+    """Checked on prod stacks only (safer settings prod requires; elsewhere they are a choice)."""
 
     @property
     def name(self) -> str:
@@ -48,7 +50,6 @@ RULES: tuple[Rule, ...] = (
     Rule(scaling.rule_consolidation, "repacking serving nodes (evicting replicas) is acknowledged"),
     Rule(fit.rule_bottlerocket_sharing, "GPU sharing only where the device plugin honours it (not Bottlerocket)"),
     Rule(scaling.rule_spot_diversity, "a spot pool has enough instance types to ride out interruptions"),
-    Rule(scaling.rule_prod_on_demand_fallback, "prod models fall back to on-demand when spot runs out"),
     Rule(network.rule_internet_facing_subnets, "an internet-facing ALB in an existing VPC has public subnets"),
     Rule(network.rule_certificate, "exposed endpoints use TLS (required in prod), with a certificate of the stack's region"),
     Rule(network.rule_allowed_cidrs, "an internet-facing ALB admits public client ranges only"),
@@ -60,13 +61,14 @@ RULES: tuple[Rule, ...] = (
     Rule(network.rule_api_reachable, "pulumi up can reach the API server"),
     Rule(network.rule_deploy_role, "prod names its deploy role, and no second admin entry for it (EKS refuses it)"),
     Rule(fit.rule_system_node_group_size, "the system node group keeps a spare node (required in prod)"),
-    Rule(network.rule_prod_network_ha, "a prod VPC survives a zone outage (three zones, a NAT gateway each)"),
-    Rule(network.rule_deletion_protection, "prod keeps cluster deletion protection on"),
-    Rule(scaling.rule_prod_min_replicas, "a prod model survives a node loss"),
-    Rule(artifacts.rule_image_pinned, "a prod image is pinned by digest"),
+    Rule(scaling.rule_prod_on_demand_fallback, "prod models fall back to on-demand when spot runs out", prod_only=True),
+    Rule(network.rule_prod_network_ha, "a prod VPC survives a zone outage (three zones, a NAT gateway each)", prod_only=True),
+    Rule(network.rule_deletion_protection, "prod keeps cluster deletion protection on", prod_only=True),
+    Rule(scaling.rule_prod_min_replicas, "a prod model survives a node loss", prod_only=True),
+    Rule(artifacts.rule_image_pinned, "a prod image is pinned by digest", prod_only=True),
 )
 
 
 def check(cfg: StackConfig) -> list[Problem]:
     """Every cross-section problem of a parsed config, in registry order."""
-    return [p for rule in RULES for p in rule.check(cfg)]
+    return [p for rule in RULES if cfg.is_prod or not rule.prod_only for p in rule.check(cfg)]

@@ -29,6 +29,7 @@ REFERENCE_WEEK = dt.datetime(2026, 1, 5)
 
 
 def rule_spot_drain(cfg: StackConfig) -> Iterator[Problem]:
+    """models[].drain.terminationGracePeriodSeconds: within a spot notice on a spot pool."""
     for path, m, pool in models_with_pools(cfg):
         grace = m.drain.termination_grace_period_seconds
         if pool is not None and "spot" in pool.capacity_types and grace > SPOT_MAX_GRACE_SECONDS:
@@ -41,6 +42,7 @@ def rule_spot_drain(cfg: StackConfig) -> Iterator[Problem]:
 
 
 def rule_startup_budget(cfg: StackConfig) -> Iterator[Problem]:
+    """models[].startup.budgetSeconds: at least the expected load time."""
     for path, m, _ in models_with_pools(cfg):
         expected = capacity.expected_load_seconds(m)
         if m.startup.budget_seconds is not None and m.startup.budget_seconds < expected:
@@ -145,19 +147,15 @@ def rule_schedules(cfg: StackConfig) -> Iterator[Problem]:
         for i, j in itertools.combinations(range(len(windows)), 2):
             if not any(x and y for x, y in zip(windows[i], windows[j], strict=True)):
                 continue
-            if windows[i] == windows[j]:
-                yield Problem(
-                    f"{path}.autoscaling.schedules[{j}]",
-                    f"opens and closes with schedules[{i}] all week, so one of the two floors never counts "
-                    f"({a.schedules[i].replicas} and {a.schedules[j].replicas} replicas). Fix: remove one",
-                )
-            else:
-                yield Problem(
-                    f"{path}.autoscaling.schedules[{j}]",
-                    f"overlaps schedules[{i}]: while both are open the larger floor applies (the HPA takes the largest trigger). "
-                    "Fix: nothing, if nested floors are meant; else make the windows disjoint",
-                    "warning",
-                )
+            same = windows[i] == windows[j]
+            message = (
+                f"opens and closes with schedules[{i}] all week, so one of the two floors never counts "
+                f"({a.schedules[i].replicas} and {a.schedules[j].replicas} replicas). Fix: remove one"
+                if same
+                else f"overlaps schedules[{i}]: while both are open the larger floor applies (the HPA takes the largest trigger). "
+                "Fix: nothing, if nested floors are meant; else make the windows disjoint"
+            )
+            yield Problem(f"{path}.autoscaling.schedules[{j}]", message, "error" if same else "warning")
 
 
 def rule_consolidation(cfg: StackConfig) -> Iterator[Problem]:
@@ -175,6 +173,7 @@ def rule_consolidation(cfg: StackConfig) -> Iterator[Problem]:
 
 
 def rule_spot_diversity(cfg: StackConfig) -> Iterator[Problem]:
+    """gpuPools[].instanceTypes: at least three on a spot pool."""
     for pool in cfg.gpu_pools:
         types = pool.resolved_instance_types()
         if "spot" in pool.capacity_types and len(types) < 3 and not catalog_problems(pool):
@@ -187,22 +186,20 @@ def rule_spot_diversity(cfg: StackConfig) -> Iterator[Problem]:
 
 
 def rule_prod_on_demand_fallback(cfg: StackConfig) -> Iterator[Problem]:
-    """In prod, a model's pool has on-demand (or reserved) capacity to fall back on when spot runs out."""
+    """(prod only) A model's pool has on-demand (or reserved) capacity to fall back on when spot runs out."""
     for path, _m, model_pool in models_with_pools(cfg):
-        if model_pool is None or not cfg.is_prod:
-            continue
-        if "on-demand" not in model_pool.capacity_types and "reserved" not in model_pool.capacity_types:
+        if model_pool is not None and not {"on-demand", "reserved"} & set(model_pool.capacity_types):
             yield Problem(
                 f"{path}.pool",
-                f"pool {model_pool.name} is spot-only, so even the minimum replicas have no fallback when "
-                "spot capacity runs out. Fix: add on-demand to the pool's capacityTypes",
+                f"pool {model_pool.name} is spot-only, "
+                "so even the minimum replicas have no fallback when spot capacity runs out. "
+                "Fix: add on-demand to the pool's capacityTypes",
                 "warning",
             )
 
 
 def rule_prod_min_replicas(cfg: StackConfig) -> Iterator[Problem]:
-    if not cfg.is_prod:
-        return
+    """(prod only) A model keeps two replicas at least."""
     for path, m, _ in models_with_pools(cfg):
         if m.replicas.min < 2:
             yield Problem(

@@ -11,11 +11,13 @@ from config.sections.stack import StackConfig
 
 
 def rule_pool_catalog(cfg: StackConfig) -> Iterator[Problem]:
+    """gpuPools[]: instance types and MIG profiles the catalog knows."""
     for pool in cfg.gpu_pools:
         yield from catalog_problems(pool)
 
 
 def rule_unique_names(cfg: StackConfig) -> Iterator[Problem]:
+    """models[].name and gpuPools[].name: unique."""
     reasons = {
         "models": "each becomes Kubernetes object names (two ScaledObjects on one Deployment fight each other)",
         "gpuPools": "each becomes a NodePool, and models pick their pool by name (the second would replace the first)",
@@ -33,6 +35,7 @@ def rule_unique_names(cfg: StackConfig) -> Iterator[Problem]:
 
 
 def rule_model_names(cfg: StackConfig) -> Iterator[Problem]:
+    """models[].name: not a namespace the platform owns, short enough for KEDA's HPA name."""
     reserved = reserved_namespaces(cfg)
     for path, m, _ in models_with_pools(cfg):
         if m.name in reserved:
@@ -51,6 +54,7 @@ def rule_model_names(cfg: StackConfig) -> Iterator[Problem]:
 
 
 def rule_pools_exist(cfg: StackConfig) -> Iterator[Problem]:
+    """models[].pool: one of gpuPools."""
     names = [p.name for p in cfg.gpu_pools]
     for m in cfg.models:
         path = model_path(m)

@@ -3,8 +3,8 @@
 Placeholder pods of a negative priority request what new replicas will need (GPUs or slices, CPU,
 memory) and run the pool's model images (so the images are on the node). A pending replica
 preempts one at once; the placeholder goes pending, and Karpenter launches a node for it, so the
-headroom refills behind the scale-up. Chosen over Karpenter's CapacityBuffer (upstream-facts
-W2.4): that is alpha behind a feature gate, and its virtual pods cannot pre-pull an image.
+headroom refills behind the scale-up. Chosen over Karpenter's CapacityBuffer
+(docs/upstream-facts.md#headroom): that is alpha behind a feature gate, and its virtual pods cannot pre-pull an image.
 """
 
 from __future__ import annotations

@@ -53,21 +53,26 @@ class ModelState:
     """replicas.min is 0: reached through the KEDA HTTP add-on, scaled from zero on a held request."""
     exposure: Exposure
 
-    @property
-    def gpus_at_min(self) -> int:
-        return self.nodes_at_min * self.hosts[0].gpu_count if self.hosts else 0
+    gpus_at_min: int
+    """GPUs of the nodes at minimum replicas."""
+    gpus_at_max: int
+    """GPUs of the nodes at maximum replicas."""
+    surge_gpus: int
+    vcpus_at_min: int
+    """vCPUs of the nodes at minimum replicas."""
 
-    @property
-    def gpus_at_max(self) -> int:
-        return self.nodes_at_max * self.peak_host.gpu_count if self.peak_host else 0
 
-    @property
-    def surge_gpus(self) -> int:
-        return self.surge_nodes * self.peak_host.gpu_count if self.peak_host else 0
+@dataclass(frozen=True)
+class WarmNodes:
+    """The whole nodes a pool's warm headroom holds, on the type where they hold the most GPUs (the limit's worst case)."""
 
-    @property
-    def vcpus_at_min(self) -> int:
-        return self.nodes_at_min * self.hosts[0].vcpus if self.hosts else 0
+    host: catalog.InstanceType
+    nodes: int
+    """Whole nodes of `host` the placeholders hold."""
+    gpus: int
+    """Their GPUs: counted in gpuLimit at min and at max."""
+    vcpus: int
+    """Their vCPUs: counted in the quota minimum."""
 
 
 @dataclass(frozen=True)
@@ -83,11 +88,8 @@ class PoolState:
     """The pool's catalog instance types (empty when the catalog knows none)."""
     headroom: headroom.Placeholders | None
     """The warm headroom's placeholder pods, or None."""
-    headroom_host: catalog.InstanceType | None
-    """The type whose nodes hold the most GPUs for the headroom (the limit's worst case)."""
-    headroom_nodes: int
-    models_gpus_at_min: int
-    models_gpus_at_max: int
+    warm: WarmNodes | None
+    """The nodes the headroom's placeholders hold; None without headroom, or when no type fits one."""
     surge_gpus: int
     """A rolling update's surge of every model of the pool at max (a platform change rolls them all)."""
     models_vcpus_at_min: int
@@ -100,36 +102,16 @@ class PoolState:
     nodepool_limit: int
     """The NodePool's nvidia.com/gpu limit: gpuLimit in the units Karpenter counts. Its NodeOverlay
     advertises a time-sliced GPU as `replicas` GPUs, so the physical limit is scaled by them."""
+    gpus_at_min: int
+    """GPUs of the nodes at minimum replicas, with the warm headroom."""
+    gpus_at_max: int
+    """GPUs of the nodes at maximum replicas, with the warm headroom, before the rollout surge."""
+    gpus_at_peak: int
+    """GPUs at maximum replicas plus a rolling update's surge: what gpuLimit must cover."""
+    vcpus_at_min: int
+    """vCPUs of the nodes at minimum replicas, with the warm headroom's nodes."""
     packing: tuple[str, ...] = field(default=())
     """Per model, replicas per peak host: `chat: 1 per p5.48xlarge`."""
-
-    @property
-    def headroom_gpus(self) -> int:
-        return self.headroom_nodes * self.headroom_host.gpu_count if self.headroom_host else 0
-
-    @property
-    def headroom_vcpus(self) -> int:
-        return self.headroom_nodes * self.headroom_host.vcpus if self.headroom_host else 0
-
-    @property
-    def gpus_at_min(self) -> int:
-        """GPUs of the nodes at minimum replicas, with the warm headroom."""
-        return self.models_gpus_at_min + self.headroom_gpus
-
-    @property
-    def gpus_at_max(self) -> int:
-        """GPUs of the nodes at maximum replicas, with the warm headroom, before the rollout surge."""
-        return self.models_gpus_at_max + self.headroom_gpus
-
-    @property
-    def gpus_at_peak(self) -> int:
-        """GPUs at maximum replicas plus a rolling update's surge: what gpuLimit must cover."""
-        return self.gpus_at_max + self.surge_gpus
-
-    @property
-    def vcpus_at_min(self) -> int:
-        """vCPUs of the nodes at minimum replicas, with the warm headroom's nodes."""
-        return self.models_vcpus_at_min + self.headroom_vcpus
 
     def vcpu_quota(self) -> dict[tuple[str, str], tuple[int, int]]:
         """Per (purchase option, instance class): vCPUs at minimum and at the GPU limit."""
@@ -169,11 +151,14 @@ def _model(cfg: StackConfig, model: ModelConfig) -> ModelState:
     exp = exposure(cfg, model)
     budget = scaleup.budget(model, scrape_interval=cfg.observability.vllm_scrape_interval, exposed=exp.exposed)
     if pool is None or catalog_problems(pool):
-        return ModelState(model.name, model.pool, None, (), {}, None, 0, 0, 0, budget, model.replicas.min == 0, exp)
+        return ModelState(model.name, model.pool, None, (), {}, None, 0, 0, 0, budget, model.replicas.min == 0, exp, 0, 0, 0, 0)
     hosts = tuple(capacity.packing_hosts(model, pool))
     peak = None
     if hosts:
         peak = max(hosts, key=functools.partial(_gpus_for, model, pool, model.replicas.max + capacity.ROLLOUT_MAX_SURGE))
+    at_min = capacity.nodes_for(model, pool, hosts[0], model.replicas.min) if hosts else 0
+    at_max = capacity.nodes_for(model, pool, peak, model.replicas.max) if peak else 0
+    surge = capacity.rollout_surge_nodes(model, pool, peak) if peak else 0
     return ModelState(
         name=model.name,
         pool=pool.name,
@@ -181,13 +166,28 @@ def _model(cfg: StackConfig, model: ModelConfig) -> ModelState:
         hosts=hosts,
         replicas_per_node={t.name: capacity.replicas_per_node(model, pool, t) for t in pool.resolved_instance_types()},
         peak_host=peak,
-        nodes_at_min=capacity.nodes_for(model, pool, hosts[0], model.replicas.min) if hosts else 0,
-        nodes_at_max=capacity.nodes_for(model, pool, peak, model.replicas.max) if peak else 0,
-        surge_nodes=capacity.rollout_surge_nodes(model, pool, peak) if peak else 0,
+        nodes_at_min=at_min,
+        nodes_at_max=at_max,
+        surge_nodes=surge,
+        gpus_at_min=at_min * hosts[0].gpu_count if hosts else 0,
+        gpus_at_max=at_max * peak.gpu_count if peak else 0,
+        surge_gpus=surge * peak.gpu_count if peak else 0,
+        vcpus_at_min=at_min * hosts[0].vcpus if hosts else 0,
         scale_up=budget,
         scales_to_zero=model.replicas.min == 0,
         exposure=exp,
     )
+
+
+def _warm_nodes(pool: GpuPool, types: tuple[catalog.InstanceType, ...], shape: headroom.Placeholders | None) -> WarmNodes | None:
+    if shape is None:
+        return None
+    fits = [(headroom.nodes(pool, t, shape), t) for t in types]
+    fits = [(n, t) for n, t in fits if n]
+    if not fits:
+        return None
+    nodes, host = max(fits, key=lambda nt: nt[0] * nt[1].gpu_count)
+    return WarmNodes(host, nodes, nodes * host.gpu_count, nodes * host.vcpus)
 
 
 def _pool(cfg: StackConfig, pool: GpuPool, models: dict[str, ModelState]) -> PoolState:
@@ -195,20 +195,23 @@ def _pool(cfg: StackConfig, pool: GpuPool, models: dict[str, ModelState]) -> Poo
     facts = [models[m.name] for m in on_pool]
     types = () if catalog_problems(pool) else tuple(pool.resolved_instance_types())
     shape = headroom.placeholders(pool, on_pool) if types and on_pool else None
-    hosts = [t for t in types if shape is not None and headroom.nodes(pool, t, shape)]
-    warm_host = max(hosts, key=lambda t: headroom.nodes(pool, t, shape) * t.gpu_count) if shape and hosts else None
+    warm = _warm_nodes(pool, types, shape)
+    warm_gpus, warm_vcpus = (warm.gpus, warm.vcpus) if warm else (0, 0)
+    at_max = sum(f.gpus_at_max for f in facts) + warm_gpus
+    surge = sum(f.surge_gpus for f in facts)
     return PoolState(
         name=pool.name,
         ami_family=pool.ami_family or cfg.karpenter.default_ami_family,
         models=tuple(m.name for m in on_pool),
         types=types,
         headroom=shape,
-        headroom_host=warm_host,
-        headroom_nodes=headroom.nodes(pool, warm_host, shape) if shape and warm_host else 0,
-        models_gpus_at_min=sum(f.gpus_at_min for f in facts),
-        models_gpus_at_max=sum(f.gpus_at_max for f in facts),
-        surge_gpus=sum(f.surge_gpus for f in facts),
+        warm=warm,
         models_vcpus_at_min=sum(f.vcpus_at_min for f in facts),
+        surge_gpus=surge,
+        gpus_at_min=sum(f.gpus_at_min for f in facts) + warm_gpus,
+        gpus_at_max=at_max,
+        gpus_at_peak=at_max + surge,
+        vcpus_at_min=sum(f.vcpus_at_min for f in facts) + warm_vcpus,
         vcpus_at_limit=max((math.ceil(pool.gpu_limit / t.gpu_count) * t.vcpus for t in types), default=0),
         instance_classes=tuple(sorted({instance_class(t) for t in types})),
         purchase_options=tuple(o for o in PURCHASE_OPTIONS if o in pool.capacity_types),

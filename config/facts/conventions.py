@@ -82,7 +82,7 @@ KEDA_NAMESPACE: Final = "keda"
 READINESS_GATE_LABEL: Final = "elbv2.k8s.aws/pod-readiness-gate-inject"
 """On a namespace whose pods are ALB targets: the load balancer controller gates their rollouts on target health."""
 HTTP_ADD_ON_PREFIX: Final = "keda-add-ons-http"
-"""The add-on's Service names start with the chart name, whatever the release is called (W2.5.4)."""
+"""The add-on's Service names start with the chart name, whatever the release is called (docs/upstream-facts.md#http-add-on, item 4)."""
 INTERCEPTOR_PROXY: Final = (f"{HTTP_ADD_ON_PREFIX}-interceptor-proxy", 8080)
 INTERCEPTOR_ADMIN: Final = (f"{HTTP_ADD_ON_PREFIX}-interceptor-admin", 9090)
 EXTERNAL_SCALER: Final = (f"{HTTP_ADD_ON_PREFIX}-external-scaler", 9090)
@@ -150,7 +150,7 @@ def kms_alias(cluster_name: str) -> str:
 
 def ami_parameter_path(ami_family: str, kubernetes_version: str) -> tuple[str, str]:
     """The SSM folder of a family's NVIDIA AMI releases, and the prefix of each release's entry
-    (the parameters Karpenter resolves; upstream-facts W2.7)."""
+    (the parameters Karpenter resolves; docs/upstream-facts.md#quotas-and-amis)."""
     k8s = kubernetes_version
     if ami_family == "bottlerocket":
         return f"/aws/service/bottlerocket/aws-k8s-{k8s}-nvidia/x86_64/", ""

@@ -1,7 +1,7 @@
 """Pinned upstream versions: charts, images, add-ons, AMIs.
 
 One place to bump. Each pin names where it was checked; see also
-the project's reference notes on upstream facts. Re-check before bumping.
+docs/upstream-facts.md. Re-check before bumping.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ KARPENTER: Final = Chart(KARPENTER_CHART, KARPENTER_VERSION)
 KEDA: Final = Chart("keda", KEDA_VERSION, KEDA_REPOSITORY)
 KEDA_HTTP_ADD_ON_VERSION: Final = "0.15.0"
 KEDA_HTTP_ADD_ON: Final = Chart("keda-add-ons-http", KEDA_HTTP_ADD_ON_VERSION, KEDA_REPOSITORY)
-"""Holds requests for models at zero replicas (upstream-facts W2.5); installed only when one has replicas.min 0."""
+"""Holds requests for models at zero replicas (docs/upstream-facts.md#http-add-on); installed only when one has replicas.min 0."""
 KUBE_PROMETHEUS_STACK: Final = Chart("kube-prometheus-stack", KUBE_PROMETHEUS_STACK_VERSION, KUBE_PROMETHEUS_STACK_REPOSITORY)
 GPU_OPERATOR: Final = Chart("gpu-operator", GPU_OPERATOR_VERSION, GPU_OPERATOR_REPOSITORY)
 AWS_LOAD_BALANCER_CONTROLLER: Final = Chart(

@@ -3,7 +3,7 @@
 A node pulling `vllm/vllm-openai` from Docker Hub through NAT meets anonymous rate limits, and
 every spot replacement pulls again. With the cache on, the Deployment names the image in the
 account's own registry (`<account>.dkr.ecr.<region>.amazonaws.com/<prefix>/<path>`): the first pull
-imports it from the upstream, every later pull stays in the region (upstream-facts W2.2).
+imports it from the upstream, every later pull stays in the region (docs/upstream-facts.md#image-cache).
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ RULE_PREFIX_MAX = 30
 
 def rule_prefix(cluster_name: str, upstream: Upstream) -> str:
     """The ECR repository prefix of one stack's rule: prefixes are per registry (account and
-    region), so two stacks there must not share one. At most 30 characters (W2.2.2)."""
+    region), so two stacks there must not share one. At most 30 characters (docs/upstream-facts.md#image-cache, item 2)."""
     head = cluster_name[: RULE_PREFIX_MAX - len(upstream.prefix) - 1].rstrip("-._")
     return f"{head}-{upstream.prefix}"
 

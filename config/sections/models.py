@@ -53,6 +53,12 @@ MANAGED_FLAGS = {
 }
 
 
+def vllm_flag(flag: str) -> str:
+    """A flag as vLLM's argument parser reads it: a long flag's underscores are dashes (`--max_model_len`
+    is `--max-model-len`), so a refused flag cannot pass in its other spelling."""
+    return "--" + flag[2:].replace("_", "-") if flag.startswith("--") else flag
+
+
 class Architecture(ConfigModel):
     """The model's shape, from its config.json; sizes the KV cache for the fit check."""
 
@@ -339,8 +345,8 @@ class ModelConfig(ConfigModel):
     def _extra_args(cls, value: list[str]) -> list[str]:
         for arg in value:
             flag = arg.split("=", 1)[0]
-            if flag in MANAGED_FLAGS:
-                raise config_error(f"{flag} may not be in extraArgs: {MANAGED_FLAGS[flag]}", f"remove {flag}")
+            if vllm_flag(flag) in MANAGED_FLAGS:
+                raise config_error(f"{flag} may not be in extraArgs: {MANAGED_FLAGS[vllm_flag(flag)]}", f"remove {flag}")
         return value
 
     @property

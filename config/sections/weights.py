@@ -2,7 +2,7 @@
 
 With `s3`, a populate Job copies each model's pinned revision into the stack-owned bucket once,
 at `models/<huggingFaceId>/<revision>/`, and every replica streams it from there with vLLM's
-Run:ai Model Streamer (upstream-facts W2.1): no Hugging Face download per start, no rate limit,
+Run:ai Model Streamer (docs/upstream-facts.md#s3-weights): no Hugging Face download per start, no rate limit,
 and the gated-model token is only needed by the Job.
 """
 
@@ -19,14 +19,14 @@ WeightsSource = Literal["s3", "huggingface"]
 
 OBJECT_ROOT = "models"
 STREAMER_LOAD_FORMATS = ("runai_streamer", "runai_streamer_sharded")
-"""The only load formats vLLM accepts for an object-store model path (W2.1.1)."""
+"""The only load formats vLLM accepts for an object-store model path (docs/upstream-facts.md#s3-weights, item 1)."""
 # The streamer's CPU staging buffer (RUNAI_STREAMER_MEMORY_LIMIT) defaults to 40 GB, more than a
 # replica's memory limit: the platform gives it this share of the container's memory, per rank.
 STREAMER_MEMORY_SHARE = 0.25
 STREAMER_GB_PER_READ = 4
 """AWS's fast-model-loading guide: concurrency = ceil(checkpoint GB / 4) (4 GiB chunks)."""
 STREAMER_CONCURRENCY_MIN = 8
-"""The streamer's own default for object stores (W2.1.6)."""
+"""The streamer's own default for object stores (docs/upstream-facts.md#s3-weights, item 6)."""
 STREAMER_CONCURRENCY_MAX = 64
 
 

@@ -10,6 +10,7 @@ import yaml
 
 from builders import gpu_operator as builders
 from builders.karpenter import nodepools, overlays
+from config.derived import state
 from config.derived.scheduling import tolerates, uncovered
 from config.derived.sharing import GpuRequest, gpu_request, node_capacity
 from config.facts import catalog, karpenter_cel
@@ -256,5 +257,5 @@ def test_bottlerocket_pools_opt_out_of_the_operator_operands() -> None:
     data = stack_data(DEV)
     data["gpuPools"][0]["amiFamily"] = "bottlerocket"
     cfg = parse(data)
-    labels = nodepools.node_pool(cfg.gpu_pools[0], cfg.karpenter)["spec"]["template"]["metadata"]["labels"]
+    labels = nodepools.node_pool(cfg.gpu_pools[0], state.of(cfg).pool(cfg.gpu_pools[0].name))["spec"]["template"]["metadata"]["labels"]
     assert labels["nvidia.com/gpu.deploy.operands"] == "false"

@@ -9,6 +9,7 @@ import pytest
 from parliament import analyze_policy_string
 
 from builders.karpenter import iam, nodepools
+from config.derived import state
 from config.facts import karpenter_cel
 from config.facts.conventions import NODE_ROLE_POLICIES
 from offline import harness
@@ -247,7 +248,8 @@ def test_manifests_validate_against_the_upstream_crds(stack: str) -> None:
 
 def test_crd_validation_catches_v1beta1_shapes() -> None:
     crd = shared_path("crds", "karpenter.sh_nodepools.yaml")
-    pool = nodepools.node_pool(parse(stack_data(DEV)).gpu_pools[0], parse(stack_data(DEV)).karpenter)
+    cfg = parse(stack_data(DEV))
+    pool = nodepools.node_pool(cfg.gpu_pools[0], state.of(cfg).pool(cfg.gpu_pools[0].name))
     pool["spec"]["disruption"]["consolidationPolicy"] = "WhenUnderutilized"
     pool["spec"]["template"]["spec"]["nodeClassRef"] = {"apiVersion": "karpenter.k8s.aws/v1beta1", "name": "x"}
     found = crds.errors(pool, crd)
@@ -267,7 +269,7 @@ def test_cel_checks_catch_what_jsonschema_misses() -> None:
     assert karpenter_cel.ec2nodeclass_problems(neither) == ["must specify exactly one of ['role', 'instanceProfile']"]
     bad_alias = {**node_class, "spec": {**node_class["spec"], "amiSelectorTerms": [{"alias": "al2023"}]}}
     assert karpenter_cel.ec2nodeclass_problems(bad_alias) == ["'alias' is improperly formatted, must match the format 'family@version'"]
-    pool = nodepools.node_pool(cfg.gpu_pools[0], cfg.karpenter)
+    pool = nodepools.node_pool(cfg.gpu_pools[0], state.of(cfg).pool(cfg.gpu_pools[0].name))
     pool["spec"]["template"]["spec"]["requirements"].append(
         {"key": "karpenter.k8s.aws/instance-gpu-memory", "operator": "Gt", "values": ["1", "2"]}
     )

@@ -75,7 +75,7 @@ SUBCHART_KEYS = ("kube-state-metrics.metricLabelsAllowlist",)
 def _upstream_kps() -> dict[str, Any]:
     kps = helm_values.load(shared_path("helm-values", "kube-prometheus-stack-88.5.3.values.yaml"))
     grafana = helm_values.load(shared_path("helm-values", "grafana-12.11.1.values.yaml"))
-    # Valid grafana.* keys are the union of both files (upstream data README, rule 5).
+    # Valid grafana.* keys are the union of both files (docs/upstream-facts.md#helm-values-keys, rule 5).
     merged = dict(kps)
     merged["grafana"] = deep_merge(grafana, kps["grafana"])
     return merged

@@ -8,11 +8,12 @@ from typing import Any
 
 import pytest
 
-from builders.serving import hpa, scaling
+from builders.serving import scaling
 from config.derived import scaleup
 from config.facts import system_capacity, versions
 from config.sections.types import duration_seconds
 from offline import harness
+from planner import hpa
 from tests.conftest import DEV, fixture_run, parse, shared_path, stack_data, values
 from tests.validators import crds, helm_values
 

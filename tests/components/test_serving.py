@@ -266,7 +266,7 @@ def test_probes_and_drain(prod_run: harness.RunResult) -> None:
 def test_vllm_arguments(prod_run: harness.RunResult) -> None:
     args = _pod(prod_run, "llama-3-3-70b")["containers"][0]["args"]
     bucket = prod_run.outputs["weightsBucket"]
-    # prod streams from the stack's bucket: the pinned revision's prefix, the streamer, no --revision (W2.1.1)
+    # prod streams from the stack's bucket: the pinned revision's prefix, the streamer, no --revision (docs/upstream-facts.md#s3-weights, item 1)
     assert args[0] == f"s3://{bucket}/models/meta-llama/Llama-3.3-70B-Instruct/6f6073b423013f6a7d4d9f39144961bfbfbc386b"
     assert "serve" not in args  # the image's entrypoint is already `vllm serve`
     pairs = dict(zip(args[1::2], args[2::2], strict=False))

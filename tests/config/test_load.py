@@ -21,7 +21,7 @@ def problems(stack: str = DEV, overrides: dict[str, Any] | None = None, drop: tu
             inp.secret_keys.remove(key)
     harness.apply_config(inp)
     try:
-        config_load.validate()
+        config_load.validate(harness.offline_account(inp))
     except ConfigError as err:
         return [str(p) for p in err.errors]
     return []
@@ -100,8 +100,9 @@ def test_other_namespaces_are_ignored() -> None:
 
 
 def test_secrets_never_enter_the_model() -> None:
-    harness.apply_config(fixture_input(DEV, overrides={f"{P}:apiKeys": {"llama-3-1-8b": SECRET}}))
-    cfg, secrets, api_keys, _ = config_load.validate()
+    inp = fixture_input(DEV, overrides={f"{P}:apiKeys": {"llama-3-1-8b": SECRET}})
+    harness.apply_config(inp)
+    cfg, secrets, api_keys, _ = config_load.validate(harness.offline_account(inp))
     dumped = cfg.model_dump_json()
     assert harness.PLACEHOLDER not in dumped
     assert set(secrets) == {"grafanaAdminPassword", "hfToken", "apiKeys"}

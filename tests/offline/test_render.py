@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -88,15 +91,80 @@ def test_the_program_itself_reports_bad_config_without_a_traceback() -> None:
     )
 
 
-def test_the_summary_prints_each_models_scale_up_budget(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    assert render.main([PROD, "--file", str(golden.fixtures()[PROD]), "--out", str(tmp_path)]) == 0
-    out = capsys.readouterr().out
-    outputs = json.loads((tmp_path / PROD / "outputs.json").read_text())
-    assert "Scale-up budget in seconds" in out
-    table = out.split("Scale-up budget in seconds")[1].splitlines()
+def _summary(out: Path, *flags: str) -> list[str]:
+    """The summary the render prints for the prod-like fixture, line by line."""
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert render.main([PROD, "--file", str(golden.fixtures()[PROD]), "--out", str(out), *flags]) == 0
+    return printed.getvalue().splitlines()
+
+
+@pytest.fixture(scope="module")
+def summary(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[str], Path]:
+    out = tmp_path_factory.mktemp("summary")
+    return _summary(out), out / PROD
+
+
+@pytest.fixture(scope="module")
+def summary_with_flags(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    return _summary(tmp_path_factory.mktemp("flags"), "--counts", "--sources")
+
+
+def _index(lines: list[str], start: str) -> int:
+    return next(i for i, line in enumerate(lines) if line.startswith(start))
+
+
+TYPE_ROW = re.compile(r"^\s+(\d+)\s+(\S+:\S+)$")
+"""A resource-count row: `    12  aws:iam/role:Role`."""
+
+
+def test_the_summary_prints_each_models_scale_up_budget(summary: tuple[list[str], Path]) -> None:
+    lines, folder = summary
+    outputs = json.loads((folder / "outputs.json").read_text())
+    table = lines[_index(lines, "Scale-up budget in seconds") :]
     for name, entry in outputs["models"].items():
         row = next(line for line in table if line.strip().startswith(name + " "))
         budget = entry["scaleUpSeconds"]
         assert f"{budget['hit']:>5} {budget['miss']:>5}" in row
-    assert "incl. headroom of gpu-l4-a10g" in out
-    assert "Published figures behind the terms" in out
+    assert any(line.startswith("  incl. headroom of gpu-l4-a10g") for line in lines)
+
+
+def test_the_summary_leads_with_the_models_and_the_monthly_cost(summary: tuple[list[str], Path]) -> None:
+    lines, folder = summary
+    first = lines[:30]
+    models = json.loads((folder / "outputs.json").read_text())["models"]
+    assert "Models:" in first
+    for name in models:
+        assert any(line.startswith(f"  {name} ") for line in first), name
+    assert any(line.startswith("  floor ") and "/month" in line for line in first)
+    assert any(line.startswith("  ceiling ") and "/month" in line for line in first)
+    warnings = next(i for i, line in enumerate(lines) if re.fullmatch(r"\d+ warnings?:", line))
+    order = [_index(lines, "Models:"), _index(lines, "Compute cost"), warnings]
+    order += [_index(lines, start) for start in ("Scale-up budget", "Resources:", "Preflight")]
+    assert order == sorted(order), order
+
+
+def test_resource_counts_by_type_only_behind_the_flag(summary: tuple[list[str], Path], summary_with_flags: list[str]) -> None:
+    lines, folder = summary
+    total = len(json.loads((folder / "resources.json").read_text()))
+    assert f"Resources: {total} (--counts lists them by type)" in lines
+    assert not [line for line in lines if TYPE_ROW.match(line)]
+    counted = summary_with_flags[_index(summary_with_flags, "Resources:") :]
+    assert counted[0] == f"Resources: {total}"
+    rows = [m for line in counted if (m := TYPE_ROW.match(line))]
+    assert sum(int(m.group(1)) for m in rows) == total
+    assert [m.group(2) for m in rows] == sorted({r["type"] for r in json.loads((folder / "resources.json").read_text())})
+    assert _index(summary_with_flags, "Scale-up budget") < _index(summary_with_flags, "Resources:")
+
+
+def test_the_published_figures_are_listed_once_behind_the_flag(summary: tuple[list[str], Path], summary_with_flags: list[str]) -> None:
+    from config.derived import scaleup
+
+    keys = [key for key, _ in scaleup.sources()]
+    lines, _ = summary
+    assert "  The published figures behind the terms are in config/facts/speed.py (--sources lists them)." in lines
+    assert not [line for line in lines if line.split()[:1] and line.split()[0] in keys]
+    heading = "  Published figures behind the terms (config/facts/speed.py):"
+    assert summary_with_flags.count(heading) == 1
+    listed = summary_with_flags[summary_with_flags.index(heading) + 1 :][: len(keys)]
+    assert [line.split()[0] for line in listed] == keys

@@ -1,6 +1,6 @@
 """Every values key we set must exist in the chart's own values.yaml (Helm ignores unknown keys).
 
-Rules (from the upstream data README): walk nested mappings instead of splitting on dots; a
+Rules (docs/upstream-facts.md#helm-values-keys): walk nested mappings instead of splitting on dots; a
 key counts when present, whatever its value; under a default of {}, [] or null anything goes;
 a few keys exist only as comments upstream and are allowed explicitly per chart.
 """

@@ -13,7 +13,7 @@ from config.sections.network import NewVpc
 from config.sections.stack import StackConfig
 from config.sections.types import is_zone_id
 
-# EC2 vCPU quotas (service ec2), by purchase option and instance class (upstream-facts W2.7).
+# EC2 vCPU quotas (service ec2), by purchase option and instance class (docs/upstream-facts.md#quotas-and-amis).
 QUOTAS = {
     ("on-demand", "G"): ("L-DB2E81BA", "Running On-Demand G and VT instances"),
     ("on-demand", "P"): ("L-417A185B", "Running On-Demand P instances"),

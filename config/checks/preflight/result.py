@@ -9,7 +9,7 @@ from config.errors import Problem
 
 Result = Literal["ok", "failed", "warning", "not checked"]
 
-# EC2 vCPU quotas (service ec2), by purchase option and instance class (upstream-facts W2.7).
+# EC2 vCPU quotas (service ec2), by purchase option and instance class (docs/upstream-facts.md#quotas-and-amis).
 QUOTAS = {
     ("on-demand", "G"): ("L-DB2E81BA", "Running On-Demand G and VT instances"),
     ("on-demand", "P"): ("L-417A185B", "Running On-Demand P instances"),

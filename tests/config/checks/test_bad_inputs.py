@@ -107,15 +107,7 @@ CASES: dict[str, Callable[[dict[str, Any]], object]] = {
     "private-only-endpoint-new-vpc": lambda d: d["cluster"].update(endpoint={"private": True, "public": False}),
     "private-only-endpoint-existing-vpc": lambda d: (
         d["cluster"].update(endpoint={"private": True, "public": False}),
-        d.update(
-            network={
-                "mode": "existing",
-                "vpcId": "vpc-0a1b2c3d4e5f60718",
-                "vpcCidr": "10.60.0.0/16",
-                "privateSubnetIds": ["subnet-0a1b2c3d4e5f60711", "subnet-0a1b2c3d4e5f60712"],
-                "loadBalancerSubnetCidrs": ["10.60.0.0/18", "10.60.64.0/18"],
-            }
-        ),
+        d.update(network=dict(classes.EXISTING)),
     ),
     "private-access-not-a-security-group": lambda d: d["cluster"]["endpoint"].update(privateAccessSecurityGroupIds=["runner-sg"]),
     "deploy-role-declared-again": lambda d: d["cluster"].update(deployRoleArn="arn:aws:iam::123456789012:role/platform-admin"),

@@ -112,6 +112,9 @@ CASES: dict[str, Callable[[dict[str, Any]], object]] = {
     "s3-with-pt-load-format": lambda d: m0(d).update(weights={"source": "s3"}, extraArgs=["--load-format", "pt"]),
     "s3-with-loader-config": lambda d: m0(d).update(weights={"source": "s3"}, extraArgs=['--model-loader-extra-config={"concurrency": 4}']),
     "weights-source-typo": lambda d: m0(d).update(weights={"source": "S3"}),
+    # vLLM reads a long flag's underscores as dashes: the other spelling is the same flag
+    "managed-flag-underscored": lambda d: m0(d).update(extraArgs=["--max_model_len=4096"]),
+    "s3-with-underscored-load-format": lambda d: m0(d).update(weights={"source": "s3"}, extraArgs=["--load_format=pt"]),
     "headroom-above-limit": lambda d: p0(d).update(headroom=5),
     "headroom-without-models": lambda d: d["gpuPools"].append(
         {"name": "gpu-spare", "instanceTypes": ["g6.xlarge", "g6.2xlarge", "g6.4xlarge"], "gpuLimit": 2, "headroom": 1}
@@ -176,6 +179,12 @@ EXPECTED: dict[str, list[str]] = {
     ],
     "s3-with-loader-config": [
         "models[llama-3-1-8b].extraArgs[0]: --model-loader-extra-config is set by the platform when weights stream from S3 (the streamer's concurrency and memory limit, from the replica's CPU and memory). Fix: remove it"
+    ],
+    "managed-flag-underscored": [
+        "models[llama-3-1-8b].extraArgs: --max_model_len may not be in extraArgs: set maxModelLen. Fix: remove --max_model_len"
+    ],
+    "s3-with-underscored-load-format": [
+        "models[llama-3-1-8b].extraArgs[0]: --load-format pt cannot load an s3:// model; vLLM accepts only runai_streamer or runai_streamer_sharded there and would fail at start. Fix: remove the flag (the platform sets runai_streamer), or set weights.source: huggingface"
     ],
     "weights-source-typo": ["models[llama-3-1-8b].weights.source: must be one of 's3' or 'huggingface'. Fix: use one of those values"],
     "headroom-above-limit": [

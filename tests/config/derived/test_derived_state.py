@@ -136,7 +136,8 @@ def test_the_state_is_computed_once_per_config_object() -> None:
     assert state.of(cfg) is first
     copy = cfg.model_copy(update={"gpu_pools": [p.model_copy(update={"headroom": 0}) for p in cfg.gpu_pools]})
     assert state.of(copy) is not first
-    assert state.of(copy).pool("gpu-l4-a10g").headroom_gpus == 0 < first.pool("gpu-l4-a10g").headroom_gpus
+    assert state.of(copy).pool("gpu-l4-a10g").warm is None
+    assert first.pool("gpu-l4-a10g").warm is not None
 
 
 def _registered(result: Any, kind: str) -> list[dict[str, Any]]:
@@ -166,15 +167,16 @@ def test_the_exported_budgets_are_the_states(stack: str) -> None:
 def test_preflight_counts_the_warm_headroom_in_the_quota_minimum() -> None:
     cfg = parse(stack_data(PROD))
     pool = state.of(cfg).pool("gpu-l4-a10g")
-    assert pool.headroom_nodes > 0
-    assert pool.vcpus_at_min == pool.models_vcpus_at_min + pool.headroom_vcpus
+    assert pool.warm is not None
+    assert pool.warm.nodes > 0
+    assert pool.vcpus_at_min == pool.models_vcpus_at_min + pool.warm.vcpus
     raw = yaml.safe_load(ACCOUNT.read_text())
     checks = preflight.run(cfg, account.in_region(account.parse(raw, "default"), cfg.region), authoritative=False)
     g_on_demand = next(c for c in checks if c.name == "quota" and c.inputs["quotaCode"] == "L-DB2E81BA")
     expected = sum(p.vcpus_at_min for p in state.of(cfg).pools.values() if ("on-demand", "G") in p.vcpu_quota())
     assert g_on_demand.inputs["vcpusAtMin"] == expected
     # A quota that holds the models' minimum but not the headroom's node fails: the account cannot hold the pool.
-    short = expected - pool.headroom_vcpus
+    short = expected - pool.warm.vcpus
     quotas = {"L-DB2E81BA": short, "L-417A185B": 4096, "L-3819A6DF": 0, "L-7212CCBC": 4096}
     short_answers = account.in_region(account.parse({**raw, "quotas": quotas}, "short"), cfg.region)
     failed = [c.inputs["quotaCode"] for c in preflight.run(cfg, short_answers, authoritative=False) if c.result == "failed"]

@@ -1,4 +1,4 @@
-"""The GPU catalog's figures agree with each other and with the upstream facts."""
+"""The GPU catalog's figures agree with each other and with docs/upstream-facts.md."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def test_gpu_figures_are_consistent(t: catalog.InstanceType) -> None:
 
 
 def test_memory_as_karpenter_reports_it() -> None:
-    # Karpenter's instance-gpu-memory label values (upstream facts, section 1.2)
+    # Karpenter's instance-gpu-memory label values (docs/upstream-facts.md#karpenter-labels)
     expected = {"g5.xlarge": 22888, "g6.xlarge": 22888, "g6e.xlarge": 45776, "p4d.24xlarge": 40960, "p5.48xlarge": 81920}
     for name, mib in expected.items():
         gpu = catalog.INSTANCE_TYPES[name].gpu

@@ -5,8 +5,6 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import pytest
-
 from config import load as config_load
 from config.errors import ConfigError
 from config.facts import placeholders
@@ -48,33 +46,32 @@ def test_real_values_are_not_placeholders() -> None:
     assert placeholders.find(parse(data)) == []
 
 
-def _validate(stack: str, offline: bool, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    harness.apply_config(fixture_input(stack))
-    if not offline:
-        monkeypatch.setattr(config_load, "OFFLINE_ACCOUNT", None)
+def _validate(stack: str, offline: bool) -> list[str]:
+    inp = fixture_input(stack)
+    harness.apply_config(inp)
     try:
-        _, _, _, warnings = config_load.validate()
+        _, _, _, warnings = config_load.validate(harness.offline_account(inp) if offline else None)
     except ConfigError as err:
         return [f"error {p}" for p in err.errors]
     return [f"warning {p}" for p in warnings]
 
 
-def test_a_real_run_stops_on_every_placeholder(monkeypatch: pytest.MonkeyPatch) -> None:
-    errors = _validate(PROD, offline=False, monkeypatch=monkeypatch)
+def test_a_real_run_stops_on_every_placeholder() -> None:
+    errors = _validate(PROD, offline=False)
     assert len(errors) == 6
     assert all(e.startswith("error ") for e in errors)
     assert errors[0].startswith("error cluster.adminRoleArns[0]: 'arn:aws:iam::123456789012:role/platform-admin'")
 
 
-def test_the_offline_render_only_warns(monkeypatch: pytest.MonkeyPatch) -> None:
-    found = _validate(PROD, offline=True, monkeypatch=monkeypatch)
+def test_the_offline_render_only_warns() -> None:
+    found = _validate(PROD, offline=True)
     assert len([w for w in found if "a placeholder" in w]) == 6
     assert all(w.startswith("warning ") for w in found)
 
 
 def test_only_the_harness_says_offline() -> None:
-    # A fresh interpreter that imports the program's config reader is a real run, whatever the environment says.
-    code = "import config.load as c; print(c.OFFLINE_ACCOUNT is not None)"
+    # A fresh interpreter that runs the program's entry line is a real run, whatever the environment says.
+    code = "import config.load as c; print(c.offline_account(globals()) is not None)"
     env = {"PATH": "/usr/bin:/bin", "CI": "true", "PULUMI_TEST_MODE": "true", "OFFLINE": "1"}
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -1,0 +1,142 @@
+"""VllmModelArgs says the modes: an exposed model's endpoint and S3 weights are sub-objects, present
+or absent as a whole, and the component builds exactly what a present mode asks for.
+
+Each case runs a small program that creates one VllmModel under the recording mocks, with its
+modes set by hand (the platform's wiring of them is covered by the golden renders).
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import inspect
+import itertools
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from components import serving
+from offline import harness
+from offline.mocks import Registration
+from tests.conftest import DEV, PROD, values
+
+PROGRAM = """
+import pulumi
+import pulumi_kubernetes as k8s
+
+from builders.serving.workload import Sources
+from components.serving import Endpoint, S3Weights, VllmModel, VllmModelArgs
+from config.derived import state
+from tests.conftest import parse, stack_data
+
+cfg = parse(stack_data("{stack}"))
+model = cfg.models[0]
+provider = k8s.Provider("k8s", kubeconfig="{{}}")
+marker = k8s.core.v1.ConfigMap("marker", metadata={{"name": "marker"}}, opts=pulumi.ResourceOptions(provider=provider))
+endpoint = Endpoint(ingress=cfg.ingress, load_balancer_sources=["10.0.96.0/24"], after=[marker])
+weights = S3Weights(
+    bucket_arn="arn:aws:s3:::weights", cluster_name="the-cluster", models=list(cfg.models), retired_revision_days=3, tags={{"mode": "s3"}}
+)
+VllmModel(
+    "model",
+    VllmModelArgs(
+        model=model,
+        pool=cfg.pool(model.pool),
+        provider=provider,
+        sources=pulumi.Output.from_input(Sources(image="vllm:test", bucket="weights" if {weights} else None, region=cfg.region)),
+        prometheus_url="http://prometheus:9090",
+        monitoring_namespace="monitoring",
+        vpc_cidrs=["10.0.0.0/16"],
+        alb_idle_timeout_seconds=600,
+        hf_token=None,
+        endpoint=endpoint if {endpoint} else None,
+        weights=weights if {weights} else None,
+        scales_to_zero=False,
+        scale_up_miss_seconds=state.of(cfg).model(model.name).scale_up.miss,
+    ),
+)
+"""
+
+
+def _run(tmp_path: Path, stack: str, *, endpoint: bool, weights: bool) -> list[Registration]:
+    main = tmp_path / f"model-{stack}-{endpoint}-{weights}.py"
+    main.write_text(textwrap.dedent(PROGRAM.format(stack=stack, endpoint=endpoint, weights=weights)))
+    return harness.run_program(main, "modes-test", harness.StackInput("modes", {"aws:region": "us-east-1"}, [])).registrations
+
+
+def _of(registrations: list[Registration], kind: str) -> list[Registration]:
+    return [r for r in registrations if r.type == kind]
+
+
+def _vllm_sources(registrations: list[Registration]) -> list[dict[str, object]]:
+    for r in _of(registrations, "kubernetes:networking.k8s.io/v1:NetworkPolicy"):
+        doc = values(r)
+        if doc["spec"].get("ingress"):
+            sources: list[dict[str, object]] = doc["spec"]["ingress"][0]["from"]
+            return sources
+    raise AssertionError("no NetworkPolicy admits vLLM's port")
+
+
+def test_without_modes_there_is_no_ingress_no_role_and_no_load_balancer_source(tmp_path: Path) -> None:
+    found = _run(tmp_path, DEV, endpoint=False, weights=False)
+    assert _of(found, "kubernetes:networking.k8s.io/v1:Ingress") == []
+    assert _of(found, "aws:iam/role:Role") == []
+    assert _of(found, "kubernetes:batch/v1:Job") == []
+    assert {"ipBlock": {"cidr": "10.0.96.0/24"}} not in _vllm_sources(found)
+    deployment = _of(found, "kubernetes:apps/v1:Deployment")[0]
+    assert "kubernetes:core/v1:ConfigMap::marker" not in deployment.dependencies
+
+
+def test_an_endpoint_brings_the_ingress_its_sources_and_what_it_waits_for(tmp_path: Path) -> None:
+    found = _run(tmp_path, DEV, endpoint=True, weights=False)
+    (ingress,) = _of(found, "kubernetes:networking.k8s.io/v1:Ingress")
+    assert "kubernetes:core/v1:ConfigMap::marker" in ingress.dependencies
+    # the exposed pods wait for the controller's webhook too (the readiness gate)
+    assert "kubernetes:core/v1:ConfigMap::marker" in _of(found, "kubernetes:apps/v1:Deployment")[0].dependencies
+    assert {"ipBlock": {"cidr": "10.0.96.0/24"}} in _vllm_sources(found)
+    assert _of(found, "aws:iam/role:Role") == []
+
+
+def test_s3_weights_bring_the_roles_their_associations_and_the_populate_job(tmp_path: Path) -> None:
+    found = _run(tmp_path, PROD, endpoint=False, weights=True)
+    roles = _of(found, "aws:iam/role:Role")
+    assert sorted(r.name for r in roles) == ["model-weights-populate", "model-weights-read"]
+    assert all(values(r)["tags"] == {"mode": "s3"} for r in roles)
+    associations = _of(found, "aws:eks/podIdentityAssociation:PodIdentityAssociation")
+    assert [values(a)["clusterName"] for a in associations] == ["the-cluster", "the-cluster"]
+    assert all(values(a)["tags"] == {"mode": "s3"} for a in associations)
+    (job,) = _of(found, "kubernetes:batch/v1:Job")
+    command = values(job)["spec"]["template"]["spec"]["containers"][0]["command"]
+    assert command[command.index("--retire-days") + 1] == "3"
+    assert _of(found, "kubernetes:networking.k8s.io/v1:Ingress") == []
+
+
+# -- the args' shape ----------------------------------------------------------------------------------
+
+ARGS = (serving.VllmModelArgs, serving.Endpoint, serving.S3Weights)
+
+
+@pytest.mark.parametrize("cls", ARGS, ids=lambda c: c.__name__)
+def test_args_are_frozen_keyword_only_dataclasses_with_a_docstring_per_field(cls: type) -> None:
+    params = cls.__dataclass_params__  # type: ignore[attr-defined]
+    assert params.frozen
+    assert all(f.kw_only for f in dataclasses.fields(cls))
+    body = next(n for n in ast.parse(textwrap.dedent(inspect.getsource(cls))).body if isinstance(n, ast.ClassDef)).body
+    documented = {
+        target.target.id
+        for target, after in itertools.pairwise(body)
+        if isinstance(target, ast.AnnAssign)
+        and isinstance(target.target, ast.Name)
+        and isinstance(after, ast.Expr)
+        and isinstance(after.value, ast.Constant)
+        and isinstance(after.value.value, str)
+    }
+    assert documented == {f.name for f in dataclasses.fields(cls)}
+
+
+def test_the_only_optional_fields_are_whole_modes_secrets_and_the_scale_to_zero_route() -> None:
+    # the annotations are strings (postponed evaluation), as written in components/serving.py
+    optional = sorted(f.name for f in dataclasses.fields(serving.VllmModelArgs) if str(f.type).endswith("| None"))
+    # a new optional field is a mode: give it its own sub-object, not a flat field and an assert
+    assert optional == ["api_key", "endpoint", "hf_token", "scale_up_miss_seconds", "weights"]
