@@ -28,14 +28,14 @@ from builders.observability import metrics
 from config.facts.conventions import KEDA_NAMESPACE, NODE_ROLE_POLICIES, SYSTEM_NODE_LABEL
 from offline.mocks import Registration
 from policy import checks
-from tests.builders.test_observability_rules import _all_expressions
-from tests.components import test_karpenter as karpenter_tests
 from tests.config.checks.test_bad_inputs import ALL_CASES
-from tests.config.checks.test_bad_inputs_classes import p0
 from tests.conftest import DEV, PROD, SHARED, edited, fixture_run, parse, problems_after, shared_path, stack_data, values
-from tests.policy.test_policies import _args, _container, _edit_policy, _stack, _stack_violations
-from tests.test_iam_invariants import node_role_findings, wildcard_writes
-from tests.test_network_flows import build_world, leaks, undefended_namespaces
+from tests.support import karpenter as karpenter_upstream
+from tests.support.alerts import all_expressions
+from tests.support.flows import build_world, leaks, undefended_namespaces
+from tests.support.iam import node_role_findings, wildcard_writes
+from tests.support.mutations import p0
+from tests.support.policy import container, edit_policy, resource_args, stack_of, stack_violations
 from tests.validators import cloudformation as upstream_cfn
 from tests.validators import crds
 
@@ -100,7 +100,7 @@ def policy_check(name: str, type_token: str, resource: str | None, mutate: Calla
         regs = edited(_regs(stack), type_token, resource, mutate) if broken else _regs(stack)
         for r in regs:
             if r.type == type_token and (resource is None or r.name == resource):
-                checks.CHECKS[name][1](_args(r), lambda message, urn=None: found.append(message))
+                checks.CHECKS[name][1](resource_args(r), lambda message, urn=None: found.append(message))
         return found
 
     return check
@@ -205,8 +205,8 @@ def nodepool_findings(regs: list[Registration]) -> list[str]:
 
 def karpenter_policy_diff(broken: bool) -> list[str]:
     """The controller policies against Karpenter's CloudFormation template of the pinned version."""
-    upstream = upstream_cfn.policy_documents(karpenter_tests._upstream(), karpenter_tests._names())
-    ours = karpenter_iam.controller_policies(karpenter_tests.SCOPE, karpenter_tests.NODE_ROLE, karpenter_tests.QUEUE)
+    upstream = upstream_cfn.policy_documents(karpenter_upstream.upstream_karpenter(), karpenter_upstream.upstream_names())
+    ours = karpenter_iam.controller_policies(karpenter_upstream.SCOPE, karpenter_upstream.NODE_ROLE, karpenter_upstream.QUEUE)
     if broken:
         first = sorted(ours)[0]
         ours[first]["Statement"][0]["Action"] = ["ec2:*"]
@@ -392,7 +392,7 @@ def trigger_findings(regs: list[Registration]) -> list[str]:
 
 
 def metric_name_findings(broken: bool) -> list[str]:
-    exprs = _all_expressions() + (["avg(vllm:gpu_cache_usage_perc)"] if broken else [])
+    exprs = all_expressions() + (["avg(vllm:gpu_cache_usage_perc)"] if broken else [])
     used = set().union(*(metrics.vllm_names_in(e) for e in exprs))
     return [f"{n} is not a metric of the pinned vLLM" for n in sorted(used - metrics.vllm_series())]
 
@@ -460,10 +460,10 @@ def crd_validation(broken: bool) -> list[str]:
 
 
 def vllm_port_sources(broken: bool) -> list[str]:
-    widen = _edit_policy(
+    widen = edit_policy(
         "llama-3-1-8b", "llama-3-1-8b", lambda d: d["spec"]["ingress"][0]["from"].append({"ipBlock": {"cidr": "10.40.0.0/16"}})
     )
-    return _stack_violations("vllm-port-sources", _stack(fixture_run(DEV), widen if broken else None)) + (
+    return stack_violations("vllm-port-sources", stack_of(fixture_run(DEV), widen if broken else None)) + (
         leaks(build_world("internet-facing-tls")) if not broken else []
     )
 
@@ -484,7 +484,7 @@ def _set(path: list[str], value: Any) -> Callable[[dict[str, Any]], None]:
 
 def _container_set(key: str, value: Any) -> Callable[[dict[str, Any]], None]:
     def mutate(doc: dict[str, Any]) -> None:
-        _container(doc).setdefault("securityContext", {})[key] = value
+        container(doc).setdefault("securityContext", {})[key] = value
 
     return mutate
 
@@ -762,7 +762,7 @@ ROWS: dict[str, Row] = {
             "pinned-images",
             "kubernetes:apps/v1:Deployment",
             "model-llama-3-1-8b-deployment",
-            lambda p: _container(p).update(image="vllm/vllm-openai:latest"),
+            lambda p: container(p).update(image="vllm/vllm-openai:latest"),
         ),
         "latest",
     ),
@@ -771,7 +771,7 @@ ROWS: dict[str, Row] = {
             f"{T}components/test_serving.py::test_requests_equal_limits_and_gpu_resource_per_sharing_mode",
             f"{T}policy/test_policies.py::test_policy_fails_on_a_broken_resource",
         ),
-        render_check(resource_findings, _deploymentedited(PROD, lambda d: _container(d)["resources"]["limits"].pop("cpu"))),
+        render_check(resource_findings, _deploymentedited(PROD, lambda d: container(d)["resources"]["limits"].pop("cpu"))),
         "lacks a cpu",
     ),
     "WS-6": Row(
@@ -784,7 +784,7 @@ ROWS: dict[str, Row] = {
             "secrets-only-from-secrets",
             "kubernetes:apps/v1:Deployment",
             "model-llama-3-1-8b-deployment",
-            lambda p: _container(p).setdefault("env", []).append({"name": "HF_TOKEN", "value": "hf_x"}),
+            lambda p: container(p).setdefault("env", []).append({"name": "HF_TOKEN", "value": "hf_x"}),
         ),
         "HF_TOKEN",
     ),

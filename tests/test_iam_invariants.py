@@ -17,31 +17,8 @@ from typing import Any
 import pytest
 
 from offline import harness
-from offline.mocks import Registration
-from policy import checks
-from tests.conftest import FIXTURES, PROD, edited, fixture_run, values
-from tests.policy.test_policies import _args, stack_args
-
-
-def wildcard_writes(registrations: list[Registration]) -> list[str]:
-    found: list[str] = []
-    for r in registrations:
-        checks.iam_no_wildcard_writes(_args(r), lambda message, urn=None: found.append(message))
-    return found
-
-
-def node_role_findings(registrations: list[Registration]) -> list[str]:
-    found: list[str] = []
-    checks.iam_node_roles(stack_args(registrations), lambda message, urn=None: found.append(message))
-    return found
-
-
-def node_roles(registrations: list[Registration]) -> list[str]:
-    return sorted(
-        r.name
-        for r in registrations
-        if r.type == "aws:iam/role:Role" and "ec2.amazonaws.com" in json.dumps(json.loads(values(r)["assumeRolePolicy"]))
-    )
+from tests.conftest import FIXTURES, PROD, edited, fixture_run
+from tests.support.iam import node_role_findings, node_roles, wildcard_writes
 
 
 @pytest.mark.parametrize("stack", FIXTURES)

@@ -11,11 +11,9 @@ from builders.observability import dashboards, metrics, rules
 from config.sections.observability import AlertTuning, Slo
 from offline import harness
 from tests.conftest import values
+from tests.support.alerts import GROUPS, NS, all_expressions
 from tests.validators import promtool
 
-NS = "chat"
-MODELS = [rules.ModelWatch("chat", NS, Slo(ttft_p99_seconds=2.0, end_to_end_p99_seconds=60.0))]
-GROUPS = rules.rule_groups(MODELS, AlertTuning())
 POD_ENGINES = [("chat-a", "0"), ("chat-a", "1"), ("chat-b", "0"), ("chat-b", "1")]
 
 
@@ -473,15 +471,9 @@ def test_every_dashboard_expression_parses() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def _all_expressions() -> list[str]:
-    exprs = [r["expr"] for g in GROUPS for r in g["rules"]]
-    exprs += [e for d in dashboards.DASHBOARDS for e in dashboards.expressions(d)]
-    return exprs
-
-
 def test_every_query_uses_only_known_vllm_metric_names() -> None:
     known = metrics.vllm_series()
-    used = set().union(*(metrics.vllm_names_in(e) for e in _all_expressions()))
+    used = set().union(*(metrics.vllm_names_in(e) for e in all_expressions()))
     assert used, "the rules and dashboards query vLLM"
     assert used <= known, used - known
     assert not used & metrics.VLLM_REMOVED

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 from parliament import analyze_policy_string
@@ -14,36 +13,18 @@ from config.facts import karpenter_cel
 from config.facts.conventions import NODE_ROLE_POLICIES
 from offline import harness
 from tests.conftest import DEV, FIXTURES, fixture_input, fixture_run, parse, shared_path, stack_data, values
+from tests.support.karpenter import NODE_ROLE, QUEUE, SCOPE, upstream_karpenter, upstream_names
 from tests.validators import cloudformation, crds, helm_values
 
 NODEPOOL = "kubernetes:karpenter.sh/v1:NodePool"
 NODECLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
-SCOPE = iam.Scope("llm-prod", "us-east-1", "123456789012")
-NODE_ROLE = "arn:aws:iam::123456789012:role/karpenter-node"
-QUEUE = "arn:aws:sqs:us-east-1:123456789012:llm-prod"
-
-
-def _upstream() -> dict[str, Any]:
-    return cloudformation.load(shared_path("iam", "karpenter_cloudformation.yaml"))
-
-
-def _names() -> dict[str, str]:
-    return {
-        "ClusterName": SCOPE.cluster_name,
-        "AWS::Partition": SCOPE.partition,
-        "AWS::Region": SCOPE.region,
-        "AWS::AccountId": SCOPE.account_id,
-        "AWS::URLSuffix": "amazonaws.com",
-        "KarpenterNodeRole.Arn": NODE_ROLE,
-        "KarpenterInterruptionQueue.Arn": QUEUE,
-    }
 
 
 # -- IAM ------------------------------------------------------------------------------------------
 
 
 def test_controller_policies_equal_the_upstream_template() -> None:
-    upstream = cloudformation.policy_documents(_upstream(), _names())
+    upstream = cloudformation.policy_documents(upstream_karpenter(), upstream_names())
     ours = iam.controller_policies(SCOPE, NODE_ROLE, QUEUE)
     assert sorted(upstream) == sorted(f"{stem}Policy" for stem in ours)
     for stem, document in ours.items():
@@ -51,15 +32,15 @@ def test_controller_policies_equal_the_upstream_template() -> None:
 
 
 def test_node_role_matches_the_upstream_template() -> None:
-    role = _upstream()["Resources"]["KarpenterNodeRole"]["Properties"]
-    upstream_policies = sorted(cloudformation.substitute(p["Sub"], _names()) for p in role["ManagedPolicyArns"])
+    role = upstream_karpenter()["Resources"]["KarpenterNodeRole"]["Properties"]
+    upstream_policies = sorted(cloudformation.substitute(p["Sub"], upstream_names()) for p in role["ManagedPolicyArns"])
     assert upstream_policies == sorted(f"arn:aws:iam::aws:policy/{p}" for p in NODE_ROLE_POLICIES)
     principal = role["AssumeRolePolicyDocument"]["Statement"][0]["Principal"]["Service"]
-    assert cloudformation.substitute(principal["Sub"], _names()) == "ec2.amazonaws.com"
+    assert cloudformation.substitute(principal["Sub"], upstream_names()) == "ec2.amazonaws.com"
 
 
 def test_queue_and_rules_match_the_upstream_template() -> None:
-    resources = _upstream()["Resources"]
+    resources = upstream_karpenter()["Resources"]
     queue = resources["KarpenterInterruptionQueue"]["Properties"]
     assert queue["MessageRetentionPeriod"] == iam.QUEUE_RETENTION_SECONDS
     assert queue["SqsManagedSseEnabled"] is True

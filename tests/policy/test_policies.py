@@ -9,29 +9,17 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from pulumi_policy import PolicyCustomTimeouts, PolicyResource, PolicyResourceOptions, ResourceValidationArgs, StackValidationArgs
 
 from offline import harness
 from offline.mocks import Registration
 from policy import checks
 from tests.conftest import FIXTURES, edited, fixture_run, values
-
-
-def _args(reg: Registration, props: dict[str, Any] | None = None) -> ResourceValidationArgs:
-    opts = PolicyResourceOptions(False, [], None, [], PolicyCustomTimeouts(0, 0, 0), [], reg.parent)
-    return ResourceValidationArgs(
-        reg.type,
-        props if props is not None else values(reg),
-        f"urn:pulumi:test::llm-platform::{reg.type}::{reg.name}",
-        reg.name,
-        opts,
-        None,
-    )
+from tests.support.policy import container, edit_policy, resource_args, stack_of, stack_violations
 
 
 def _violations(check: Callable[..., None], reg: Registration, props: dict[str, Any] | None = None) -> list[str]:
     found: list[str] = []
-    check(_args(reg, props), lambda message, urn=None: found.append(message))
+    check(resource_args(reg, props), lambda message, urn=None: found.append(message))
     return found
 
 
@@ -50,11 +38,6 @@ def _broken(
     props = copy.deepcopy(values(reg))
     mutate(props)
     return reg, props
-
-
-def _container(props: dict[str, Any]) -> dict[str, Any]:
-    c: dict[str, Any] = props["spec"]["template"]["spec"]["containers"][0]
-    return c
 
 
 FAILING: dict[str, tuple[str, str | None, Callable[[dict[str, Any]], object], list[str]]] = {
@@ -97,7 +80,7 @@ FAILING: dict[str, tuple[str, str | None, Callable[[dict[str, Any]], object], li
     "pinned-images": (
         "kubernetes:apps/v1:Deployment",
         "model-llama-3-2-3b-deployment",
-        lambda p: _container(p).update(image="vllm/vllm-openai:latest"),
+        lambda p: container(p).update(image="vllm/vllm-openai:latest"),
         ["Container vllm uses an unpinned image 'vllm/vllm-openai:latest'; pin a release tag or digest."],
     ),
     "no-direct-load-balancer": (
@@ -109,13 +92,13 @@ FAILING: dict[str, tuple[str, str | None, Callable[[dict[str, Any]], object], li
     "requests-and-limits": (
         "kubernetes:apps/v1:Deployment",
         "model-llama-3-2-3b-deployment",
-        lambda p: _container(p)["resources"]["requests"].pop("memory"),
+        lambda p: container(p)["resources"]["requests"].pop("memory"),
         ["Container vllm has no requests for memory."],
     ),
     "secrets-only-from-secrets": (
         "kubernetes:apps/v1:Deployment",
         "model-llama-3-2-3b-deployment",
-        lambda p: (_container(p)["env"].append({"name": "HF_TOKEN", "value": "hf_x"}), _container(p)["args"].append("--api-key=k")),
+        lambda p: (container(p)["env"].append({"name": "HF_TOKEN", "value": "hf_x"}), container(p)["args"].append("--api-key=k")),
         ["Container vllm sets HF_TOKEN as a literal; use a Secret.", "Container vllm passes --api-key on the command line; use a Secret."],
     ),
 }
@@ -231,53 +214,10 @@ def test_the_pack_builds_its_policies() -> None:
     assert [p.name for p in checks.policies()] == [*checks.CHECKS, *checks.STACK_CHECKS]
 
 
-def _stack(run: harness.RunResult, change: Callable[[list[Registration]], list[Registration]] | None = None) -> StackValidationArgs:
-    return stack_args(change(list(run.registrations)) if change else run.registrations)
-
-
-def stack_args(regs: list[Registration]) -> StackValidationArgs:
-    """The stack as the engine hands it to a stack policy: resources with their dependencies."""
-    opts = PolicyResourceOptions(False, [], None, [], PolicyCustomTimeouts(0, 0, 0), [], None)
-
-    def props(r: Registration) -> dict[str, Any]:
-        # a stack policy sees output properties: a role's name is its physical name
-        return {"name": r.id, **values(r)} if r.type == "aws:iam/role:Role" and r.id else values(r)
-
-    resources = {
-        r.ref: PolicyResource(r.type, props(r), f"urn:pulumi:test::llm-platform::{r.type}::{r.name}", r.name, opts, None, None, [], {})
-        for r in regs
-    }
-    for r in regs:
-        resources[r.ref].dependencies.extend(resources[d] for d in r.dependencies if d in resources)
-    return StackValidationArgs(list(resources.values()))
-
-
-def _stack_violations(name: str, args: StackValidationArgs) -> list[str]:
-    found: list[str] = []
-    checks.STACK_CHECKS[name][1](args, lambda message, urn=None: found.append(message))
-    return found
-
-
 @pytest.mark.parametrize("stack", FIXTURES)
 @pytest.mark.parametrize("name", sorted(checks.STACK_CHECKS))
 def test_every_stack_policy_passes_on_every_fixture(name: str, stack: str) -> None:
-    assert _stack_violations(name, _stack(fixture_run(stack))) == []
-
-
-def _edit_policy(
-    namespace: str, name: str, mutate: Callable[[dict[str, Any]], object]
-) -> Callable[[list[Registration]], list[Registration]]:
-    """The NetworkPolicy `<namespace>/<name>` of the render, changed."""
-
-    def change(regs: list[Registration]) -> list[Registration]:
-        (resource,) = [
-            r.name
-            for r in regs
-            if r.type == checks.NETWORK_POLICY and (values(r)["metadata"]["namespace"], values(r)["metadata"]["name"]) == (namespace, name)
-        ]
-        return edited(regs, checks.NETWORK_POLICY, resource, mutate)
-
-    return change
+    assert stack_violations(name, stack_of(fixture_run(stack))) == []
 
 
 def _edit_resource(
@@ -317,7 +257,7 @@ def test_an_extra_or_missing_node_role_policy_fails(prod_run: harness.RunResult)
         "karpenter-node-amazonssmmanagedinstancecore",
         lambda d: d.update(policyArn="arn:aws:iam::aws:policy/AmazonS3ReadOnlyAccess"),
     )
-    assert _stack_violations("iam-node-roles", _stack(prod_run, swap)) == [
+    assert stack_violations("iam-node-roles", stack_of(prod_run, swap)) == [
         "Node role karpenter-node carries AmazonS3ReadOnlyAccess and lacks AmazonSSMManagedInstanceCore."
     ]
 
@@ -335,7 +275,7 @@ def test_an_attachment_naming_a_node_role_without_a_dependency_is_seen(prod_run:
         )
         return [*regs, stray]
 
-    assert _stack_violations("iam-node-roles", _stack(prod_run, add)) == [
+    assert stack_violations("iam-node-roles", stack_of(prod_run, add)) == [
         "Node role karpenter-node carries AmazonS3ReadOnlyAccess and lacks nothing."
     ]
 
@@ -346,14 +286,14 @@ def test_a_node_role_inline_right_beyond_the_cache_import_fails(prod_run: harnes
         "image-cache-node-import-0",
         lambda d: d.update(policy=_statement(d["policy"], {"Effect": "Allow", "Action": "iam:PassRole", "Resource": "*"})),
     )
-    found = _stack_violations("iam-node-roles", _stack(prod_run, grant))
+    found = stack_violations("iam-node-roles", stack_of(prod_run, grant))
     assert len(found) == 1
     assert found[0].endswith("has inline rights beyond the image cache's import: iam:PassRole.")
 
 
 def test_a_namespace_without_default_deny_fails(dev_run: harness.RunResult) -> None:
-    drop = _edit_policy("monitoring", "default-deny", lambda d: d["spec"].update(ingress=[{}]))
-    assert _stack_violations("namespaces-deny-by-default", _stack(dev_run, drop)) == [
+    drop = edit_policy("monitoring", "default-deny", lambda d: d["spec"].update(ingress=[{}]))
+    assert stack_violations("namespaces-deny-by-default", stack_of(dev_run, drop)) == [
         "Namespace monitoring has no default-deny NetworkPolicy: every pod in it is open both ways."
     ]
 
@@ -370,5 +310,5 @@ def test_a_namespace_without_default_deny_fails(dev_run: harness.RunResult) -> N
     ],
 )
 def test_vllm_port_open_beyond_the_load_balancer_fails(dev_run: harness.RunResult, cidr: str, expected: str) -> None:
-    widen = _edit_policy("llama-3-1-8b", "llama-3-1-8b", lambda d: d["spec"]["ingress"][0]["from"].append({"ipBlock": {"cidr": cidr}}))
-    assert _stack_violations("vllm-port-sources", _stack(dev_run, widen)) == [expected]
+    widen = edit_policy("llama-3-1-8b", "llama-3-1-8b", lambda d: d["spec"]["ingress"][0]["from"].append({"ipBlock": {"cidr": cidr}}))
+    assert stack_violations("vllm-port-sources", stack_of(dev_run, widen)) == [expected]

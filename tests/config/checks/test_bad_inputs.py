@@ -9,15 +9,7 @@ import pytest
 
 from tests.config.checks import test_bad_inputs_classes as classes
 from tests.conftest import new_problems_after
-
-
-def m0(d: dict[str, Any]) -> dict[str, Any]:
-    return d["models"][0]  # type: ignore[no-any-return]
-
-
-def p0(d: dict[str, Any]) -> dict[str, Any]:
-    return d["gpuPools"][0]  # type: ignore[no-any-return]
-
+from tests.support.mutations import m0, p0
 
 ACM = "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
 

@@ -18,6 +18,7 @@ from config import stack_file
 from config.errors import HIDDEN
 from offline import harness, render
 from tests.conftest import DEV, PROD, ROOT, fixture_input, new_problems_after, parse, stack_data
+from tests.support.mutations import m0, p0
 
 ACM_WEST = "arn:aws:acm:us-west-2:123456789012:certificate/0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
 EXISTING = {
@@ -27,14 +28,6 @@ EXISTING = {
     "privateSubnetIds": ["subnet-0a1b2c3d4e5f60711", "subnet-0a1b2c3d4e5f60712"],
     "loadBalancerSubnetCidrs": ["10.60.0.0/18", "10.60.64.0/18"],
 }
-
-
-def m0(d: dict[str, Any]) -> dict[str, Any]:
-    return d["models"][0]  # type: ignore[no-any-return]
-
-
-def p0(d: dict[str, Any]) -> dict[str, Any]:
-    return d["gpuPools"][0]  # type: ignore[no-any-return]
 
 
 CASES: dict[str, Callable[[dict[str, Any]], object]] = {
