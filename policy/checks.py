@@ -40,7 +40,7 @@ def _conventions() -> Any:
 
 CONVENTIONS = _conventions()
 REQUIRED_LOG_TYPES = ("api", "audit", "authenticator")
-WORKLOADS = ("kubernetes:apps/v1:Deployment", "kubernetes:apps/v1:StatefulSet", "kubernetes:apps/v1:DaemonSet")
+WORKLOADS = ("kubernetes:apps/v1:Deployment", "kubernetes:apps/v1:StatefulSet", "kubernetes:apps/v1:DaemonSet", "kubernetes:batch/v1:Job")
 SECRET_ENV = re.compile(r"(HF_TOKEN|HUGGING_FACE_HUB_TOKEN|API_KEY|PASSWORD|SECRET)", re.IGNORECASE)
 SECRET_FLAGS = ("--api-key", "--hf-token")
 
@@ -140,15 +140,21 @@ def no_direct_load_balancer(args: ResourceValidationArgs, report: ReportViolatio
 
 
 def requests_and_limits(args: ResourceValidationArgs, report: ReportViolation) -> None:
-    """CPU and memory requests and limits are set on every container."""
+    """CPU and memory requests and limits are set on every container; memory and every extended resource
+    (nvidia.com/gpu, MIG slices) set on both sides request what they limit, so the scheduler and Karpenter
+    pack what runs (a GPU set on one side only is defaulted to the other by Kubernetes)."""
     if args.resource_type not in WORKLOADS:
         return
     for c in _containers(dict(args.props)):
         resources = c.get("resources") or {}
-        for kind in ("requests", "limits"):
-            missing = [r for r in ("cpu", "memory") if r not in (resources.get(kind) or {})]
+        requests, limits = resources.get("requests") or {}, resources.get("limits") or {}
+        for kind, values in (("requests", requests), ("limits", limits)):
+            missing = [r for r in ("cpu", "memory") if r not in values]
             if missing:
                 report(f"Container {c.get('name')} has no {kind} for {', '.join(missing)}.", None)
+        for name in sorted(k for k in {*requests, *limits} if k == "memory" or "/" in k):
+            if name in requests and name in limits and str(requests[name]) != str(limits[name]):
+                report(f"Container {c.get('name')} requests {requests.get(name)} {name} but limits {limits.get(name)}.", None)
 
 
 def secrets_only_from_secrets(args: ResourceValidationArgs, report: ReportViolation) -> None:

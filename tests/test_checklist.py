@@ -92,14 +92,22 @@ def config_change(mutate: Callable[[dict[str, Any]], object], stack: str, path: 
     return lambda broken: [p for p in problems_after(mutate if broken else (lambda d: None), stack) if p.startswith(path)]
 
 
-def policy_check(name: str, type_token: str, resource: str | None, mutate: Callable[[dict[str, Any]], object], stack: str = PROD) -> Check:
-    """A policy-pack check (policy/checks.py) on one resource."""
+def policy_check(
+    name: str,
+    type_token: str,
+    resource: str | None,
+    mutate: Callable[[dict[str, Any]], object],
+    stack: str = PROD,
+    on: tuple[str, ...] | None = None,
+) -> Check:
+    """A policy-pack check (policy/checks.py) on one resource, broken by `mutate`; with `on`, the check
+    runs on every resource of those types (the whole render's workloads, say) and one of them is broken."""
 
     def check(broken: bool) -> list[str]:
         found: list[str] = []
         regs = edited(_regs(stack), type_token, resource, mutate) if broken else _regs(stack)
         for r in regs:
-            if r.type == type_token and (resource is None or r.name == resource):
+            if r.type in (on or ()) or (on is None and r.type == type_token and (resource is None or r.name == resource)):
                 checks.CHECKS[name][1](resource_args(r), lambda message, urn=None: found.append(message))
         return found
 
@@ -296,22 +304,6 @@ def service_account_findings(regs: list[Registration]) -> list[str]:
             out.append(f"{name} runs as its namespace's default service account")
         if account and (ns, account) in accounts and accounts[(ns, account)].get("automountServiceAccountToken") is not False:
             out.append(f"service account {ns}/{account} automounts its token")
-    return out
-
-
-def resource_findings(regs: list[Registration]) -> list[str]:
-    out = []
-    for name, _, pod in _pods(regs):
-        for c in [*(pod.get("initContainers") or []), *pod["containers"]]:
-            requests, limits = (c.get("resources") or {}).get("requests") or {}, (c.get("resources") or {}).get("limits") or {}
-            for key in ("cpu", "memory"):
-                if key not in requests or key not in limits:
-                    out.append(f"{name}/{c['name']} lacks a {key} request or limit")
-            if requests.get("memory") != limits.get("memory"):
-                out.append(f"{name}/{c['name']} memory request differs from its limit")
-            for key in [k for k in {*requests, *limits} if k.startswith("nvidia.com/")]:
-                if requests.get(key) != limits.get(key):
-                    out.append(f"{name}/{c['name']} {key} request differs from its limit")
     return out
 
 
@@ -771,8 +763,14 @@ ROWS: dict[str, Row] = {
             f"{T}components/test_serving.py::test_requests_equal_limits_and_gpu_resource_per_sharing_mode",
             f"{T}policy/test_policies.py::test_policy_fails_on_a_broken_resource",
         ),
-        render_check(resource_findings, _deploymentedited(PROD, lambda d: container(d)["resources"]["limits"].pop("cpu"))),
-        "lacks a cpu",
+        policy_check(
+            "requests-and-limits",
+            "kubernetes:apps/v1:Deployment",
+            "model-llama-3-1-8b-deployment",
+            lambda p: container(p)["resources"]["limits"].update(memory="64Gi"),
+            on=checks.WORKLOADS,
+        ),
+        "memory but limits 64Gi",
     ),
     "WS-6": Row(
         (

@@ -312,3 +312,27 @@ def test_a_namespace_without_default_deny_fails(dev_run: harness.RunResult) -> N
 def test_vllm_port_open_beyond_the_load_balancer_fails(dev_run: harness.RunResult, cidr: str, expected: str) -> None:
     widen = edit_policy("llama-3-1-8b", "llama-3-1-8b", lambda d: d["spec"]["ingress"][0]["from"].append({"ipBlock": {"cidr": cidr}}))
     assert stack_violations("vllm-port-sources", stack_of(dev_run, widen)) == [expected]
+
+
+@pytest.mark.parametrize(
+    ("resource", "change", "expected"),
+    [
+        ("memory", lambda r: r["limits"].update(memory="64Gi"), "requests 12Gi memory but limits 64Gi"),
+        ("gpu", lambda r: (r["requests"].update({"nvidia.com/gpu": "1"}), r["limits"].update({"nvidia.com/gpu": "2"})), "nvidia.com/gpu"),
+    ],
+)
+def test_memory_and_gpus_request_what_they_limit(resource: str, change: Callable[[dict[str, Any]], object], expected: str) -> None:
+    run = fixture_run("full-prod")
+    reg, props = _broken(run, "kubernetes:apps/v1:Deployment", "model-llama-3-1-8b-deployment", lambda p: change(container(p)["resources"]))
+    found = _violations(checks.CHECKS["requests-and-limits"][1], reg, props)
+    assert len(found) == 1
+    assert expected in found[0]
+
+
+def test_jobs_are_workloads_the_pack_reads(prod_run: harness.RunResult) -> None:
+    jobs = prod_run.of_type("kubernetes:batch/v1:Job")
+    assert jobs, "the prod fixture renders populate Jobs"
+    reg, props = _broken(prod_run, "kubernetes:batch/v1:Job", jobs[0].name, lambda p: container(p)["resources"].pop("limits"))
+    assert _violations(checks.CHECKS["requests-and-limits"][1], reg, props) == [
+        f"Container {container(props)['name']} has no limits for cpu, memory."
+    ]
