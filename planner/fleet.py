@@ -3,6 +3,13 @@ replicas after a batching wait, packed cheapest-first, spot first with a given a
 on-demand as the fallback, within the pool's GPU limit, removed when empty for consolidateAfter;
 warm headroom as placeholders that any replica preempts. Pure.
 
+The pool's settings (purchase options, GPU limit, consolidateAfter, disruption budgets) are those
+of the NodePool the program renders (planner/nodepool.py); what a replica takes of a node, the
+types that hold one and the headroom's placeholders come from the stack's derived state
+(config/derived/state.py). The pool owns its counters (replicas waiting for a node, placeholders
+waiting, the changes the replay caches its sums on): the replay reads them, and only the pool's
+methods change them (tests/planner/test_replay.py fails when another module assigns one).
+
 Consolidation removes empty nodes within the pool's disruption budgets (those always active).
 Not modelled (the report says so): underutilized consolidation (moving replicas to fewer nodes),
 scheduled budgets, spot interruptions, drift and expiry.
@@ -11,16 +18,19 @@ scheduled budgets, spot interruptions, drift and expiry.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-from config.derived import capacity, headroom
+from config.derived import state
 from config.facts import catalog, speed
-from config.sections.gpu_pools import GpuPool
-from config.sections.models import ModelConfig
-from config.sections.types import duration_seconds
+from config.sections.stack import StackConfig
 from planner import prices
+from planner.nodepool import NodePoolSettings, rendered
+
+Placement = tuple["Node", bool]
+"""A node for a replica, and whether the node was already warm (ready) when it got it."""
 
 
 @dataclass(eq=False)
@@ -42,36 +52,54 @@ class Node:
         return prices.hourly(self.instance, self.capacity_type)
 
 
-@dataclass
 class Pool:
     """One NodePool's nodes and what waits for them."""
 
-    config: GpuPool
-    models: list[ModelConfig]
-    spot_availability: float
-    rng: np.random.Generator
-    static_capacity: str | None = None
-    """Force one capacity type (the static baseline runs on-demand)."""
-    nodes: list[Node] = field(default_factory=list)
-    pending_since: float | None = None
-    pending_placeholders: int = 0
-    waiting: int = 0
-    """Replicas of the pool without a node."""
-    version: int = 0
-    """Bumped on every change to the nodes or what they hold (the replay caches its sums on it)."""
-
-    def __post_init__(self) -> None:
-        shape = headroom.placeholders(self.config, self.models)
+    def __init__(
+        self,
+        settings: NodePoolSettings,
+        derived: state.PoolState,
+        models: Mapping[str, state.ModelState],
+        spot_availability: float,
+        rng: np.random.Generator,
+        static_capacity: str | None = None,
+    ) -> None:
+        self.name = settings.name
+        self.settings = settings
+        self.derived = derived
+        self.spot_availability = spot_availability
+        self.rng = rng
+        self.static_capacity = static_capacity
+        """Force one capacity type (the static baseline runs on-demand)."""
+        self.nodes: list[Node] = []
+        self._first_model = models[derived.models[0]] if derived.models else None
+        shape = derived.headroom
         self.headroom_pods = shape.pods if shape else 0
         self.placeholder_gpus = shape.gpus_per_pod if shape else 0
-        self.consolidate_after = (
-            None if self.config.disruption.consolidate_after == "Never" else duration_seconds(self.config.disruption.consolidate_after)
-        )
+        self._shares = {name: {t: 1.0 / n if n else 2.0 for t, n in models[name].replicas_per_node.items()} for name in derived.models}
+        # The pool's counters: read by the replay, changed only by the methods below (a test fails
+        # when another module assigns them).
+        self.waiting = 0
+        """Replicas of the pool without a node."""
+        self.pending_placeholders = 0
+        """Headroom placeholders without a node (preempted, or not yet placed)."""
+        self.changes = 0
+        """Bumped on every change to the nodes or what they hold (the replay caches its sums on it)."""
+        self._pending_since: float | None = None
+
+    @classmethod
+    def of(
+        cls, cfg: StackConfig, name: str, spot_availability: float, rng: np.random.Generator, static_capacity: str | None = None
+    ) -> Pool:
+        """The pool `name` of the stack: its rendered NodePool, its derived state and its models'."""
+        derived = state.of(cfg)
+        pool = cfg.pool(name)
+        assert pool is not None
+        return cls(rendered(cfg, pool), derived.pool(name), derived.models, spot_availability, rng, static_capacity)
 
     # -- sizes ---------------------------------------------------------------------------------
-    def share(self, model: ModelConfig, instance: catalog.InstanceType) -> float:
-        per_node = capacity.replicas_per_node(model, self.config, instance)
-        return 1.0 / per_node if per_node else 2.0
+    def share(self, model: state.ModelState, instance: catalog.InstanceType) -> float:
+        return self._shares[model.name][instance.name]
 
     def placeholder_fraction(self, instance: catalog.InstanceType) -> float:
         return self.placeholder_gpus / instance.gpu_count if instance.gpu_count else 1.0
@@ -91,18 +119,58 @@ class Pool:
         return cost, count, used
 
     def gpus(self) -> int:
-        return sum(n.instance.gpu_count for n in self.live())
+        """The live nodes' nvidia.com/gpu as the NodePool's limit counts them."""
+        return sum(self.settings.gpus(n.instance) for n in self.live())
 
     def capacity_types(self) -> list[str]:
         if self.static_capacity:
             return [self.static_capacity]
-        return [c for c in ("spot", "on-demand") if c in self.config.capacity_types]
+        return [c for c in ("spot", "on-demand") if c in self.settings.capacity_types]
+
+    # -- replicas ----------------------------------------------------------------------------------
+    def schedule(self, model: state.ModelState, now: float, launch: bool = False) -> Placement | None:
+        """A new replica asks for a node: room on one now, else (with `launch`, the replay's steady
+        start) a node of its own at once; else it waits for `provision`, counted in `waiting`."""
+        placed = self.place(model, now)
+        if placed is None and launch and self.launch(model, now) is not None:
+            placed = self.place(model, now)
+        if placed is None:
+            self.waiting += 1
+        return placed
+
+    def provision(self, pending: Sequence[state.ModelState], now: float) -> list[Placement | None]:
+        """Karpenter's pass over the pool's pending replicas, in order: each goes to room on a node,
+        else, once the batch has waited its idle time, to a new node. Returns each one's placement."""
+        if not pending:
+            self._pending_since = None
+            return []
+        if self._pending_since is None:
+            self._pending_since = now
+        waited = now - self._pending_since >= speed.KARPENTER_BATCH_IDLE.value
+        placements: list[Placement | None] = []
+        for model in pending:
+            placed = self.place(model, now)
+            if placed is None and waited and self.launch(model, now) is not None:
+                placed = self.place(model, now)
+            if placed is not None:
+                self.waiting -= 1
+            placements.append(placed)
+        if not self.waiting:
+            self._pending_since = None
+        return placements
+
+    def remove(self, model: state.ModelState, node: Node | None, now: float) -> None:
+        """A replica goes: off its node, or out of the waiting ones when it had none."""
+        if node is None:
+            self.waiting -= 1
+        else:
+            self.release(node, model, now)
 
     # -- placing ---------------------------------------------------------------------------------
     def fits(self, node: Node, share: float) -> bool:
         return node.used + share <= 1.0 + 1e-9
 
-    def place(self, model: ModelConfig, now: float) -> tuple[Node, bool] | None:
+    def place(self, model: state.ModelState, now: float) -> Placement | None:
         """A node for one replica now: room on a node (ready or launching), else a placeholder's
         place (preempted at once). Returns the node and whether it was already warm."""
         for node in sorted(self.live(), key=lambda n: (n.ready_at, n.instance.price_per_hour)):
@@ -113,7 +181,7 @@ class Pool:
         for node in self.live():
             share = self.share(model, node.instance)
             while node.placeholders and not self.fits(node, share):
-                self.version += 1
+                self.changes += 1
                 node.placeholders -= 1
                 node.used -= self.placeholder_fraction(node.instance)
                 self.pending_placeholders += 1
@@ -123,19 +191,19 @@ class Pool:
         return None
 
     def _take(self, node: Node, share: float, now: float) -> None:
-        self.version += 1
+        self.changes += 1
         node.used += share
         node.pods += 1
         node.empty_since = None
 
-    def release(self, node: Node, model: ModelConfig, now: float) -> None:
-        self.version += 1
+    def release(self, node: Node, model: state.ModelState, now: float) -> None:
+        self.changes += 1
         node.used = max(0.0, node.used - self.share(model, node.instance))
         node.pods -= 1
         if node.pods == 0 and node.placeholders == 0:
             node.empty_since = now
 
-    def launch(self, model: ModelConfig | None, now: float) -> Node | None:
+    def launch(self, model: state.ModelState | None, now: float) -> Node | None:
         """A new node for a pending replica (or placeholder): the cheapest type that holds one,
         spot when the pool allows it and spot has capacity, else on-demand; None at the GPU limit."""
         kinds = self.capacity_types()
@@ -146,52 +214,63 @@ class Pool:
             if len(kinds) == 1:
                 return None  # spot-only pool without spot capacity: try again later
             kind = kinds[1]
-        hosts = capacity.packing_hosts(model, self.config) if model else self.config.resolved_instance_types()
-        hosts = [h for h in hosts if self.gpus() + h.gpu_count <= self.config.gpu_limit]
+        used = self.gpus()
+        hosts = [h for h in (model.hosts if model else self.derived.types) if used + self.settings.gpus(h) <= self.settings.gpu_limit]
         if not hosts:
             return None
         cheapest = min(hosts, key=lambda t: (prices.hourly(t, kind) * (self.share(model, t) if model else 1.0), t.name))
         ready = now + speed.NODE_READY.value  # the batching second was waited before the launch
-        node = Node(self.config.name, cheapest, kind, now, ready)
+        node = Node(self.name, cheapest, kind, now, ready)
         self.nodes.append(node)
-        self.version += 1
+        self.changes += 1
         return node
+
+    # -- headroom --------------------------------------------------------------------------------
+    def warm_headroom(self, now: float) -> None:
+        """Every headroom placeholder asks for a node (the replay's steady start)."""
+        self.pending_placeholders = self.headroom_pods
+        self.place_placeholders(now)
 
     def place_placeholders(self, now: float) -> None:
         """Pending placeholders go to nodes with room, else get a node of their own."""
         while self.pending_placeholders:
             node = next((n for n in self.live() if self.fits(n, self.placeholder_fraction(n.instance))), None)
             if node is None:
-                node = self.launch(self.models[0] if self.models else None, now)
+                node = self.launch(self._first_model, now)
                 if node is None:
                     return
-            self.version += 1
+            self.changes += 1
             node.placeholders += 1
             node.used += self.placeholder_fraction(node.instance)
             node.empty_since = None
             self.pending_placeholders -= 1
 
+    def backdate(self, at: float) -> None:
+        """Nodes launched before the replay are up at its start: launched and ready by `at`."""
+        for n in self.nodes:
+            n.ready_at = min(n.ready_at, at)
+            n.launched = min(n.launched, at)
+
+    # -- consolidation -----------------------------------------------------------------------------
     def empty_budget(self) -> int:
         """Nodes one consolidation pass may remove: the tightest always-active budget that covers
-        empty nodes (Karpenter rounds a percentage up; scheduled budgets are not modelled)."""
+        empty nodes (scheduled budgets are not modelled)."""
         live = len(self.live())
         allowed = live
-        for budget in self.config.disruption.budgets:
-            if budget.schedule is not None or (budget.reasons and "Empty" not in budget.reasons):
-                continue
-            text = budget.nodes.strip()
-            count = math.ceil(live * float(text[:-1]) / 100) if text.endswith("%") else int(text)
-            allowed = min(allowed, count)
+        for budget in self.settings.budgets:
+            if budget.covers_empty():
+                allowed = min(allowed, budget.allowed(live))
         return allowed
 
     def consolidate(self, now: float) -> None:
-        if self.consolidate_after is None:
+        after = self.settings.consolidate_after
+        if after is None:
             return
         budget = self.empty_budget()
         for node in sorted(self.live(), key=lambda n: n.empty_since if n.empty_since is not None else math.inf):
             if budget <= 0:
                 return
-            if node.empty_since is not None and now - node.empty_since >= self.consolidate_after:
+            if node.empty_since is not None and now - node.empty_since >= after:
                 node.gone_at = now
-                self.version += 1
+                self.changes += 1
                 budget -= 1

@@ -7,9 +7,9 @@ import math
 
 import numpy as np
 
-from config.derived import capacity
+from config.derived import state
 from config.sections.stack import StackConfig
-from planner import prices
+from planner import nodepool, prices
 from planner.serving import performance
 from planner.traffic import Requests
 
@@ -38,15 +38,16 @@ def replicas_needed(cfg: StackConfig, requests: dict[str, Requests], seconds: in
 
 def cost_per_minute(cfg: StackConfig, needed: dict[str, np.ndarray]) -> np.ndarray:
     """Dollars per minute of the oracle fleet: every replica at the cheapest price per replica slot
-    of its pool (spot where the pool allows it), as fractions of nodes: no packing of whole nodes,
+    of its pool (spot where its rendered NodePool allows it), as fractions of nodes: no packing of whole nodes,
     shared or not, can cost less."""
     total = np.zeros(len(next(iter(needed.values()))) if needed else 0)
+    derived = state.of(cfg)
     for pool in cfg.gpu_pools:
-        kind = "spot" if "spot" in pool.capacity_types else "on-demand"
-        for m in (m for m in cfg.models if m.pool == pool.name):
-            hosts = capacity.packing_hosts(m, pool)
-            if not hosts:
+        kind = "spot" if "spot" in nodepool.rendered(cfg, pool).capacity_types else "on-demand"
+        for name in derived.pool(pool.name).models:
+            model = derived.model(name)
+            if not model.hosts:
                 continue
-            per_replica = min(prices.hourly(t, kind) / capacity.replicas_per_node(m, pool, t) for t in hosts)
-            total += needed[m.name] * per_replica / 60
+            per_replica = min(prices.hourly(t, kind) / model.replicas_per_node[t.name] for t in model.hosts)
+            total += needed[name] * per_replica / 60
     return total

@@ -21,8 +21,7 @@ from typing import Any
 import numpy as np
 
 from config import stack_file
-from config.derived import scaleup
-from config.derived.exposure import exposure
+from config.derived import state
 from config.errors import ConfigError
 from config.facts import catalog
 from config.sections.stack import StackConfig
@@ -86,6 +85,7 @@ def _money(cost_seconds: float, seconds: int) -> float:
 def summarize(cfg: StackConfig, result: Result, static: Result, needed: dict[str, np.ndarray], oracle_cost: np.ndarray) -> dict[str, Any]:
     seconds = result.seconds
     hours_per_month = catalog.HOURS_PER_MONTH
+    derived = state.of(cfg)
     models: dict[str, Any] = {}
     for name, s in result.models.items():
         m = s.config
@@ -110,9 +110,7 @@ def summarize(cfg: StackConfig, result: Result, static: Result, needed: dict[str
                 "kvCacheTokens": perf.kv_capacity_tokens,
                 "maxNumSeqs": perf.max_num_seqs,
             },
-            "scaleUpSeconds": scaleup.budget(
-                m, scrape_interval=cfg.observability.vllm_scrape_interval, exposed=exposure(cfg, m).exposed
-            ).as_output(),
+            "scaleUpSeconds": derived.model(name).scale_up.as_output(),
             # a request not answered (503 with no ready replica, lost in a drain) misses its objective
             "sloAttainment": _r(float(met.mean()) if len(met) else 1.0),
             "ttftSloSeconds": slo.ttft_p99_seconds,

@@ -1,14 +1,31 @@
 """The replay: requests through replicas, replicas through the HPA, replicas onto nodes. Pure.
 
-One loop over the seconds of the replay. Requests are events inside it: each goes, on arrival,
-to a ready replica in turn (the ALB's round robin), waits in that replica's queue, is admitted
-when the replica has a sequence slot and KV cache for it, gets its first token after its prefill
-(behind the replica's earlier prefills) and one decode step, and completes after its output at
-the step time of the batch it joined. Prometheus scrapes every `vllmScrapeInterval`; the HPA
-reconciles every 15 s with the rendered ScaledObject's triggers, targets, behavior and bounds
-(builders/serving/hpa.py); KEDA's fallback holds the count while no replica reports metrics.
-A new replica waits for a node (planner/fleet.py), then starts in the scale-up budget's terms
-after the node: image (on a new node), weights, engine start, probe, load balancer.
+One loop over the seconds of the replay (`Replay.run`); each tick runs its phases in this order:
+
+1. arrivals: the second's requests reach replicas. Each goes, on arrival, to a ready replica in
+   turn (the ALB's round robin), or is held by the interceptor while a model at zero has none;
+   it waits in that replica's queue and is admitted when the replica has a sequence slot and KV
+   cache for it (`Batches`): its first token comes after its prefill (behind the replica's
+   earlier prefills) and one decode step, its completion after its output at the step time of
+   the batch it joined. Admissions and completions interleave at the requests' own times.
+2. serving: the completions through the end of the second are booked (what they free admits
+   what waits), so the scrape that follows reads the queues the second leaves.
+3. control loop: Prometheus scrapes every `vllmScrapeInterval`; KEDA wakes a model at zero on a
+   held request (or a cron floor) and takes it to zero when idle; the HPA (planner/hpa.py)
+   reconciles every 15 s with the rendered ScaledObject's triggers, targets, behavior and
+   bounds; KEDA's fallback holds the count while no replica reports metrics.
+4. provisioning: each pool (planner/fleet.py, with the rendered NodePool's settings) binds its
+   pending replicas, launching nodes after Karpenter's batching wait, re-places the headroom's
+   placeholders and consolidates empty nodes.
+5. terminations: a draining replica leaves its node once idle after its preStop sleep, or when
+   the shutdown timeout cuts it.
+6. accounting: each pool's cost, nodes and used share accrue since its last change; every
+   minute the series are sampled.
+
+A new replica starts in the scale-up budget's terms after its node: image (on a new node),
+weights, engine start, probe, load balancer. The order is the one the figures depend on: the
+scrape reads queues after the second's completions, and a drained replica's room is free for
+the next tick's pending replicas, not this one's.
 """
 
 from __future__ import annotations
@@ -24,14 +41,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from builders import scale_to_zero
-from builders.serving import hpa, scaling
-from config.derived import scaleup
-from config.derived.exposure import exposure
+from builders.serving import scaling
+from config.derived import state
 from config.facts import speed
 from config.sections import cron
 from config.sections.models import ModelConfig
 from config.sections.stack import StackConfig
 from config.sections.types import duration_seconds
+from planner import hpa
 from planner.fleet import Node, Pool
 from planner.serving import REQUEST_OVERHEAD_SECONDS, STEP_OVERHEAD_SECONDS, ReplicaPerformance, performance
 from planner.traffic import Requests, stream
@@ -61,8 +78,12 @@ class Replica:
 
 
 @dataclass
-class ModelState:
+class ModelReplay:
+    """One model during the replay: its replicas, its autoscaler's memory and its requests' fate."""
+
     config: ModelConfig
+    derived: state.ModelState
+    """The model's derived state (hosts, replicas per node, scale-up budget, scales to zero)."""
     perf: ReplicaPerformance
     requests: Requests
     behavior: hpa.Behavior | None
@@ -110,7 +131,7 @@ class Options:
 
 @dataclass
 class Result:
-    models: dict[str, ModelState]
+    models: dict[str, ModelReplay]
     pools: dict[str, Pool]
     seconds: int
     cost_seconds: dict[str, dict[str, float]]
@@ -124,151 +145,66 @@ class Result:
 TTFT_WINDOW = 120.0
 """The ttft-p95 trigger's rate window (builders/serving/scaling.py: [2m])."""
 MODELLED_TRIGGERS = ("queue-depth", "kv-cache", "ttft-p95")
+_push, _pop = heapq.heappush, heapq.heappop
 
 
-def _scrape(m: ModelState, now: float) -> dict[str, float] | None:
-    ready = [r for r in m.replicas if r.ready_at is not None and r.ready_at <= now]
-    if not ready:
-        return None  # no pod, no series: the queries return nothing and KEDA reports an error
-    waiting = sum(len(r.queue) for r in ready)
-    kv = sum(min(1.0, r.context / max(1, m.perf.kv_capacity_tokens)) for r in ready) / len(ready)
-    readings = {"queue-depth": float(waiting), "kv-cache": kv}
-    if m.recent_ttft is not None:
-        while m.recent_ttft and m.recent_ttft[0][0] < now - TTFT_WINDOW:
-            m.recent_ttft.popleft()
-        values = sorted(v for _, v in m.recent_ttft)
-        # idle is 0 seconds to first token, as the query's `or vector(0)` says
-        readings["ttft-p95"] = values[min(len(values) - 1, math.ceil(0.95 * len(values)) - 1)] if values else 0.0
-    return readings
+# -- the requests on the replicas ---------------------------------------------------------------------
+Completion = tuple[float, int, Replica, float, ModelReplay, int, list[bool]]
+"""(time, order, replica, tokens it held, model, request, the model's answered flags)."""
+_Hot = tuple[
+    list[float],
+    list[int],
+    list[int],
+    list[float],
+    list[float],
+    list[bool],
+    int,
+    int,
+    float,
+    float,
+    float,
+    deque[tuple[float, float]] | None,
+]
+"""Per model, what admit reads: arrival, prompt and output tokens, queue wait, time to first token
+and answered flags by request; max-num-seqs, KV cache tokens, prefill seconds per token, a decode
+step's fixed seconds and its seconds per context token; the recent TTFTs (or None)."""
 
 
-def _desired(m: ModelState, now: float) -> int:
-    current = len(m.active())
-    assert m.behavior is not None
-    if m.scraped is None:
-        m.failures += 1
-        fallback = scaling_fallback(m)
-        proposal = max(current, fallback) if m.failures >= fallback_threshold(m) else current
-        return m.behavior.normalize(current, proposal, now)
-    m.failures = 0
-    triggers = hpa.triggers(m.scaled_object)
-    samples = [hpa.MetricSample(t.metric_type, m.scraped[t.name], t.target) for t in triggers]
-    ready = sum(1 for r in m.replicas if r.ready(now))
-    proposal = hpa.desired_replicas(current, samples, 0, 10**6, ready=ready)
-    floor = m.floors[int(now) // MINUTE] if m.floors else 0
-    proposal = max(proposal, floor)  # a cron trigger's metric: its desiredReplicas inside the window
-    lowest = max(1, m.behavior.minimum)  # KEDA gives the HPA a minimum of 1 when the model may idle at 0
-    if current > m.behavior.maximum:
-        proposal = m.behavior.maximum
-    elif current < lowest:
-        proposal = lowest
-    return max(lowest, m.behavior.normalize(current, proposal, now))
+class Batches:
+    """The replicas' running batches: admission, prefill, decode and completion of each request.
 
+    Plain lists in the hot path (numpy scalar access costs more than the arithmetic around it)."""
 
-def scaling_fallback(m: ModelState) -> int:
-    return int(m.scaled_object["spec"]["fallback"]["replicas"])  # type: ignore[index]
+    def __init__(self, models: dict[str, ModelReplay]) -> None:
+        self.completions: list[Completion] = []
+        self._order = itertools.count()
+        self.arrivals = {name: s.requests.arrival.tolist() for name, s in models.items()}
+        self.ttfts: dict[str, list[float]] = {name: [math.nan] * len(s.requests) for name, s in models.items()}
+        self.waits: dict[str, list[float]] = {name: [math.nan] * len(s.requests) for name, s in models.items()}
+        self.answered: dict[str, list[bool]] = {name: [False] * len(s.requests) for name, s in models.items()}
+        # Per model, everything admit reads: the request lists and the replica's constants.
+        self._hot: dict[str, _Hot] = {
+            name: (
+                self.arrivals[name],
+                s.requests.prompt.tolist(),
+                s.requests.output.tolist(),
+                self.waits[name],
+                self.ttfts[name],
+                self.answered[name],
+                s.perf.max_num_seqs,
+                s.perf.kv_capacity_tokens,
+                1.0 / s.perf.prefill_tokens_per_second,
+                s.perf.weights_step_seconds + STEP_OVERHEAD_SECONDS,
+                s.perf.kv_step_seconds_per_token,
+                s.recent_ttft,
+            )
+            for name, s in models.items()
+        }
 
-
-def fallback_threshold(m: ModelState) -> int:
-    return int(m.scaled_object["spec"]["fallback"]["failureThreshold"])  # type: ignore[index]
-
-
-def simulate(cfg: StackConfig, requests: dict[str, Requests], options: Options, progress: Callable[[int], None] | None = None) -> Result:
-    static = options.static_replicas
-    pools = {
-        p.name: Pool(
-            p,
-            [m for m in cfg.models if m.pool == p.name],
-            options.spot_availability,
-            stream(options.seed, f"pool:{p.name}"),
-            "on-demand" if static else None,
-        )
-        for p in cfg.gpu_pools
-    }
-    states: dict[str, ModelState] = {}
-    for m in cfg.models:
-        budget = scaleup.budget(m, scrape_interval=cfg.observability.vllm_scrape_interval, exposed=exposure(cfg, m).exposed)
-        miss = budget.miss
-        so = scaling.scaled_object(m, PROMETHEUS, miss)
-        unknown = [t.name for t in hpa.triggers(so) if t.name not in MODELLED_TRIGGERS]
-        if unknown:
-            raise ValueError(f"{m.name}: the planner does not model trigger(s) {', '.join(unknown)}")
-        reqs = requests.get(m.name) or Requests(np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
-        terms = budget.terms
-        states[m.name] = ModelState(
-            m,
-            performance(m, pools[m.pool].config),
-            reqs,
-            None if static else hpa.Behavior.from_scaled_object(so),
-            so,
-            start_seconds=terms["weights"] + terms["engineStart"] + terms["probe"] + terms["loadBalancer"],
-            image_seconds=terms["imagePull"],
-            ttft=np.full(len(reqs), np.nan),
-            wait=np.full(len(reqs), np.nan),
-            served=np.zeros(len(reqs), dtype=bool),
-            recent_ttft=deque() if m.autoscaling.ttft_p95_seconds is not None else None,
-            hold_seconds=float(scale_to_zero.readiness_seconds(miss, cfg.ingress.idle_timeout_seconds)),
-            floors=_floors(m, options.seconds),
-            idle_after=float(duration_seconds(m.autoscaling.idle_after)) if m.replicas.min == 0 else math.inf,
-        )
-    # The replay starts in steady state: each model at its minimum (or static) count, on ready nodes.
-    for name, s in states.items():
-        floor = s.floors[0] if s.floors else 0
-        count = static[name] if static else max(s.config.replicas.min, floor)
-        for _ in range(count):
-            _new_replica(s, pools[s.config.pool], -(10**6), warm=True)
-        for r in s.replicas:
-            r.ready_at = 0.0
-    for p in pools.values():
-        if not static:
-            p.pending_placeholders = p.headroom_pods
-            p.place_placeholders(-(10**6))
-        for n in p.nodes:
-            n.ready_at = min(n.ready_at, 0.0)
-            n.launched = min(n.launched, 0.0)
-    completions: list[tuple[float, int, Replica, float, ModelState, int, list[bool]]] = []
-    counter = itertools.count()
-    scrape_every = duration_seconds(cfg.observability.vllm_scrape_interval)
-    cost = {p: {"spot": 0.0, "on-demand": 0.0} for p in pools}
-    node_seconds = {p: {"spot": 0.0, "on-demand": 0.0} for p in pools}
-    used_seconds = dict.fromkeys(pools, 0.0)
-    series: dict[str, dict[str, list[float]]] = {}
-    for name in states:
-        series[name] = {k: [] for k in ("requests", "desired", "ready", "queue", "ttftP99")}
-    for name in pools:
-        series[f"pool:{name}"] = {"nodes": []}
-    minute_desired = dict.fromkeys(states, 0)
-
-    # Plain lists in the hot path (numpy scalar access costs more than the arithmetic around it).
-    arrivals = {name: s.requests.arrival.tolist() for name, s in states.items()}
-    prompts = {name: s.requests.prompt.tolist() for name, s in states.items()}
-    outputs = {name: s.requests.output.tolist() for name, s in states.items()}
-    ttfts = {name: [math.nan] * len(s.requests) for name, s in states.items()}
-    waits = {name: [math.nan] * len(s.requests) for name, s in states.items()}
-    served = {name: [False] * len(s.requests) for name, s in states.items()}
-
-    # Per model, everything admit reads: the request lists and the replica's constants.
-    hot = {
-        name: (
-            arrivals[name],
-            prompts[name],
-            outputs[name],
-            waits[name],
-            ttfts[name],
-            served[name],
-            s.perf.max_num_seqs,
-            s.perf.kv_capacity_tokens,
-            1.0 / s.perf.prefill_tokens_per_second,
-            s.perf.weights_step_seconds + STEP_OVERHEAD_SECONDS,
-            s.perf.kv_step_seconds_per_token,
-            s.recent_ttft,
-        )
-        for name, s in states.items()
-    }
-    push, pop = heapq.heappush, heapq.heappop
-
-    def admit(s: ModelState, r: Replica, now: float) -> None:
-        times, prompt, output, wait, ttft, answered, limit, capacity, per_prompt, fixed_step, per_token, recent = hot[s.config.name]
+    def admit(self, s: ModelReplay, r: Replica, now: float) -> None:
+        """Admit what the replica's queue holds while it has a sequence slot and KV cache."""
+        times, prompt, output, wait, ttft, answered, limit, capacity, per_prompt, fixed_step, per_token, recent = self._hot[s.config.name]
+        completions, order = self.completions, self._order
         queue = r.queue
         while queue and r.running < limit:
             i = queue[0]
@@ -292,12 +228,14 @@ def simulate(cfg: StackConfig, requests: dict[str, Requests], options: Options, 
             # Decoding pauses for the prefills of the others sharing the GPU (about one each over
             # its life in a steady batch): ReplicaPerformance.saturated_requests_per_second's rule.
             stall = (r.running - 1) * prompt[i] * per_prompt
-            push(completions, (prefill_done + output[i] * step + stall, next(counter), r, tokens, s, i, answered))
+            _push(completions, (prefill_done + output[i] * step + stall, next(order), r, tokens, s, i, answered))
             r.running_ids.add(i)
 
-    def complete_until(now: float) -> None:
+    def complete_until(self, now: float) -> None:
+        """Book every completion up to `now`: its slot and KV cache go to what its replica queues."""
+        completions = self.completions
         while completions and completions[0][0] <= now:
-            done, _, r, tokens, s, i, answered = pop(completions)
+            done, _, r, tokens, s, i, answered = _pop(completions)
             ids = r.running_ids
             if i not in ids:
                 continue  # its replica was killed at the end of its drain: never served
@@ -306,52 +244,133 @@ def simulate(cfg: StackConfig, requests: dict[str, Requests], options: Options, 
             r.context -= tokens
             answered[i] = True
             if r.queue:
-                admit(s, r, done)
+                self.admit(s, r, done)
 
-    # Node cost accrues between changes: (version, since, hourly prices, node counts, used share).
-    accrued: dict[str, tuple[int, int, dict[str, float], dict[str, int], float]] = {}
 
-    def _accrue(name: str, p: Pool, until: int) -> None:
-        """Book the pool's sums since its last change up to `until`, then start from its current state.
-        A change during second t counts from second t + 1 on (the per-second accounting's rule)."""
-        _, since, rate, count, used = accrued[name]
+# -- the pools' sums --------------------------------------------------------------------------------------
+class Ledger:
+    """Per pool, sums over seconds: node cost by capacity type, node counts, the share pods use.
+
+    A pool's sums accrue between its changes: from (changes, since, hourly prices, node counts,
+    used share) of its last change. A change during second t counts from second t + 1 on."""
+
+    def __init__(self, pools: dict[str, Pool]) -> None:
+        self.cost = {p: {"spot": 0.0, "on-demand": 0.0} for p in pools}
+        self.node_seconds = {p: {"spot": 0.0, "on-demand": 0.0} for p in pools}
+        self.used_seconds = dict.fromkeys(pools, 0.0)
+        self._since: dict[str, tuple[int, int, dict[str, float], dict[str, int], float]] = {
+            name: (p.changes, 0, *p.rates()) for name, p in pools.items()
+        }
+
+    def accrue_changed(self, pools: dict[str, Pool], until: int) -> None:
+        """Book, up to `until`, the pools that changed since they last accrued."""
+        since = self._since
+        for name, p in pools.items():
+            if since[name][0] != p.changes:
+                self.accrue(name, p, until)
+
+    def accrue(self, name: str, pool: Pool, until: int) -> None:
+        """Book the pool's sums since its last change up to `until`, then start from its current state."""
+        _, since, rate, count, used = self._since[name]
         span = until - since
         for kind in ("spot", "on-demand"):
-            cost[name][kind] += rate[kind] * span
-            node_seconds[name][kind] += count[kind] * span
-        used_seconds[name] += used * span
-        accrued[name] = (p.version, until, *p.rates())
+            self.cost[name][kind] += rate[kind] * span
+            self.node_seconds[name][kind] += count[kind] * span
+        self.used_seconds[name] += used * span
+        self._since[name] = (pool.changes, until, *pool.rates())
 
-    for name, p in pools.items():
-        accrued[name] = (p.version, 0, *p.rates())
 
-    def next_tick(t: int) -> int:
-        """The next second anything can happen. Every second while replicas wait for a node, drain,
-        or placeholders wait; else the next arrival, scrape, HPA sync, consolidation pass or minute.
-        (Completions need no tick: they are booked at their own time before anything that reads them.)"""
-        soon = t + 2
-        for name, s in states.items():  # the common case under load: an arrival in the next second
-            if s.next_request < len(arrivals[name]) and arrivals[name][s.next_request] < soon:
-                return t + 1
-        if any(p.waiting or p.pending_placeholders for p in pools.values()) or any(s.draining or s.held for s in states.values()):
-            return t + 1
-        candidates = [
-            t - t % scrape_every + scrape_every,
-            t - t % CONSOLIDATION_TICK + CONSOLIDATION_TICK,
-            t - (t + 1) % MINUTE + MINUTE,
-        ]
-        if not static:
-            candidates.append(t - t % HPA_SYNC_SECONDS + HPA_SYNC_SECONDS)
-        for name, s in states.items():
-            if s.next_request < len(arrivals[name]):
-                candidates.append(max(t + 1, int(arrivals[name][s.next_request])))
-        return min(candidates)
+# -- the replay ---------------------------------------------------------------------------------------------
+class Replay:
+    """One replay of a stack's fleet: built in its steady state, then run tick by tick."""
 
-    t = 0
-    while t < options.seconds:
+    def __init__(self, cfg: StackConfig, requests: dict[str, Requests], options: Options) -> None:
+        self.options = options
+        self.static = options.static_replicas
+        self.scrape_every = duration_seconds(cfg.observability.vllm_scrape_interval)
+        capacity = "on-demand" if self.static else None
+        self.pools = {
+            p.name: Pool.of(cfg, p.name, options.spot_availability, stream(options.seed, f"pool:{p.name}"), capacity) for p in cfg.gpu_pools
+        }
+        self.models = {m.name: self._model(cfg, m, requests) for m in cfg.models}
+        self.at_zero = [s for s in self.models.values() if s.derived.scales_to_zero]
+        """The models KEDA may take to zero (and wake from it), in stack order."""
+        self._steady_start()
+        self.batches = Batches(self.models)
+        self.ledger = Ledger(self.pools)
+        self.series: dict[str, dict[str, list[float]]] = {}
+        for name in self.models:
+            self.series[name] = {k: [] for k in ("requests", "desired", "ready", "queue", "ttftP99")}
+        for name in self.pools:
+            self.series[f"pool:{name}"] = {"nodes": []}
+        self.minute_desired = dict.fromkeys(self.models, 0)
+
+    def _model(self, cfg: StackConfig, m: ModelConfig, requests: dict[str, Requests]) -> ModelReplay:
+        derived = state.of(cfg).model(m.name)
+        budget = derived.scale_up
+        so = scaling.scaled_object(m, PROMETHEUS, budget.miss, scales_to_zero=derived.scales_to_zero)
+        unknown = [t.name for t in hpa.triggers(so) if t.name not in MODELLED_TRIGGERS]
+        if unknown:
+            raise ValueError(f"{m.name}: the planner does not model trigger(s) {', '.join(unknown)}")
+        reqs = requests.get(m.name) or Requests(np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+        pool = cfg.pool(m.pool)
+        assert pool is not None
+        terms = budget.terms
+        return ModelReplay(
+            m,
+            derived,
+            performance(m, pool),
+            reqs,
+            None if self.static else hpa.Behavior.from_scaled_object(so),
+            so,
+            start_seconds=terms["weights"] + terms["engineStart"] + terms["probe"] + terms["loadBalancer"],
+            image_seconds=terms["imagePull"],
+            ttft=np.full(len(reqs), np.nan),
+            wait=np.full(len(reqs), np.nan),
+            served=np.zeros(len(reqs), dtype=bool),
+            recent_ttft=deque() if m.autoscaling.ttft_p95_seconds is not None else None,
+            hold_seconds=float(scale_to_zero.readiness_seconds(budget.miss, cfg.ingress.idle_timeout_seconds)),
+            floors=_floors(m, self.options.seconds),
+            idle_after=float(duration_seconds(m.autoscaling.idle_after)) if derived.scales_to_zero else math.inf,
+        )
+
+    def _steady_start(self) -> None:
+        """The replay starts in steady state: each model at its minimum (or static) count, on ready
+        nodes, and the headroom's placeholders on theirs."""
+        for name, s in self.models.items():
+            floor = s.floors[0] if s.floors else 0
+            count = self.static[name] if self.static else max(s.config.replicas.min, floor)
+            for _ in range(count):
+                _new_replica(s, self.pools[s.config.pool], -(10**6), warm=True)
+            for r in s.replicas:
+                r.ready_at = 0.0
+        for p in self.pools.values():
+            if not self.static:
+                p.warm_headroom(-(10**6))
+            p.backdate(0.0)
+
+    def run(self, progress: Callable[[int], None] | None = None) -> Result:
+        phases = (self.arrivals, self.serving, self.control_loop, self.provisioning, self.terminations, self.accounting)
+        t = 0
+        while t < self.options.seconds:
+            for phase in phases:
+                phase(t)
+            following = self.next_tick(t)
+            if progress and following // 3600 > t // 3600:
+                progress(3600 * (following // 3600 - t // 3600))
+            t = following
+        return self._result()
+
+    # -- 1. arrivals ----------------------------------------------------------------------------------
+    def arrivals(self, t: int) -> None:
+        """The second's requests reach replicas: what the interceptor holds goes once a replica is
+        ready (or gives up after its hold), each new request to the next ready replica in turn, or
+        is held (a model at zero) or answered 503 (no healthy target)."""
         now = float(t)
-        for name, s in states.items():
-            times = arrivals[name]
+        batches = self.batches
+        completions, admit, complete_until = batches.completions, batches.admit, batches.complete_until
+        for name, s in self.models.items():
+            times = batches.arrivals[name]
             if s.held:
                 if s.ready_version != s.version or now >= s.ready_until:
                     _refresh_ready(s, now)
@@ -379,77 +398,187 @@ def simulate(cfg: StackConfig, requests: dict[str, Requests], options: Options, 
                 if completions and completions[0][0] <= at:
                     complete_until(at)
                 if not ready:
-                    if s.config.replicas.min == 0:
+                    if s.derived.scales_to_zero:
                         s.held.append(i)  # the interceptor holds it and pushes the wake to KEDA
                     continue  # else no healthy target: the ALB answers 503
                 r = ready[s.turn % len(ready)]
                 s.turn += 1
                 r.queue.append(i)
                 admit(s, r, at)
-        if completions and completions[0][0] <= now + 1:
-            complete_until(now + 1)
-        if t % scrape_every == 0:
-            for s in states.values():
+
+    # -- 2. serving -----------------------------------------------------------------------------------
+    def serving(self, t: int) -> None:
+        """Every completion through the end of the second is booked."""
+        completions = self.batches.completions
+        if completions and completions[0][0] <= t + 1:
+            self.batches.complete_until(float(t + 1))
+
+    # -- 3. control loop ------------------------------------------------------------------------------
+    def control_loop(self, t: int) -> None:
+        """Prometheus scrapes; KEDA wakes and idles the models that scale to zero; the HPA reconciles."""
+        now = float(t)
+        if t % self.scrape_every == 0:
+            for s in self.models.values():
                 s.scraped = _scrape(s, now)
-        if not static:
-            for s in states.values():
-                if s.config.replicas.min > 0:
-                    continue
-                floor = s.floors[t // MINUTE] if s.floors else 0
-                busy = s.held or floor or any(r.running or r.queue for r in s.replicas)
-                if busy:
-                    s.last_active = now
-                current = len(s.active())
-                if current == 0 and (s.held or floor):
-                    # KEDA activates at once on the interceptor's push (or the cron window): 0 -> 1
-                    s.behavior.record(0, 1, now)  # type: ignore[union-attr]
-                    _rescale(s, pools[s.config.pool], 1, now)
-                elif current > 0 and not busy and now - s.last_active >= s.idle_after and t % HPA_SYNC_SECONDS == 0:
-                    # every trigger inactive for cooldownPeriod: KEDA scales the target to zero
-                    s.behavior.record(current, 0, now)  # type: ignore[union-attr]
-                    _rescale(s, pools[s.config.pool], 0, now)
-        if not static and t % HPA_SYNC_SECONDS == 0:
-            for s in states.values():
-                current = len(s.active())
-                if current == 0:
-                    minute_desired[s.config.name] = 0
-                    continue  # at zero KEDA, not the HPA, owns the count
-                desired = _desired(s, now)
-                minute_desired[s.config.name] = desired
-                if desired != current:
-                    assert s.behavior is not None
-                    s.behavior.record(current, desired, now)
-                    _rescale(s, pools[s.config.pool], desired, now)
-        for p in pools.values():
+        if self.static:
+            return
+        if self.at_zero:
+            self._keda(t, now)
+        if t % HPA_SYNC_SECONDS == 0:
+            self._hpa(now)
+
+    def _keda(self, t: int, now: float) -> None:
+        for s in self.at_zero:
+            floor = s.floors[t // MINUTE] if s.floors else 0
+            busy = s.held or floor or any(r.running or r.queue for r in s.replicas)
+            if busy:
+                s.last_active = now
+            current = len(s.active())
+            if current == 0 and (s.held or floor):
+                # KEDA activates at once on the interceptor's push (or the cron window): 0 -> 1
+                s.behavior.record(0, 1, now)  # type: ignore[union-attr]
+                _rescale(s, self.pools[s.config.pool], 1, now)
+            elif current > 0 and not busy and now - s.last_active >= s.idle_after and t % HPA_SYNC_SECONDS == 0:
+                # every trigger inactive for cooldownPeriod: KEDA scales the target to zero
+                s.behavior.record(current, 0, now)  # type: ignore[union-attr]
+                _rescale(s, self.pools[s.config.pool], 0, now)
+
+    def _hpa(self, now: float) -> None:
+        for s in self.models.values():
+            current = len(s.active())
+            if current == 0:
+                self.minute_desired[s.config.name] = 0
+                continue  # at zero KEDA, not the HPA, owns the count
+            desired = _desired(s, now)
+            self.minute_desired[s.config.name] = desired
+            if desired != current:
+                assert s.behavior is not None
+                s.behavior.record(current, desired, now)
+                _rescale(s, self.pools[s.config.pool], desired, now)
+
+    # -- 4. provisioning ------------------------------------------------------------------------------
+    def provisioning(self, t: int) -> None:
+        """Each pool binds its pending replicas, re-places its placeholders, and consolidates."""
+        now = float(t)
+        for p in self.pools.values():
             if p.waiting:
-                _bind_pending(states, p, now)
+                self._bind_pending(p, now)
             if p.pending_placeholders:
                 p.place_placeholders(now)
             if t % CONSOLIDATION_TICK == 0:
                 p.consolidate(now)
-        for s in states.values():
+
+    def _bind_pending(self, pool: Pool, now: float) -> None:
+        pending = [(s, r) for s in self.models.values() if s.config.pool == pool.name for r in s.replicas if r.node is None]
+        for (s, r), placed in zip(pending, pool.provision([s.derived for s, _ in pending], now), strict=True):
+            if placed is not None:
+                _bind(s, r, placed[0], placed[1], now)
+
+    # -- 5. terminations ------------------------------------------------------------------------------
+    def terminations(self, t: int) -> None:
+        """Draining replicas that are done leave their nodes."""
+        for s in self.models.values():
             if s.draining:
-                _finish_draining(s, pools[s.config.pool], now)
-        for name, p in pools.items():
-            if accrued[name][0] != p.version:
-                _accrue(name, p, t + 1)
+                _finish_draining(s, self.pools[s.config.pool], float(t))
+
+    # -- 6. accounting --------------------------------------------------------------------------------
+    def accounting(self, t: int) -> None:
+        """The pools changed in this second accrue up to its end; a minute's end samples the series."""
+        self.ledger.accrue_changed(self.pools, t + 1)
         if (t + 1) % MINUTE == 0:
-            _sample(states, pools, series, minute_desired, t + 1, static)
-        following = next_tick(t)
-        if progress and following // 3600 > t // 3600:
-            progress(3600 * (following // 3600 - t // 3600))
-        t = following
-    complete_until(float(options.seconds))
-    for name, s in states.items():
-        for r in s.replicas:
-            for i in r.running_ids:
-                served[name][i] = True  # admitted before the end: it finishes; still queued: not served
-    for name, p in pools.items():
-        _accrue(name, p, options.seconds)
-    for name, s in states.items():
-        s.ttft, s.wait, s.served = np.array(ttfts[name]), np.array(waits[name]), np.array(served[name], dtype=bool)
-        series[name]["ttftP99"] = minute_p99(s.requests.arrival, s.ttft, len(series[name]["requests"])).tolist()
-    return Result(states, pools, options.seconds, cost, node_seconds, series, used_seconds)
+            _sample(self.models, self.pools, self.series, self.minute_desired, t + 1, self.static)
+
+    def next_tick(self, t: int) -> int:
+        """The next second anything can happen. Every second while replicas wait for a node, drain,
+        or placeholders wait; else the next arrival, scrape, HPA sync, consolidation pass or minute.
+        (Completions need no tick: they are booked at their own time before anything that reads them.)"""
+        soon = t + 2
+        arrivals = self.batches.arrivals
+        for name, s in self.models.items():  # the common case under load: an arrival in the next second
+            if s.next_request < len(arrivals[name]) and arrivals[name][s.next_request] < soon:
+                return t + 1
+        if any(p.waiting or p.pending_placeholders for p in self.pools.values()) or any(s.draining or s.held for s in self.models.values()):
+            return t + 1
+        candidates = [
+            t - t % self.scrape_every + self.scrape_every,
+            t - t % CONSOLIDATION_TICK + CONSOLIDATION_TICK,
+            t - (t + 1) % MINUTE + MINUTE,
+        ]
+        if not self.static:
+            candidates.append(t - t % HPA_SYNC_SECONDS + HPA_SYNC_SECONDS)
+        for name, s in self.models.items():
+            if s.next_request < len(arrivals[name]):
+                candidates.append(max(t + 1, int(arrivals[name][s.next_request])))
+        return min(candidates)
+
+    def _result(self) -> Result:
+        """The replay's end: what was admitted finishes, what still queues is not served."""
+        seconds = self.options.seconds
+        self.batches.complete_until(float(seconds))
+        for name, s in self.models.items():
+            for r in s.replicas:
+                for i in r.running_ids:
+                    self.batches.answered[name][i] = True  # admitted before the end: it finishes; still queued: not served
+        for name, p in self.pools.items():
+            self.ledger.accrue(name, p, seconds)
+        for name, s in self.models.items():
+            b = self.batches
+            s.ttft, s.wait, s.served = np.array(b.ttfts[name]), np.array(b.waits[name]), np.array(b.answered[name], dtype=bool)
+            self.series[name]["ttftP99"] = minute_p99(s.requests.arrival, s.ttft, len(self.series[name]["requests"])).tolist()
+        ledger = self.ledger
+        return Result(self.models, self.pools, seconds, ledger.cost, ledger.node_seconds, self.series, ledger.used_seconds)
+
+
+def simulate(cfg: StackConfig, requests: dict[str, Requests], options: Options, progress: Callable[[int], None] | None = None) -> Result:
+    return Replay(cfg, requests, options).run(progress)
+
+
+# -- the control loop's readings ----------------------------------------------------------------------
+def _scrape(m: ModelReplay, now: float) -> dict[str, float] | None:
+    ready = [r for r in m.replicas if r.ready_at is not None and r.ready_at <= now]
+    if not ready:
+        return None  # no pod, no series: the queries return nothing and KEDA reports an error
+    waiting = sum(len(r.queue) for r in ready)
+    kv = sum(min(1.0, r.context / max(1, m.perf.kv_capacity_tokens)) for r in ready) / len(ready)
+    readings = {"queue-depth": float(waiting), "kv-cache": kv}
+    if m.recent_ttft is not None:
+        while m.recent_ttft and m.recent_ttft[0][0] < now - TTFT_WINDOW:
+            m.recent_ttft.popleft()
+        values = sorted(v for _, v in m.recent_ttft)
+        # idle is 0 seconds to first token, as the query's `or vector(0)` says
+        readings["ttft-p95"] = values[min(len(values) - 1, math.ceil(0.95 * len(values)) - 1)] if values else 0.0
+    return readings
+
+
+def _desired(m: ModelReplay, now: float) -> int:
+    current = len(m.active())
+    assert m.behavior is not None
+    if m.scraped is None:
+        m.failures += 1
+        fallback = scaling_fallback(m)
+        proposal = max(current, fallback) if m.failures >= fallback_threshold(m) else current
+        return m.behavior.normalize(current, proposal, now)
+    m.failures = 0
+    triggers = hpa.triggers(m.scaled_object)
+    samples = [hpa.MetricSample(t.metric_type, m.scraped[t.name], t.target) for t in triggers]
+    ready = sum(1 for r in m.replicas if r.ready(now))
+    proposal = hpa.desired_replicas(current, samples, 0, 10**6, ready=ready)
+    floor = m.floors[int(now) // MINUTE] if m.floors else 0
+    proposal = max(proposal, floor)  # a cron trigger's metric: its desiredReplicas inside the window
+    lowest = max(1, m.behavior.minimum)  # KEDA gives the HPA a minimum of 1 when the model may idle at 0
+    if current > m.behavior.maximum:
+        proposal = m.behavior.maximum
+    elif current < lowest:
+        proposal = lowest
+    return max(lowest, m.behavior.normalize(current, proposal, now))
+
+
+def scaling_fallback(m: ModelReplay) -> int:
+    return int(m.scaled_object["spec"]["fallback"]["replicas"])  # type: ignore[index]
+
+
+def fallback_threshold(m: ModelReplay) -> int:
+    return int(m.scaled_object["spec"]["fallback"]["failureThreshold"])  # type: ignore[index]
 
 
 REPLAY_START = dt.datetime(2026, 1, 5)
@@ -466,7 +595,8 @@ def _floors(model: ModelConfig, seconds: int) -> list[int]:
     return floors if model.autoscaling.schedules else []
 
 
-def _refresh_ready(s: ModelState, now: float) -> None:
+# -- a replica's life ------------------------------------------------------------------------------------
+def _refresh_ready(s: ModelReplay, now: float) -> None:
     """The replicas ready now, valid until one more becomes ready or the set changes."""
     s.ready_cache = [r for r in s.replicas if r.ready(now)]
     upcoming = [r.ready_at for r in s.replicas if r.ready_at is not None and r.ready_at > now and r.draining_since is None]
@@ -474,29 +604,24 @@ def _refresh_ready(s: ModelState, now: float) -> None:
     s.ready_version = s.version
 
 
-def _new_replica(s: ModelState, pool: Pool, now: float, warm: bool = False) -> Replica:
+def _new_replica(s: ModelReplay, pool: Pool, now: float, warm: bool = False) -> Replica:
     s.version += 1
     r = Replica(s.config.name, now)
     s.replicas.append(r)
-    placed = pool.place(s.config, now)
-    if placed is None and warm:
-        node = pool.launch(s.config, now)
-        placed = pool.place(s.config, now) if node else None
+    placed = pool.schedule(s.derived, now, launch=warm)
     if placed is not None:
         _bind(s, r, placed[0], placed[1], now)
-    else:
-        pool.waiting += 1
     return r
 
 
-def _bind(s: ModelState, r: Replica, node: Node, warm: bool, now: float) -> None:
+def _bind(s: ModelReplay, r: Replica, node: Node, warm: bool, now: float) -> None:
     s.version += 1
     r.node = node
     begins = max(now, node.ready_at)
     r.ready_at = begins + (0.0 if warm else s.image_seconds) + s.start_seconds
 
 
-def _rescale(s: ModelState, pool: Pool, desired: int, now: float) -> None:
+def _rescale(s: ModelReplay, pool: Pool, desired: int, now: float) -> None:
     active = s.active()
     if desired > len(active):
         for _ in range(desired - len(active)):
@@ -519,19 +644,16 @@ def _rescale(s: ModelState, pool: Pool, desired: int, now: float) -> None:
             _remove(s, pool, r, now)
 
 
-def _remove(s: ModelState, pool: Pool, r: Replica, now: float) -> None:
+def _remove(s: ModelReplay, pool: Pool, r: Replica, now: float) -> None:
     s.version += 1
     if r in s.replicas:
         s.replicas.remove(r)
         if r.draining_since is not None:
             s.draining -= 1
-    if r.node is not None:
-        pool.release(r.node, s.config, now)
-    else:
-        pool.waiting -= 1
+    pool.remove(s.derived, r.node, now)
 
 
-def _finish_draining(s: ModelState, pool: Pool, now: float) -> None:
+def _finish_draining(s: ModelReplay, pool: Pool, now: float) -> None:
     """A draining replica holds its node through the preStop sleep; it goes when idle after that,
     or when vLLM's shutdown timeout ends the drain (what still runs or waits then is lost)."""
     drain = s.config.drain
@@ -546,34 +668,16 @@ def _finish_draining(s: ModelState, pool: Pool, now: float) -> None:
             _remove(s, pool, r, now)
 
 
-def _bind_pending(states: dict[str, ModelState], pool: Pool, now: float) -> None:
-    pending = [(s, r) for s in states.values() if s.config.pool == pool.config.name for r in s.replicas if r.node is None]
-    if not pending:
-        pool.pending_since = None
-        return
-    if pool.pending_since is None:
-        pool.pending_since = now
-    for s, r in pending:
-        placed = pool.place(s.config, now)
-        waited = now - pool.pending_since >= speed.KARPENTER_BATCH_IDLE.value
-        if placed is None and waited and pool.launch(s.config, now) is not None:
-            placed = pool.place(s.config, now)
-        if placed is not None:
-            _bind(s, r, placed[0], placed[1], now)
-            pool.waiting -= 1
-    if not pool.waiting:
-        pool.pending_since = None
-
-
+# -- the series ----------------------------------------------------------------------------------------------
 def _sample(
-    states: dict[str, ModelState],
+    models: dict[str, ModelReplay],
     pools: dict[str, Pool],
     series: dict[str, dict[str, list[float]]],
     desired: dict[str, int],
     t: int,
     static: dict[str, int] | None,
 ) -> None:
-    for name, s in states.items():
+    for name, s in models.items():
         lo, hi = np.searchsorted(s.requests.arrival, [t - MINUTE, t])
         row = series[name]
         row["requests"].append(float(hi - lo))

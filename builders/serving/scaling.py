@@ -1,4 +1,4 @@
-"""KEDA ScaledObject for a model. Pure (the HPA arithmetic that reads it is in hpa.py).
+"""KEDA ScaledObject for a model. Pure (the HPA arithmetic that reads it is in planner/hpa.py).
 
 Triggers read vLLM's own metrics through Prometheus:
 - queue depth, `sum(vllm:num_requests_waiting{...})` as AverageValue: the HPA divides the total
@@ -120,7 +120,7 @@ def scale_down_window(model: ModelConfig, scale_up_miss_seconds: int | None) -> 
 
 
 def scaled_object(
-    model: ModelConfig, server_address: str, scale_up_miss_seconds: int | None = None, *, scales_to_zero: bool = False
+    model: ModelConfig, server_address: str, scale_up_miss_seconds: int | None = None, *, scales_to_zero: bool
 ) -> dict[str, Any]:
     """The model's ScaledObject. `scales_to_zero` is the derived state's (config/derived/state.py
     ModelState.scales_to_zero): the interceptor's push trigger, queries that read 0 at zero replicas,

@@ -123,7 +123,7 @@ def test_every_wait_covers_a_cold_start_and_none_outlives_the_alb() -> None:
 
 def test_a_model_at_one_keeps_its_plain_triggers() -> None:
     model = parse(stack_data(DEV)).models[0]
-    so = scaling.scaled_object(model, "http://prometheus:9090")
+    so = scaling.scaled_object(model, "http://prometheus:9090", scales_to_zero=False)
     assert [t["type"] for t in so["spec"]["triggers"]] == ["prometheus", "prometheus"]
     assert "cooldownPeriod" not in so["spec"]
     assert "kube_deployment_status_replicas_available" not in so["spec"]["triggers"][0]["metadata"]["query"]

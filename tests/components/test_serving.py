@@ -79,7 +79,7 @@ def test_scaled_objects_validate_against_the_keda_crd(stack: str) -> None:
 
 def test_keda_crd_catches_a_numeric_threshold() -> None:
     crd = shared_path("crds", "keda.sh_scaledobjects.yaml")
-    doc = scaling.scaled_object(parse(stack_data(DEV)).models[0], "http://p:9090")
+    doc = scaling.scaled_object(parse(stack_data(DEV)).models[0], "http://p:9090", scales_to_zero=False)
     doc["spec"]["triggers"][0]["metadata"]["threshold"] = 5
     assert any("threshold" in e for e in crds.errors(doc, crd))
 

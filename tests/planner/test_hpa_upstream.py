@@ -1,7 +1,7 @@
 """The HPA arithmetic against cases ported from the Kubernetes controller's own tests.
 
 Numbers from kubernetes/kubernetes pkg/controller/podautoscaler/replica_calculator_test.go and
-horizontal_test.go (each case named after its test); the code under test is builders/serving/hpa.py.
+horizontal_test.go (each case named after its test); the code under test is planner/hpa.py.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from builders.serving import hpa
-from builders.serving.hpa import Behavior, Policy, Rules, ScaleEvent
+from planner import hpa
+from planner.hpa import Behavior, Policy, Rules, ScaleEvent
 
 NOW = 10_000.0
 

@@ -3,6 +3,7 @@ command line, and traffic inputs. Fixture stacks only (tests/fixtures/stacks/)."
 
 from __future__ import annotations
 
+import ast
 import copy
 import json
 import math
@@ -14,11 +15,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from config.derived import scaleup
-from config.facts import catalog
+from config.derived import state
+from config.facts import catalog, speed
 from config.sections.stack import StackConfig
 from offline import golden
 from planner import oracle, plan, prices, traffic
+from planner.fleet import Pool
 from planner.simulate import HPA_SYNC_SECONDS, Options, simulate
 from tests.conftest import DEV, PROD, parse, stack_data
 
@@ -141,9 +143,10 @@ def test_a_load_step_is_served_within_the_scale_up_budget() -> None:
         )
     }
     result = simulate(cfg, requests, Options(2 * HOUR, spot_availability=1.0))
-    state = result.models[model.name]
-    first_new = min(r.ready_at for r in state.replicas if r.ready_at is not None and r.ready_at > 0)
-    budget = scaleup.budget(model, scrape_interval=cfg.observability.vllm_scrape_interval, exposed=True)
+    replay = result.models[model.name]
+    first_new = min(r.ready_at for r in replay.replicas if r.ready_at is not None and r.ready_at > 0)
+    budget = state.of(cfg).model(model.name).scale_up
+    assert state.of(cfg).model(model.name).exposure.exposed  # the load balancer term is in the budget
     # the budget counts a whole scrape interval and HPA sync of signal; the load balancer term is
     # inside the replica's start; Karpenter's batching wait rounds up to a whole second
     assert first_new - step_at <= budget.miss + 1
@@ -211,16 +214,88 @@ def test_token_lengths_have_the_profiles_mean() -> None:
 
 @pytest.mark.parametrize(("budgets", "removed"), [([{"nodes": "0"}], 0), ([{"nodes": "1"}], 1), ([{"nodes": "50%"}], 2), ([], 3)])
 def test_consolidation_respects_the_disruption_budgets(budgets: list[dict[str, str]], removed: int) -> None:
-    from planner.fleet import Node, Pool
-
     data = copy.deepcopy(stack_data(DEV))
     data["gpuPools"][0]["disruption"] = {"consolidateAfter": "5m", "budgets": budgets}
     cfg = parse(data)
-    pool = Pool(cfg.gpu_pools[0], list(cfg.models), 1.0, np.random.default_rng(0))
-    g6 = catalog.INSTANCE_TYPES["g6.xlarge"]
-    pool.nodes = [Node("gpu-l4-a10g", g6, "spot", 0, 0, empty_since=0.0) for _ in range(3)]
+    pool, model = _pool(cfg)
+    nodes = [pool.launch(model, 0.0) for _ in range(3)]  # three nodes, each with a replica that goes at 0
+    placed = [pool.place(model, 0.0) for _ in nodes]
+    assert {id(p[0]) for p in placed if p is not None} == {id(n) for n in nodes}
+    for p in placed:
+        assert p is not None
+        pool.remove(model, p[0], 0.0)
+    assert len(pool.live()) == 3
+    pool.consolidate(299.0)
+    assert len(pool.live()) == 3  # empty for less than consolidateAfter
     pool.consolidate(600.0)
     assert sum(1 for n in pool.nodes if n.gone_at is not None) == removed
+
+
+def _pool(cfg: StackConfig) -> tuple[Pool, state.ModelState]:
+    """The fixture's first pool, spot always available, and its first model's derived state."""
+    return Pool.of(cfg, cfg.gpu_pools[0].name, 1.0, np.random.default_rng(0)), state.of(cfg).model(cfg.models[0].name)
+
+
+def test_the_pools_methods_keep_its_counters() -> None:
+    pool, model = _pool(parse(stack_data(DEV)))
+    assert pool.schedule(model, 0.0) is None  # no node yet: it waits
+    assert pool.waiting == 1
+    before = pool.changes
+    # the batch has not waited Karpenter's idle time: no launch yet
+    assert pool.provision([model], 0.0) == [None]
+    assert pool.waiting == 1
+    [placed] = pool.provision([model], 0.0 + speed.KARPENTER_BATCH_IDLE.value)
+    assert placed is not None
+    assert placed[1] is False  # a new node, not warm
+    assert pool.waiting == 0
+    assert pool.changes > before
+    assert pool.schedule(model, 5.0) is None  # the one node is full: it waits
+    assert pool.waiting == 1
+    pool.remove(model, None, 5.0)  # removed while it waited
+    assert pool.waiting == 0
+
+
+POOL_COUNTERS = ("waiting", "pending_placeholders", "changes")
+
+
+def counter_writes(source: str) -> list[str]:
+    """Assignments to a pool counter other than the pool's own (`self.<counter>`)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        targets = (
+            node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+        )
+        for target in targets:
+            if isinstance(target, ast.Attribute) and target.attr in POOL_COUNTERS:
+                found.append(f"{ast.unparse(target)} (line {node.lineno})")
+    return found
+
+
+def test_only_the_pool_changes_its_counters() -> None:
+    root = Path(__file__).resolve().parents[2]
+    fleet = root / "planner" / "fleet.py"
+    assert counter_writes(fleet.read_text())  # the pool itself does
+    assert all(w.startswith("self.") for w in counter_writes(fleet.read_text()))
+    others = {
+        str(path.relative_to(root)): writes
+        for folder in ("planner", "offline", "tests")
+        for path in (root / folder).rglob("*.py")
+        if path != fleet and (writes := counter_writes(path.read_text()))
+    }
+    assert others == {}
+    # the check sees a write from outside
+    assert counter_writes("pool.waiting += 1\np.changes = 0\n") == ["pool.waiting (line 1)", "p.changes (line 2)"]
+
+
+def test_a_pool_launches_within_the_rendered_gpu_limit() -> None:
+    data = copy.deepcopy(stack_data(DEV))
+    data["gpuPools"][0]["gpuLimit"] = 2
+    data["models"][0]["replicas"] = {"min": 1, "max": 1}  # one replica and its rollout surge: 2 GPUs
+    pool, model = _pool(parse(data))
+    assert pool.settings.gpu_limit == 2
+    launched = [pool.launch(model, 0.0) for _ in range(4)]
+    assert sum(n.instance.gpu_count for n in launched if n is not None) <= 2
+    assert launched[-1] is None
 
 
 def test_the_oracle_stays_below_a_fleet_stuck_at_its_maximum() -> None:
@@ -232,8 +307,8 @@ def test_the_oracle_stays_below_a_fleet_stuck_at_its_maximum() -> None:
     assert needed["llama-3-1-8b"].max() <= 3
     assert oracle.cost_per_minute(cfg, needed).sum() / 120 <= _per_hour(result, 2 * HOUR)
     # and the requests the capped fleet could not answer count against the objective
-    state = result.models["llama-3-1-8b"]
-    assert state.served.sum() < len(state.requests)
+    replay = result.models["llama-3-1-8b"]
+    assert replay.served.sum() < len(replay.requests)
 
 
 def test_a_ttft_guardrail_is_replayed_not_read_as_zero() -> None:
@@ -286,10 +361,10 @@ def test_at_zero_the_model_idles_without_nodes_and_holds_the_first_request() -> 
     nodes = idle.series["pool:gpu-l4-a10g"]["nodes"]
     assert max(nodes[21 * 60 :]) == 0
     assert max(nodes[: 6 * 60]) == 0
-    state = idle.models["llama-3-1-8b"]
-    assert state.served.all()  # every request held at zero was answered, none dropped
-    budget = scaleup.budget(at_zero.models[0], scrape_interval=at_zero.observability.vllm_scrape_interval, exposed=True)
-    first_wait = float(np.nanmax(state.wait))
+    replay = idle.models["llama-3-1-8b"]
+    assert replay.served.all()  # every request held at zero was answered, none dropped
+    budget = state.of(at_zero).model("llama-3-1-8b").scale_up
+    first_wait = float(np.nanmax(replay.wait))
     # the first request of the morning waits out a cold start: at least the start after the node, at most the budget
     assert budget.hit - budget.terms["signal"] <= first_wait <= budget.miss
     assert float(np.nanmax(on.models["llama-3-1-8b"].wait)) < 5

@@ -73,9 +73,9 @@ def test_the_startup_probe_allows_the_expected_load_with_margin() -> None:
 
 def test_the_default_scale_down_window_covers_the_budget() -> None:
     model = _model(DEV)
-    so = scaling.scaled_object(model, "http://prometheus:9090", scale_up_miss_seconds=457)
+    so = scaling.scaled_object(model, "http://prometheus:9090", scale_up_miss_seconds=457, scales_to_zero=False)
     assert so["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"] == 457
-    so = scaling.scaled_object(model, "http://prometheus:9090", scale_up_miss_seconds=100)
+    so = scaling.scaled_object(model, "http://prometheus:9090", scale_up_miss_seconds=100, scales_to_zero=False)
     assert so["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"] == 300
 
 
@@ -83,7 +83,7 @@ def test_an_explicit_scale_down_window_is_kept() -> None:
     data = stack_data(DEV)
     data["models"][0]["autoscaling"] = {"scaleDown": {"stabilizationWindowSeconds": 600, "pods": 1, "periodSeconds": 60}}
     model = parse(data).models[0]
-    so = scaling.scaled_object(model, "http://prometheus:9090", scale_up_miss_seconds=900)
+    so = scaling.scaled_object(model, "http://prometheus:9090", scale_up_miss_seconds=900, scales_to_zero=False)
     assert so["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"] == 600
 
 

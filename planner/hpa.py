@@ -1,9 +1,12 @@
-"""The HPA arithmetic, as Kubernetes computes it, read from a rendered ScaledObject. Pure.
+"""The HPA controller model: its arithmetic as Kubernetes computes it, read from a rendered ScaledObject. Pure.
 
 KEDA turns each trigger of a ScaledObject into an external metric of the HPA it creates. Given
 the metric values, `desired_replicas` answers what the HPA asks for; `from_scaled_object` takes
-the trigger types, targets and replica bounds from the very ScaledObject the program renders,
-so tests and the capacity planner never restate a threshold.
+the trigger types, targets and replica bounds from the very ScaledObject the program renders
+(builders/serving/scaling.py), so the replay (planner/simulate.py) and the tests never restate a
+threshold. `Behavior` keeps what the controller remembers between reconciles (stabilization
+windows, scale policies). The program deploys none of this: it is the planner's model of the
+controller, checked case by case against upstream's tests (tests/planner/test_hpa_upstream.py).
 """
 
 from __future__ import annotations

@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
-from builders.serving import hpa, scaling
+from builders.serving import scaling
 from offline import harness
+from planner import hpa
 from tests.conftest import DEV, fixture_run, parse, stack_data, values
 
 SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
@@ -59,7 +60,7 @@ def test_the_guardrail_trigger_counts_when_rendered() -> None:
 def test_a_config_threshold_reaches_the_arithmetic_through_the_scaled_object() -> None:
     data = stack_data(DEV)
     data["models"][0]["autoscaling"] = {"queueDepthPerReplica": 10}
-    relaxed = scaling.scaled_object(parse(data).models[0], "http://prometheus:9090")
+    relaxed = scaling.scaled_object(parse(data).models[0], "http://prometheus:9090", scales_to_zero=False)
     rendered = _scaled_object(fixture_run(DEV), "llama-3-1-8b")
     readings = {"queue-depth": 15, "kv-cache": 0.8}
     assert hpa.from_scaled_object(rendered, current=1, readings=readings) == 3  # ceil(15 / 5), the default
