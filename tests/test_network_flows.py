@@ -1,15 +1,7 @@
-"""Relational checks over the rendered NetworkPolicies of every fixture stack.
-
-A world is built from the render: the pods of every Deployment and Job it renders, the pods of
-the charts it installs (their upstream labels, CHART_PODS), and the addresses outside every
-policy (the load balancer in its subnets, the control plane in the cluster's subnets, nodes, the
-internet, the API server's Service address, the Pod Identity agent). The evaluator
-(tests/validators/netpol.py) then answers, for each flow the platform needs, whether it is open,
-and for each flow it must refuse, whether it is shut. Needed flows come from the render where it
-says them: every PodMonitor and ServiceMonitor is a scrape, every Ingress backend and health-check
-port an ALB flow, every ScaledObject's Prometheus trigger a KEDA query.
-
-Each check is shown failing on a broken copy of the render.
+"""Relational checks over the rendered NetworkPolicies of every fixture stack: every flow the platform
+needs is open, every flow it must refuse is shut, in the world tests/support/flows.py builds from
+the render and the evaluator of tests/validators/netpol.py judges. Each check is shown failing on a
+broken copy of the render.
 """
 
 from __future__ import annotations

@@ -80,6 +80,7 @@ class PoolState:
     """What a pool must hold for its models, in whole nodes and GPUs, and what the account must allow."""
 
     name: str
+    """The pool's name (its NodePool's)."""
     ami_family: str
     """The pool's own amiFamily, else karpenter.defaultAmiFamily."""
     models: tuple[str, ...]
