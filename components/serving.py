@@ -93,6 +93,14 @@ class VllmModelArgs:
     scale_up_miss_seconds: int | None = None
     """The model's scale-up budget on a new node: the floor of the default scale-down window."""
 
+    def __post_init__(self) -> None:
+        # The modes must be the model's own: a model streaming from S3 without its roles and populate
+        # Job would start and find no weights; a model at zero without its route could not be woken.
+        if (self.weights is not None) != self.model.streams_from_s3:
+            raise ValueError(f"{self.model.name}: weights (S3) must be given exactly when the model streams from S3")
+        if self.scales_to_zero and self.endpoint is None:
+            raise ValueError(f"{self.model.name}: a model that scales to zero needs its endpoint (the interceptor's route)")
+
 
 # Launching a GPU node, initializing its GPUs and pulling the vLLM image (about 10 GB).
 NODE_AND_IMAGE_SECONDS = 900
@@ -193,7 +201,7 @@ class VllmModel(pulumi.ComponentResource):
         if args.scales_to_zero:
             # KEDA must find the route when it first reads the ScaledObject, or it falls back to CPU
             # (docs/upstream-facts.md#http-add-on, item 3).
-            assert endpoint is not None  # validated: min 0 needs the exposed route
+            assert endpoint is not None  # VllmModelArgs refuses min 0 without its route
             assert args.scale_up_miss_seconds is not None  # wired by the platform
             scaled_after.append(
                 self._object(

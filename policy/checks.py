@@ -12,6 +12,7 @@ import ipaddress
 import json
 import re
 from collections.abc import Callable, Iterator
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -139,6 +140,28 @@ def no_direct_load_balancer(args: ResourceValidationArgs, report: ReportViolatio
             report(f"Service {args.name} is of type {kind}; vLLM's /metrics and control endpoints would be exposed.", None)
 
 
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {"k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}
+_SUFFIXES: dict[str, int | Fraction] = {**_BINARY, **_DECIMAL, "m": Fraction(1, 1000)}
+
+
+def _quantity(value: Any) -> Fraction | str:
+    """A Kubernetes quantity as a number (`12Gi` and `12288Mi` are one amount); unparsable text stays as it is."""
+    text = str(value).strip()
+    for suffix in sorted(_SUFFIXES, key=len, reverse=True):
+        if text.endswith(suffix):
+            number, scale = text[: -len(suffix)], _SUFFIXES[suffix]
+            break
+    else:
+        number, scale = text, 1
+    amount: Fraction
+    try:
+        amount = Fraction(number) * scale
+    except ValueError:
+        return text
+    return amount
+
+
 def requests_and_limits(args: ResourceValidationArgs, report: ReportViolation) -> None:
     """CPU and memory requests and limits are set on every container; memory and every extended resource
     (nvidia.com/gpu, MIG slices) set on both sides request what they limit, so the scheduler and Karpenter
@@ -153,7 +176,7 @@ def requests_and_limits(args: ResourceValidationArgs, report: ReportViolation) -
             if missing:
                 report(f"Container {c.get('name')} has no {kind} for {', '.join(missing)}.", None)
         for name in sorted(k for k in {*requests, *limits} if k == "memory" or "/" in k):
-            if name in requests and name in limits and str(requests[name]) != str(limits[name]):
+            if name in requests and name in limits and _quantity(requests[name]) != _quantity(limits[name]):
                 report(f"Container {c.get('name')} requests {requests.get(name)} {name} but limits {limits.get(name)}.", None)
 
 

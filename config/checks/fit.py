@@ -89,7 +89,7 @@ def rule_fit(cfg: StackConfig) -> Iterator[Problem]:
     derived = state.of(cfg)
     for path, m, pool in models_with_pools(cfg):
         if pool is not None:
-            yield from check_fit(path, m, pool, derived.model(m.name).device)
+            yield from check_fit(path, m, pool, derived.model(m).device)
             yield from check_node_room(path, m, pool)
 
 

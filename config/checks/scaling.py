@@ -69,7 +69,7 @@ def rule_scale_down_window(cfg: StackConfig) -> Iterator[Problem]:
             )
         if "scale_down" not in m.autoscaling.model_fields_set:
             continue  # the default window is raised to the budget (builders/serving/scaling.py)
-        budget = state.of(cfg).model(m.name).scale_up
+        budget = state.of(cfg).model(m).scale_up
         if window < budget.miss:
             yield Problem(
                 field,
@@ -87,7 +87,7 @@ def rule_scale_to_zero(cfg: StackConfig) -> Iterator[Problem]:
     cold: list[tuple[str, int]] = []
     for path, m, _ in models_with_pools(cfg):
         a = m.autoscaling
-        s = state.of(cfg).model(m.name)
+        s = state.of(cfg).model(m)
         if s.scales_to_zero:
             exp, budget = s.exposure, s.scale_up
             if not exp.exposed:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import math
+import weakref
 from dataclasses import dataclass, field
 
 from config.derived import capacity, headroom, scaleup
@@ -68,11 +69,11 @@ class WarmNodes:
 
     host: catalog.InstanceType
     nodes: int
-    """Whole nodes of `host` the placeholders hold."""
+    """Whole nodes of `host` the placeholders hold (the GPUs' worst case)."""
     gpus: int
     """Their GPUs: counted in gpuLimit at min and at max."""
     vcpus: int
-    """Their vCPUs: counted in the quota minimum."""
+    """vCPUs of the cheapest nodes that hold the placeholders (Karpenter's pick): counted in the quota minimum."""
 
 
 @dataclass(frozen=True)
@@ -125,9 +126,15 @@ class StackState:
 
     models: dict[str, ModelState]
     pools: dict[str, PoolState]
+    in_order: tuple[ModelState, ...] = ()
+    """Per model, in the stack's order: a parsed stack may name two models alike (the rules say so)."""
+    configs: tuple[ModelConfig, ...] = ()
 
-    def model(self, name: str) -> ModelState:
-        return self.models[name]
+    def model(self, key: str | ModelConfig) -> ModelState:
+        """A model's state, by name, or by the model's own config object (exact even when names repeat)."""
+        if isinstance(key, str):
+            return self.models[key]
+        return next(s for m, s in zip(self.configs, self.in_order, strict=True) if m is key)
 
     def pool(self, name: str) -> PoolState:
         return self.pools[name]
@@ -181,19 +188,21 @@ def _model(cfg: StackConfig, model: ModelConfig) -> ModelState:
 
 
 def _warm_nodes(pool: GpuPool, types: tuple[catalog.InstanceType, ...], shape: headroom.Placeholders | None) -> WarmNodes | None:
+    """The headroom's nodes: GPUs on the type where they are most (what gpuLimit must allow), vCPUs on the
+    cheapest arrangement (what Karpenter launches, and so what the quota minimum must hold)."""
     if shape is None:
         return None
-    fits = [(headroom.nodes(pool, t, shape), t) for t in types]
-    fits = [(n, t) for n, t in fits if n]
+    fits = [(n, t) for t in types if (n := headroom.nodes(pool, t, shape))]
     if not fits:
         return None
     nodes, host = max(fits, key=lambda nt: nt[0] * nt[1].gpu_count)
-    return WarmNodes(host, nodes, nodes * host.gpu_count, nodes * host.vcpus)
+    cheap_nodes, cheap = min(fits, key=lambda nt: (nt[0] * nt[1].price_per_hour, nt[1].name))
+    return WarmNodes(host, nodes, nodes * host.gpu_count, cheap_nodes * cheap.vcpus)
 
 
-def _pool(cfg: StackConfig, pool: GpuPool, models: dict[str, ModelState]) -> PoolState:
+def _pool(cfg: StackConfig, pool: GpuPool, in_order: list[ModelState]) -> PoolState:
     on_pool = [m for m in cfg.models if m.pool == pool.name]
-    facts = [models[m.name] for m in on_pool]
+    facts = [s for m, s in zip(cfg.models, in_order, strict=True) if m.pool == pool.name]
     types = () if catalog_problems(pool) else tuple(pool.resolved_instance_types())
     shape = headroom.placeholders(pool, on_pool) if types and on_pool else None
     warm = _warm_nodes(pool, types, shape)
@@ -223,16 +232,23 @@ def _pool(cfg: StackConfig, pool: GpuPool, models: dict[str, ModelState]) -> Poo
 
 def derive(cfg: StackConfig) -> StackState:
     """Compute the derived state of a stack (use `of`, which computes it once per config)."""
-    models = {m.name: _model(cfg, m) for m in cfg.models}
-    return StackState(models=models, pools={p.name: _pool(cfg, p, models) for p in cfg.gpu_pools})
+    in_order = [_model(cfg, m) for m in cfg.models]
+    return StackState(
+        models={s.name: s for s in in_order},
+        pools={p.name: _pool(cfg, p, in_order) for p in cfg.gpu_pools},
+        in_order=tuple(in_order),
+        configs=tuple(cfg.models),
+    )
 
 
 def of(cfg: StackConfig) -> StackState:
     """The derived state of this config object, computed on first ask and kept on it."""
     cached = cfg._derived
-    if isinstance(cached, tuple) and cached[0] == id(cfg):
+    # model_copy copies private attributes: the weak reference says which object the state is of, so a
+    # copy (or a copy of a copy, wherever it is allocated) derives anew
+    if isinstance(cached, tuple) and cached[0]() is cfg:
         state: StackState = cached[1]
         return state
     state = derive(cfg)
-    cfg._derived = (id(cfg), state)  # a copy of cfg (model_copy) has another id and derives anew
+    cfg._derived = (weakref.ref(cfg), state)
     return state

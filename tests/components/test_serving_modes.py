@@ -11,6 +11,7 @@ import ast
 import dataclasses
 import inspect
 import itertools
+import re
 import textwrap
 from pathlib import Path
 
@@ -19,7 +20,7 @@ import pytest
 from components import serving
 from offline import harness
 from offline.mocks import Registration
-from tests.conftest import DEV, PROD, values
+from tests.conftest import DEV, PROD, parse, stack_data, values
 
 PROGRAM = """
 import pulumi
@@ -140,3 +141,32 @@ def test_the_only_optional_fields_are_whole_modes_secrets_and_the_scale_to_zero_
     optional = sorted(f.name for f in dataclasses.fields(serving.VllmModelArgs) if str(f.type).endswith("| None"))
     # a new optional field is a mode: give it its own sub-object, not a flat field and an assert
     assert optional == ["api_key", "endpoint", "hf_token", "scale_up_miss_seconds", "weights"]
+
+
+@pytest.mark.parametrize(
+    ("stack", "weights", "zero", "endpoint", "expected"),
+    [
+        (DEV, True, False, False, "weights (S3) must be given exactly when the model streams from S3"),
+        (PROD, False, False, False, "weights (S3) must be given exactly when the model streams from S3"),
+        (DEV, False, True, False, "a model that scales to zero needs its endpoint"),
+    ],
+)
+def test_args_refuse_modes_the_model_does_not_have(stack: str, weights: bool, zero: bool, endpoint: bool, expected: str) -> None:
+    cfg = parse(stack_data(stack))
+    model = cfg.models[0]
+    s3 = serving.S3Weights(bucket_arn="arn:aws:s3:::w", cluster_name="c", models=[model], retired_revision_days=3, tags={})
+    with pytest.raises(ValueError, match=re.escape(expected)):
+        serving.VllmModelArgs(
+            model=model,
+            pool=cfg.pool(model.pool),
+            provider=None,  # type: ignore[arg-type]  # refused before anything uses it
+            sources=None,  # type: ignore[arg-type]
+            prometheus_url="http://prometheus:9090",
+            monitoring_namespace="monitoring",
+            vpc_cidrs=["10.0.0.0/16"],
+            alb_idle_timeout_seconds=600,
+            hf_token=None,
+            endpoint=None,
+            weights=s3 if weights else None,
+            scales_to_zero=zero,
+        )

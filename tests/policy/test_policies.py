@@ -336,3 +336,13 @@ def test_jobs_are_workloads_the_pack_reads(prod_run: harness.RunResult) -> None:
     assert _violations(checks.CHECKS["requests-and-limits"][1], reg, props) == [
         f"Container {container(props)['name']} has no limits for cpu, memory."
     ]
+
+
+def test_equal_amounts_in_other_units_are_equal(prod_run: harness.RunResult) -> None:
+    def same_memory_in_mebibytes(p: dict[str, Any]) -> None:
+        resources = container(p)["resources"]
+        gib = int(str(resources["limits"]["memory"]).removesuffix("Gi"))
+        resources["limits"]["memory"] = f"{gib * 1024}Mi"
+
+    reg, props = _broken(prod_run, "kubernetes:apps/v1:Deployment", "model-llama-3-1-8b-deployment", same_memory_in_mebibytes)
+    assert _violations(checks.CHECKS["requests-and-limits"][1], reg, props) == []

@@ -9,6 +9,7 @@ inputs (with the warm headroom's nodes), and the gpuLimit rule's threshold.
 from __future__ import annotations
 
 import ast
+import gc
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from config.checks import account, preflight
 from config.derived import state
 from config.facts.conventions import GPU_RESOURCE
 from config.sections.stack import StackConfig
-from tests.conftest import FIXTURES, PROD, ROOT, fixture_run, parse, problems_after, stack_data
+from tests.conftest import DEV, FIXTURES, PROD, ROOT, fixture_run, parse, problems_after, stack_data
 
 CODE = ("config", "builders", "components", "offline", "planner", "policy", "__main__.py")
 ACCOUNT = ROOT / "offline" / "account.yaml"
@@ -194,3 +195,74 @@ def test_the_gpu_limit_rule_reads_the_states_peak() -> None:
     below = [p for p in problems_after(limit(pool.gpus_at_peak - 1), PROD) if ".gpuLimit" in p]
     assert len(below) == 1
     assert f"at least {pool.gpus_at_peak}" in below[0]
+
+
+def _with_l40s_limit(cfg: StackConfig, limit: int) -> StackConfig:
+    pools = [p.model_copy(update={"gpu_limit": limit}) if p.name == "gpu-l40s-shared" else p for p in cfg.gpu_pools]
+    return cfg.model_copy(update={"gpu_pools": pools})
+
+
+def test_a_copy_never_inherits_its_originals_state() -> None:
+    # model_copy copies the cached state along, and a freed config's address may be reused by a later
+    # copy: the cache names its config by a weak reference, so neither can hand out a stale state
+    original = parse(stack_data(PROD))
+    state.of(original)
+    copy = _with_l40s_limit(original, 20)
+    inherited = copy._derived
+    assert inherited[0]() is original
+    del original
+    gc.collect()
+    assert inherited[0]() is None
+    again = _with_l40s_limit(copy, 30)  # a copy of a copy that was never asked
+    assert state.of(again).pool("gpu-l40s-shared").nodepool_limit == 60  # two time-slices per GPU
+    assert state.of(copy).pool("gpu-l40s-shared").nodepool_limit == 40
+
+
+def test_models_of_one_name_keep_their_own_facts() -> None:
+    # a parsed stack may repeat a name (the rules report it); each model's facts stay its own
+    data = stack_data(DEV)
+    twin = {**data["models"][0], "replicas": {"min": 3, "max": 5}}
+    data["models"].append(twin)
+    cfg = StackConfig.model_validate(data)  # parsed, not yet checked
+    derived = state.of(cfg)
+    first, second = (derived.model(m) for m in cfg.models)
+    assert (first.nodes_at_min, first.nodes_at_max, second.nodes_at_min, second.nodes_at_max) == (1, 3, 3, 5)
+    assert (derived.pool("gpu-l4-a10g").gpus_at_min, derived.pool("gpu-l4-a10g").gpus_at_peak) == (4, 10)
+    limit = [p for p in problems_after(lambda d: d["models"].append(twin)) if ".gpuLimit" in p]
+    assert len(limit) == 1
+    assert "at least 10" in limit[0]
+
+
+def test_the_quota_minimum_counts_the_cheapest_headroom_node_and_the_limit_the_largest() -> None:
+    data = stack_data(DEV)
+    data["gpuPools"][0].update(instanceTypes=["g6.xlarge", "g6.2xlarge", "g6.12xlarge", "g5.xlarge"], headroom=1, gpuLimit=16)
+    pool = state.of(parse(data)).pool("gpu-l4-a10g")
+    assert pool.warm is not None
+    assert (pool.warm.host.name, pool.warm.gpus) == ("g6.12xlarge", 4)  # gpuLimit's worst case: one node of four GPUs
+    assert pool.warm.vcpus == 4  # Karpenter's pick for one 1-GPU placeholder: a 4-vCPU node
+    assert pool.vcpus_at_min == 8
+
+
+@pytest.mark.parametrize(
+    ("stack", "pool", "limit", "at_min", "at_peak"),
+    [
+        ("minimal-dev", "gpu-l4-a10g", 4, 1, 4),
+        ("full-prod", "gpu-l4-a10g", 16, 3, 14),
+        ("full-prod", "gpu-l40s-shared", 8, 1, 4),
+        ("full-prod", "gpu-a100-mig", 8, 8, 8),
+        ("existing-vpc-irsa-bottlerocket", "gpu-l4", 5, 1, 5),
+    ],
+)
+def test_pool_facts_on_the_fixtures(stack: str, pool: str, limit: int, at_min: int, at_peak: int) -> None:
+    # absolute figures, so a wrong state cannot pass by being read consistently everywhere
+    facts = state.of(parse(stack_data(stack))).pool(pool)
+    assert (facts.nodepool_limit, facts.gpus_at_min, facts.gpus_at_peak) == (limit, at_min, at_peak)
+
+
+def test_the_prod_fixtures_g_quota_minimum() -> None:
+    cfg = parse(stack_data(PROD))
+    raw = yaml.safe_load(ACCOUNT.read_text())
+    checks = preflight.run(cfg, account.in_region(account.parse(raw, "default"), cfg.region), authoritative=False)
+    minimums = {c.inputs["quotaCode"]: c.inputs["vcpusAtMin"] for c in checks if c.name == "quota"}
+    # 8 vCPUs of the L4/A10G model's two nodes, 4 of its headroom node (12 before the headroom counted), 4 of the L40S node
+    assert minimums == {"L-DB2E81BA": 16, "L-3819A6DF": 16, "L-417A185B": 288}
