@@ -60,6 +60,22 @@ def _is_replicas_min(node: ast.AST) -> bool:
     )
 
 
+def _asks_for_zero(node: ast.AST) -> bool:
+    """`replicas.min == 0`, `!= 0`, `> 0`, `0 < ...`, `< 1`, `>= 1`, `not ...`: each asks whether the model scales to zero."""
+    if isinstance(node, ast.UnaryOp):
+        return isinstance(node.op, ast.Not) and _is_replicas_min(node.operand)
+    if not isinstance(node, ast.Compare) or len(node.ops) != 1:
+        return False
+    (op,) = node.ops
+    left, right = node.left, node.comparators[0]
+    if _is_replicas_min(right):
+        left, right = right, left
+        op = {ast.Lt: ast.Gt(), ast.Gt: ast.Lt(), ast.LtE: ast.GtE(), ast.GtE: ast.LtE()}.get(type(op), op)
+    if not _is_replicas_min(left) or not isinstance(right, ast.Constant):
+        return False
+    return right.value == 0 or (right.value == 1 and isinstance(op, (ast.Lt, ast.GtE)))
+
+
 def recomputations(source: str) -> list[str]:
     """Each place in the source that computes a derived fact instead of asking the derived state."""
     tree = ast.parse(source)
@@ -73,10 +89,8 @@ def recomputations(source: str) -> list[str]:
                     found.append(f"{node.lineno}: {modules[f.value.id]}.{f.attr}()")
             elif isinstance(f, ast.Name) and f.id in functions:
                 found.append(f"{node.lineno}: {functions[f.id]}()")
-        elif isinstance(node, ast.Compare) and len(node.ops) == 1:
-            sides = (node.left, node.comparators[0])
-            if any(_is_replicas_min(s) for s in sides) and any(isinstance(s, ast.Constant) and s.value == 0 for s in sides):
-                found.append(f"{node.lineno}: replicas.min compared with 0 (ModelState.scales_to_zero)")
+        elif _asks_for_zero(node):
+            found.append(f"{node.lineno}: replicas.min compared with 0 (ModelState.scales_to_zero)")
         elif isinstance(node, ast.Attribute) and node.attr == "default_ami_family" and isinstance(node.ctx, ast.Load):
             found.append(f"{node.lineno}: default_ami_family read (PoolState.ami_family)")
         elif (
@@ -114,6 +128,9 @@ def test_no_module_outside_the_derived_layer_recomputes_a_derived_fact() -> None
         ("from config.derived import headroom\nheadroom.placeholders(p, ms)", "config.derived.headroom.placeholders()"),
         ("if model.replicas.min == 0:\n    pass", "replicas.min compared with 0"),
         ("ok = 0 < m.replicas.min", "replicas.min compared with 0"),
+        ("idle = m.replicas.min < 1", "replicas.min compared with 0"),
+        ("warm = 1 <= m.replicas.min", "replicas.min compared with 0"),
+        ("if not model.replicas.min:\n    pass", "replicas.min compared with 0"),
         ("family = pool.ami_family or cfg.karpenter.default_ami_family", "default_ami_family read"),
         ("if cfg.scales_to_zero:\n    pass", "cfg.scales_to_zero"),
         # what is allowed: asking the state, another module's function of the same name, min compared with 2
