@@ -241,14 +241,17 @@ def derive(cfg: StackConfig) -> StackState:
     )
 
 
+_CACHE: dict[int, tuple[weakref.ref[StackConfig], StackState]] = {}
+"""Derived states by the id of their config, each with a weak reference that says which object it is of
+(an id can be reused once its object is freed) and drops the entry with it. Configs are frozen."""
+
+
 def of(cfg: StackConfig) -> StackState:
-    """The derived state of this config object, computed on first ask and kept on it."""
-    cached = cfg._derived
-    # model_copy copies private attributes: the weak reference says which object the state is of, so a
-    # copy (or a copy of a copy, wherever it is allocated) derives anew
-    if isinstance(cached, tuple) and cached[0]() is cfg:
-        state: StackState = cached[1]
-        return state
+    """The derived state of this config object, computed on first ask and kept while the object lives."""
+    key = id(cfg)
+    held = _CACHE.get(key)
+    if held is not None and held[0]() is cfg:
+        return held[1]
     state = derive(cfg)
-    cfg._derived = (weakref.ref(cfg), state)
+    _CACHE[key] = (weakref.ref(cfg, lambda _ref: _CACHE.pop(key, None)), state)
     return state

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import Field, PrivateAttr, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from config.facts.conventions import RESERVED_TAG_KEYS, RESERVED_TAG_PREFIXES
 from config.sections.base import ConfigModel
@@ -41,8 +41,6 @@ class StackConfig(ConfigModel):
     models: list[ModelConfig] = Field(default_factory=list, description="Models to serve.")
     weights: WeightsConfig = Field(default_factory=WeightsConfig, description="The weights bucket of models that stream from S3.")
     image_cache: ImageCacheConfig = Field(default_factory=ImageCacheConfig, description="ECR pull-through cache for model images.")
-    _derived: Any = PrivateAttr(default=None)
-    """The derived state (config/derived/state.py), kept with the identity of the object it was computed on."""
 
     @field_validator("tags")
     @classmethod
