@@ -2,7 +2,7 @@
 
 At `pulumi preview`/`up` the answers come from pulumi-aws data sources (read-only calls with the
 deploy credentials); in the offline render they come from an account file the harness names
-(config/load.py OfflineAccount, handed to `check`). Either way the same pure checks (config/checks/preflight.py) run on
+(config/load.py OfflineAccount, handed to `check`). Either way the same pure checks (config/checks/preflight/) run on
 them. Data sources run as plain invokes here, so the program stops before registering anything.
 """
 

@@ -40,7 +40,7 @@ def karpenter_values(
         # selector pins it to the system node group.
         "nodeSelector": dict(SYSTEM_NODE_SELECTOR),
         # Set, not left to the chart's defaults: the controller must survive drains of the system
-        # nodes and preemption (config/checks/rules.py keeps the escape hatch from removing them).
+        # nodes and preemption (config/checks/escape_hatches.py keeps the escape hatch from removing them).
         "podDisruptionBudget": {"name": "karpenter", "maxUnavailable": 1},
         "priorityClassName": "system-cluster-critical",
         "logLevel": "info",

@@ -8,7 +8,7 @@ program sets (then the builders read it from here), or the default of the pinned
 add-on it relies on (then the tests compare it with `../shared/schemas/helm-values/` where that
 chart's values file is kept). Later issues that add system pods add their rows here.
 
-The rule (config/checks/rules.py): with one system node lost, the others' allocatable capacity still
+The rule (config/checks/fit.py rule_system_capacity): with one system node lost, the others' allocatable capacity still
 holds every workload. Pods that must not share a node (Karpenter's required anti-affinity) count
 once per surviving node at most.
 """
