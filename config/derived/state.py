@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import math
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from config.derived import capacity, headroom, scaleup
 from config.derived.exposure import Exposure, exposure
@@ -94,7 +94,6 @@ class PoolState:
     """The nodes the headroom's placeholders hold; None without headroom, or when no type fits one."""
     surge_gpus: int
     """A rolling update's surge of every model of the pool at max (a platform change rolls them all)."""
-    models_vcpus_at_min: int
     vcpus_at_limit: int
     """vCPUs of the nodes `gpuLimit` GPUs make on the pool's largest-vCPU-per-GPU type."""
     instance_classes: tuple[str, ...]
@@ -112,7 +111,7 @@ class PoolState:
     """GPUs at maximum replicas plus a rolling update's surge: what gpuLimit must cover."""
     vcpus_at_min: int
     """vCPUs of the nodes at minimum replicas, with the warm headroom's nodes."""
-    packing: tuple[str, ...] = field(default=())
+    packing: tuple[str, ...]
     """Per model, replicas per peak host: `chat: 1 per p5.48xlarge`."""
 
     def vcpu_quota(self) -> dict[tuple[str, str], tuple[int, int]]:
@@ -126,9 +125,10 @@ class StackState:
 
     models: dict[str, ModelState]
     pools: dict[str, PoolState]
-    in_order: tuple[ModelState, ...] = ()
+    in_order: tuple[ModelState, ...]
     """Per model, in the stack's order: a parsed stack may name two models alike (the rules say so)."""
-    configs: tuple[ModelConfig, ...] = ()
+    configs: tuple[ModelConfig, ...]
+    """The models' config objects, in the same order."""
 
     def model(self, key: str | ModelConfig) -> ModelState:
         """A model's state, by name, or by the model's own config object (exact even when names repeat)."""
@@ -155,24 +155,25 @@ def _gpus_for(model: ModelConfig, pool: GpuPool, replicas: int, instance: catalo
 
 
 def _model(cfg: StackConfig, model: ModelConfig) -> ModelState:
-    pool = cfg.pool(model.pool)
     exp = exposure(cfg, model)
-    budget = scaleup.budget(model, scrape_interval=cfg.observability.vllm_scrape_interval, exposed=exp.exposed)
-    if pool is None or catalog_problems(pool):
-        return ModelState(model.name, model.pool, None, (), {}, None, 0, 0, 0, budget, model.replicas.min == 0, exp, 0, 0, 0, 0)
-    hosts = tuple(capacity.packing_hosts(model, pool))
-    peak = None
-    if hosts:
-        peak = max(hosts, key=functools.partial(_gpus_for, model, pool, model.replicas.max + capacity.ROLLOUT_MAX_SURGE))
-    at_min = capacity.nodes_for(model, pool, hosts[0], model.replicas.min) if hosts else 0
-    at_max = capacity.nodes_for(model, pool, peak, model.replicas.max) if peak else 0
-    surge = capacity.rollout_surge_nodes(model, pool, peak) if peak else 0
+    pool = cfg.pool(model.pool)
+    if pool is not None and catalog_problems(pool):
+        pool = None  # a pool the catalog cannot size gives no placement facts (the rules report it)
+    hosts = tuple(capacity.packing_hosts(model, pool)) if pool else ()
+    peak = (
+        max(hosts, key=functools.partial(_gpus_for, model, pool, model.replicas.max + capacity.ROLLOUT_MAX_SURGE))
+        if pool and hosts
+        else None
+    )
+    at_min = capacity.nodes_for(model, pool, hosts[0], model.replicas.min) if pool and hosts else 0
+    at_max = capacity.nodes_for(model, pool, peak, model.replicas.max) if pool and peak else 0
+    surge = capacity.rollout_surge_nodes(model, pool, peak) if pool and peak else 0
     return ModelState(
         name=model.name,
-        pool=pool.name,
-        device=capacity.smallest_device(model, pool),
+        pool=model.pool,
+        device=capacity.smallest_device(model, pool) if pool else None,
         hosts=hosts,
-        replicas_per_node={t.name: capacity.replicas_per_node(model, pool, t) for t in pool.resolved_instance_types()},
+        replicas_per_node={t.name: capacity.replicas_per_node(model, pool, t) for t in pool.resolved_instance_types()} if pool else {},
         peak_host=peak,
         nodes_at_min=at_min,
         nodes_at_max=at_max,
@@ -181,7 +182,7 @@ def _model(cfg: StackConfig, model: ModelConfig) -> ModelState:
         gpus_at_max=at_max * peak.gpu_count if peak else 0,
         surge_gpus=surge * peak.gpu_count if peak else 0,
         vcpus_at_min=at_min * hosts[0].vcpus if hosts else 0,
-        scale_up=budget,
+        scale_up=scaleup.budget(model, scrape_interval=cfg.observability.vllm_scrape_interval, exposed=exp.exposed),
         scales_to_zero=model.replicas.min == 0,
         exposure=exp,
     )
@@ -216,7 +217,6 @@ def _pool(cfg: StackConfig, pool: GpuPool, in_order: list[ModelState]) -> PoolSt
         types=types,
         headroom=shape,
         warm=warm,
-        models_vcpus_at_min=sum(f.vcpus_at_min for f in facts),
         surge_gpus=surge,
         gpus_at_min=sum(f.gpus_at_min for f in facts) + warm_gpus,
         gpus_at_max=at_max,
