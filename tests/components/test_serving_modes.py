@@ -85,8 +85,9 @@ def test_without_modes_there_is_no_ingress_no_role_and_no_load_balancer_source(t
     assert _of(found, "aws:iam/role:Role") == []
     assert _of(found, "kubernetes:batch/v1:Job") == []
     assert {"ipBlock": {"cidr": "10.0.96.0/24"}} not in _vllm_sources(found)
+    # without a route the pods wait for nothing outside the model (no load balancer controller to wait for)
     deployment = _of(found, "kubernetes:apps/v1:Deployment")[0]
-    assert "kubernetes:core/v1:ConfigMap::marker" not in deployment.dependencies
+    assert deployment.dependencies == ["kubernetes:core/v1:Namespace::model-namespace"]
 
 
 def test_an_endpoint_brings_the_ingress_its_sources_and_what_it_waits_for(tmp_path: Path) -> None:
