@@ -20,9 +20,11 @@ from typing import Any
 
 from builders.helm import deep_merge
 from builders.ingress import endpoints
+from config.derived import capacity
 from config.derived.scaleup import HOLD_MARGIN_SECONDS
 from config.facts.conventions import INTERCEPTOR_ADMIN, INTERCEPTOR_PROXY, KEDA_NAMESPACE, SYSTEM_NODE_SELECTOR, VLLM_PORT
 from config.facts.system_capacity import HTTP_ADD_ON_INTERCEPTORS, HTTP_ADD_ON_OPERATOR, HTTP_ADD_ON_SCALER, HTTP_ADD_ON_SCALERS
+from config.sections.gpu_pools import GpuPool
 from config.sections.ingress import IngressConfig
 from config.sections.models import ModelConfig
 
@@ -67,7 +69,7 @@ def add_on_values(
     return deep_merge(values, extra or {})
 
 
-def interceptor_route(model: ModelConfig, ingress: IngressConfig, miss_seconds: int) -> dict[str, Any]:
+def interceptor_route(model: ModelConfig, pool: GpuPool, ingress: IngressConfig, miss_seconds: int) -> dict[str, Any]:
     """The model's route: its host, its Service, and how long a held request waits for a replica
     (the budget with a margin, never past the ALB's idle timeout, which would cut the request first)."""
     assert ingress.domain is not None  # validated: min 0 needs a domain
@@ -78,7 +80,7 @@ def interceptor_route(model: ModelConfig, ingress: IngressConfig, miss_seconds: 
         "spec": {
             "target": {"service": model.name, "port": VLLM_PORT},
             # in-flight requests per replica; the vLLM triggers scale beyond one, this one wakes from zero
-            "scalingMetric": {"concurrency": {"targetValue": model.max_num_seqs or 256}},
+            "scalingMetric": {"concurrency": {"targetValue": capacity.max_num_seqs(model, pool)}},
             "rules": [{"hosts": [endpoints.host(model, ingress)]}],
             "timeouts": {"readiness": f"{readiness_seconds(miss_seconds, ingress.idle_timeout_seconds)}s"},
         },

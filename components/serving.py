@@ -183,16 +183,28 @@ class VllmModel(pulumi.ComponentResource):
             api_key=args.api_key is not None,
             weights_wait_seconds=populate.populate_seconds(model),
         )
+        # The key's fingerprint in the pod template rolls the replicas when the key is rotated. It is
+        # one-way (builders.api_key_fingerprint), so it leaves the secret: a secret input would make
+        # the whole pod spec secret and hide every other change from the preview's diff.
+        fingerprint: pulumi.Output[str | None] = (
+            pulumi.Output.unsecret(
+                pulumi.Output.from_input(args.api_key).apply(functools.partial(builders.api_key_fingerprint, model.name))
+            )
+            if args.api_key is not None
+            else pulumi.Output.from_input(None)
+        )
         deployment = k8s_objects.create_resolved(
             f"{name}-deployment",
-            sources,
-            lambda src: build(sources=src),
-            SAMPLE_SOURCES,
+            pulumi.Output.all(sources, fingerprint).apply(lambda v: (v[0], v[1])),
+            lambda resolved: build(sources=resolved[0], api_key_fingerprint=resolved[1]),
+            (SAMPLE_SOURCES, None),
             pulumi.ResourceOptions(
                 parent=self,
                 provider=args.provider,
                 depends_on=[*after, namespace, *needs, *route_after],
                 custom_timeouts=pulumi.CustomTimeouts(create=ready_minutes, update=ready_minutes),
+                # spec.replicas is the count at creation only; then KEDA's HPA owns it (builders.deployment)
+                ignore_changes=["spec.replicas"],
             ),
         )
         self._object(f"{name}-service", builders.service(model), inside)
@@ -206,7 +218,7 @@ class VllmModel(pulumi.ComponentResource):
             scaled_after.append(
                 self._object(
                     f"{name}-interceptor-route",
-                    scale_to_zero.interceptor_route(model, endpoint.ingress, args.scale_up_miss_seconds),
+                    scale_to_zero.interceptor_route(model, args.pool, endpoint.ingress, args.scale_up_miss_seconds),
                     pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*after, namespace, *route_after]),
                 )
             )

@@ -117,13 +117,16 @@ class Registration:
     """Old identities this resource answers to (its `aliases` option, and those inherited from its parents')."""
     custom_timeouts: dict[str, str] = field(default_factory=dict)
     """How long the engine waits per operation (create, update, delete) where the program sets it."""
+    ignore_changes: list[str] = field(default_factory=list)
+    """Input paths the engine keeps at their old value on update (the `ignore_changes` option)."""
 
     @property
     def ref(self) -> str:
         return f"{self.type}::{self.name}"
 
     def redacted(self) -> dict[str, Any]:
-        return {"type": self.type, "name": self.name, "parent": self.parent, "inputs": redact(self.inputs)}
+        shown = {"type": self.type, "name": self.name, "parent": self.parent, "inputs": redact(self.inputs)}
+        return {**shown, "ignoreChanges": self.ignore_changes} if self.ignore_changes else shown
 
 
 class RecordingMocks(Mocks):
@@ -450,6 +453,7 @@ class RecordingMonitor(MockMonitor):
             custom_timeouts={
                 op: getattr(request.customTimeouts, op) for op in ("create", "update", "delete") if getattr(request.customTimeouts, op)
             },
+            ignore_changes=list(request.ignoreChanges),
         )
         response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
         registration.id = response.id or None

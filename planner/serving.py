@@ -31,8 +31,6 @@ REQUEST_OVERHEAD_SECONDS = 0.04
 """Per request before its first token: HTTP, tokenization, scheduling."""
 TENSOR_PARALLEL_EFFICIENCY = 0.85
 """Each doubling of tensor parallelism keeps this share (all-reduce per layer)."""
-# vLLM 0.33's --max-num-seqs default: 1024 on H100/H200-class GPUs (>= 70 GiB, not A100), else 256.
-MAX_NUM_SEQS_SMALL, MAX_NUM_SEQS_LARGE = 256, 1024
 
 
 @dataclass(frozen=True)
@@ -83,10 +81,6 @@ def _shares(model: ModelConfig, pool: GpuPool, gpu: catalog.Gpu) -> tuple[float,
     return 1.0, 1.0
 
 
-def default_max_num_seqs(gpu: catalog.Gpu) -> int:
-    return MAX_NUM_SEQS_LARGE if gpu.memory_gib >= 70 and gpu.label != "a100" else MAX_NUM_SEQS_SMALL
-
-
 def performance(model: ModelConfig, pool: GpuPool) -> ReplicaPerformance:
     """The replica's performance on the pool's smallest device it may land on."""
     hosts = capacity.replica_hosts(model, pool) or pool.resolved_instance_types()
@@ -100,12 +94,12 @@ def performance(model: ModelConfig, pool: GpuPool) -> ReplicaPerformance:
     flops = (gpu.fp8_tflops if fp8 and gpu.fp8_tflops else gpu.bf16_tflops) * 1e12 * compute_share * scaling * COMPUTE_EFFICIENCY
     bandwidth = gpu.bandwidth_gbs * 1e9 * bandwidth_share * scaling * BANDWIDTH_EFFICIENCY
     device = capacity.device_for(pool, host)
-    free_gib = capacity.usable_gib(model, device) * tp - capacity.weights_gib(model) - capacity.OVERHEAD_GIB_PER_GPU * tp
+    free_gib = capacity.kv_cache_gib(model, device)
     kv_tokens = max(0, math.floor(free_gib * GIB / capacity.kv_bytes_per_token(model)))
     return ReplicaPerformance(
         prefill_tokens_per_second=flops / (2 * model.parameters_billions * 1e9),
         weights_step_seconds=capacity.weights_gib(model) * GIB / bandwidth,
         kv_step_seconds_per_token=capacity.kv_bytes_per_token(model) / bandwidth,
         kv_capacity_tokens=kv_tokens,
-        max_num_seqs=model.max_num_seqs or default_max_num_seqs(gpu),
+        max_num_seqs=model.max_num_seqs or capacity.default_max_num_seqs(gpu),
     )

@@ -15,6 +15,7 @@ import yaml
 from config import load as config_load
 from config import stack_file
 from config.errors import ConfigError
+from config.facts import placeholders
 from config.facts.outputs import keys
 from config.sections.stack import StackConfig
 from offline import harness
@@ -130,3 +131,12 @@ def test_the_scale_to_zero_figures_are_what_make_plan_gives() -> None:
     assert f"${cost['autoscaled']['perMonth']:,.2f} a month against ${on['cost']['autoscaled']['perMonth']:,.2f}" in readme
     assert f"within {cost['autoscaledOverOracle']:.2f}x of the oracle" in readme
     assert f"P99 TTFT {at_zero['models'][model.name]['ttftSeconds']['p99']:.2f} s" in readme
+
+
+def test_prod_ships_digests_a_real_preview_refuses_until_pasted() -> None:
+    """Prod requires a digest per image; nothing here can read a registry, so the shipped file carries
+    the registered placeholder, which a real preview stops on (naming the command that reads the real one)."""
+    cfg = _shipped("prod")
+    assert all(m.image.digest == placeholders.IMAGE_DIGEST_PLACEHOLDER for m in cfg.models)
+    flagged = {p.path for p in placeholders.find(cfg)}
+    assert {f"models[{m.name}].image.digest" for m in cfg.models} <= flagged

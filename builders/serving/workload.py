@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from dataclasses import dataclass
@@ -12,9 +13,11 @@ from builders.k8s import namespace_manifest
 from config.derived import capacity
 from config.derived.sharing import gpu_request
 from config.facts.conventions import (
+    API_KEY_FINGERPRINT_ANNOTATION,
     KEDA_NAMESPACE,
     MODEL_LABEL,
     POOL_LABEL,
+    PROJECT,
     READINESS_GATE_LABEL,
     VLLM_APP_LABEL,
     VLLM_PORT,
@@ -156,7 +159,16 @@ def model_source_args(model: ModelConfig, sources: Sources) -> list[str]:
     ]
 
 
-def vllm_args(model: ModelConfig, alb_idle_timeout_seconds: int, sources: Sources | None = None) -> list[str]:
+# `quantization` to vLLM's --quantization. fp8 on a bf16/fp16 checkpoint is vLLM's online
+# per-tensor scheme: 0.33.0 still maps a bare `fp8` to it with a deprecation warning, and its
+# Fp8Config now refuses checkpoints that are not serialized fp8 (deploy review 2026-12-01 part B,
+# MINOR 1; vllm model_executor/layers/quantization/fp8.py). A pre-quantized AWQ or GPTQ checkpoint
+# names its scheme in config.json: vLLM reads it there and picks the fastest kernel (Marlin where
+# the GPU has it), while an explicit `awq`/`gptq` forces the slower reference kernel.
+QUANTIZATION_FLAGS: dict[str, str | None] = {"none": None, "fp8": "fp8_per_tensor", "awq": None, "gptq": None}
+
+
+def vllm_args(model: ModelConfig, pool: GpuPool, alb_idle_timeout_seconds: int, sources: Sources | None = None) -> list[str]:
     """Arguments after the image's `vllm serve` entrypoint: the model, then flags."""
     args = [
         *model_source_args(model, sources or upstream_sources(model)),
@@ -180,13 +192,32 @@ def vllm_args(model: ModelConfig, alb_idle_timeout_seconds: int, sources: Source
         "--sse-keep-alive-interval",
         str(sse_keep_alive_seconds(alb_idle_timeout_seconds)),
     ]
-    if model.quantization != "none":
-        args += ["--quantization", model.quantization]
+    if (quantization := QUANTIZATION_FLAGS[model.quantization]) is not None:
+        args += ["--quantization", quantization]
     if model.kv_cache_dtype != "auto":
         args += ["--kv-cache-dtype", model.kv_cache_dtype]
     if model.max_num_seqs is not None:
         args += ["--max-num-seqs", str(model.max_num_seqs)]
+    # Admission at the top: past this many waiting requests a replica answers 503 at once instead of
+    # queueing without bound (config/derived/capacity.py max_queued_requests).
+    args += ["--max-num-queued-reqs", str(capacity.max_queued_requests(model, pool))]
+    if (kv_bytes := capacity.explicit_kv_cache_bytes(model, pool)) is not None:
+        # time-sliced replicas must not profile each other's memory (capacity.explicit_kv_cache_bytes)
+        args += ["--kv-cache-memory-bytes", str(kv_bytes)]
     return [*args, *model.extra_args]
+
+
+# A one-way fingerprint, never the key: PBKDF2 (salted per model) makes guessing a short key from
+# the pod template expensive; 64 bits tell two keys apart.
+FINGERPRINT_ITERATIONS = 100_000
+FINGERPRINT_BYTES = 8
+
+
+def api_key_fingerprint(model_name: str, key: str) -> str:
+    """What the pod template carries of the model's API key (deploy review 2026-12-01 part B, M3)."""
+    salt = f"{PROJECT}/{model_name}/api-key".encode()
+    digest = hashlib.pbkdf2_hmac("sha256", key.encode(), salt, FINGERPRINT_ITERATIONS, dklen=FINGERPRINT_BYTES)
+    return digest.hex()
 
 
 def aws_env(region: str) -> list[dict[str, Any]]:
@@ -325,9 +356,12 @@ def deployment(
     alb_idle_timeout_seconds: int,
     hf_token: bool,
     api_key: bool = False,
+    api_key_fingerprint: str | None = None,
     sources: Sources | None = None,
     weights_wait_seconds: int = 3600,
 ) -> dict[str, Any]:
+    """The model's Deployment. `api_key_fingerprint` (api_key_fingerprint()) goes on the pod template,
+    so a rotated key rolls the replicas: vLLM reads its key once, at start."""
     src = sources or upstream_sources(model)
     request = gpu_request(model, pool)
     resources = {"cpu": model.resources.cpu, "memory": model.resources.memory, request.resource: str(request.count)}
@@ -356,11 +390,18 @@ def deployment(
         "kind": "Deployment",
         "metadata": {"name": model.name, "namespace": model.name, "labels": labels(model)},
         "spec": {
-            # No replicas here: KEDA's HPA owns the count (min..max); server-side apply leaves it alone.
+            # The count at creation only: a model at zero starts at zero (no GPU node boots for the first
+            # deploy), the others at their floor. Afterwards KEDA's HPA owns it: the component sets
+            # ignore_changes on spec.replicas, so a later `pulumi up` never moves the running count
+            # (pulumi-kubernetes then leaves the field to the HPA's field manager under server-side apply).
+            "replicas": model.replicas.min,
             "selector": {"matchLabels": selector(model)},
             "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": capacity.ROLLOUT_MAX_SURGE, "maxUnavailable": 0}},
             "template": {
-                "metadata": {"labels": labels(model)},
+                "metadata": {
+                    "labels": labels(model),
+                    **({"annotations": {API_KEY_FINGERPRINT_ANNOTATION: api_key_fingerprint}} if api_key_fingerprint else {}),
+                },
                 "spec": {
                     "serviceAccountName": model.name,
                     "automountServiceAccountToken": False,
@@ -376,7 +417,7 @@ def deployment(
                             "name": "vllm",
                             "image": src.image,
                             "imagePullPolicy": "IfNotPresent",
-                            "args": vllm_args(model, alb_idle_timeout_seconds, src),
+                            "args": vllm_args(model, pool, alb_idle_timeout_seconds, src),
                             "ports": [{"name": VLLM_PORT_NAME, "containerPort": PORT, "protocol": "TCP"}],
                             "env": _env(model, hf_token, api_key, alb_idle_timeout_seconds, src.region),
                             "resources": {"requests": dict(resources), "limits": dict(resources)},

@@ -76,9 +76,12 @@ def rule_s3_gateway_endpoint(cfg: StackConfig) -> Iterator[Problem]:
 def rule_image_pinned(cfg: StackConfig) -> Iterator[Problem]:
     """(prod only, see the registry) A model's image carries its digest."""
     for path, m, _ in models_with_pools(cfg):
+        index = cfg.models.index(m)
         if m.image.digest is None:
             yield Problem(
                 f"{path}.image.digest",
-                "prod image is pinned by tag only; a re-pushed tag changes what runs. Fix: add the sha256 digest",
-                "warning",
+                f"a prod image must be pinned by digest, but {m.image.reference} is pinned by tag only: a re-pushed tag "
+                "(followed by the pull-through cache within its sync window) changes what new replicas run, mid-rollout. "
+                f"Fix: read the digest with `docker buildx imagetools inspect {m.image.reference}` (the `Digest:` line) "
+                f"and set it: `pulumi config set --path 'models[{index}].image.digest' sha256:<64 hex>`",
             )

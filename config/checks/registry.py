@@ -47,6 +47,7 @@ RULES: tuple[Rule, ...] = (
     Rule(scaling.rule_scale_down_window, "prod's scale-down floor, and no scale-down sooner than a scale-up on a new node"),
     Rule(scaling.rule_scale_to_zero, "a model at zero has a route that holds requests, and timeouts above a cold start"),
     Rule(scaling.rule_schedules, "schedule floors within the replica bounds, none hiding another"),
+    Rule(scaling.rule_admission, "a replica's admission bound is above the queue depth that scales it out"),
     Rule(scaling.rule_consolidation, "repacking serving nodes (evicting replicas) is acknowledged"),
     Rule(fit.rule_bottlerocket_sharing, "GPU sharing only where the device plugin honours it (not Bottlerocket)"),
     Rule(scaling.rule_spot_diversity, "a spot pool has enough instance types to ride out interruptions"),

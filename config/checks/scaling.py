@@ -207,3 +207,17 @@ def rule_prod_min_replicas(cfg: StackConfig) -> Iterator[Problem]:
                 "prod model with fewer than 2 minimum replicas: one node loss is an outage. Fix: set min: 2",
                 "warning",
             )
+
+
+def rule_admission(cfg: StackConfig) -> Iterator[Problem]:
+    """models[].maxQueuedRequests: above the queue depth at which KEDA adds a replica."""
+    for path, m, _ in models_with_pools(cfg):
+        bound, target = m.max_queued_requests, m.autoscaling.queue_depth_per_replica
+        if bound is not None and bound <= target:
+            yield Problem(
+                f"{path}.maxQueuedRequests",
+                f"{bound} is not above autoscaling.queueDepthPerReplica ({target:g}): a replica would answer 503 before "
+                "its queue ever reached the depth at which KEDA adds a replica, so the queue trigger could never scale "
+                f"the model out. Fix: raise maxQueuedRequests to at least {math.ceil(capacity.ADMISSION_TRIGGER_MULTIPLE * target)}, "
+                "or remove it (the platform derives one batch's worth)",
+            )

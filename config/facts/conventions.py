@@ -52,6 +52,9 @@ SYSTEM_NODE_SELECTOR: Final = {"kubernetes.io/os": "linux", **SYSTEM_NODE_LABEL}
 POOL_LABEL: Final = f"{LABEL_DOMAIN}/gpu-pool"
 SHARING_LABEL: Final = f"{LABEL_DOMAIN}/gpu-sharing"
 MODEL_LABEL: Final = f"{LABEL_DOMAIN}/model"
+API_KEY_FINGERPRINT_ANNOTATION: Final = f"{LABEL_DOMAIN}/api-key-fingerprint"
+"""On a model's pod template: a one-way fingerprint of its API key, so a rotated key rolls the pods
+(vLLM reads VLLM_API_KEY once, at start)."""
 GPU_RESOURCE: Final = "nvidia.com/gpu"
 GPU_TAINT: Final = {"key": GPU_RESOURCE, "value": "true", "effect": "NoSchedule"}
 DEVICE_PLUGIN_CONFIG_LABEL: Final = "nvidia.com/device-plugin.config"
@@ -74,6 +77,9 @@ def mig_resource(profile: str) -> str:
 
 
 # -- namespaces --------------------------------------------------------------------------------
+NAMESPACE_NAME_LABEL: Final = "kubernetes.io/metadata.name"
+"""The API server sets it on every namespace to the namespace's name and keeps it so (immutable):
+select a namespace by name without labelling it."""
 KUBE_SYSTEM: Final = "kube-system"
 KUBERNETES_NAMESPACES: Final = ("default", KUBE_SYSTEM, "kube-public", "kube-node-lease")
 KARPENTER_NAMESPACE: Final = KUBE_SYSTEM
@@ -107,6 +113,11 @@ def reserved_namespaces(cfg: StackConfig) -> frozenset[str]:
             cfg.gpu_operator.namespace,
         }
     )
+
+
+# -- ingress -----------------------------------------------------------------------------------
+INGRESS_CLASS: Final = "alb"
+"""The IngressClass the load balancer controller's chart creates (its default name) and every model Ingress names."""
 
 
 # -- derived names -----------------------------------------------------------------------------

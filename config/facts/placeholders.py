@@ -18,6 +18,9 @@ DOCUMENTATION_ACCOUNT = "123456789012"
 DOCUMENTATION_RANGES = tuple(ipaddress.IPv4Network(n) for n in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24"))
 EXAMPLE_DOMAINS = ("example.com", "example.net", "example.org")
 DOCKER_HUB_USER_PLACEHOLDER = "your-docker-hub-user"
+IMAGE_DIGEST_PLACEHOLDER = "sha256:" + "0" * 64
+"""Stands for a prod image's digest in the shipped stack: nothing here can read a registry, and a
+digest typed from memory would pin bytes nobody checked."""
 
 
 def _arn(path: str, arn: str | None, what: str) -> Iterator[Problem]:
@@ -64,6 +67,16 @@ def find(cfg: StackConfig) -> list[Problem]:
     found += _cidrs("ingress.allowedCidrs", ingress.allowed_cidrs, "the CIDRs your model clients call from")
     found += _arn("ingress.certificateArn", ingress.certificate_arn, "your issued ACM certificate for the endpoints' domain")
     found += _domain("ingress.domain", ingress.domain)
+    for model in cfg.models:
+        if model.image.digest == IMAGE_DIGEST_PLACEHOLDER:
+            tagged = f"{model.image.repository}:{model.image.tag}"
+            found.append(
+                Problem(
+                    f"models[{model.name}].image.digest",
+                    f"'{IMAGE_DIGEST_PLACEHOLDER[:15]}...' is a placeholder; no image has it, so every pull would fail. Fix: "
+                    f"read the digest with `docker buildx imagetools inspect {tagged}` (the `Digest:` line) and set it",
+                )
+            )
     if cfg.image_cache.docker_hub_username == DOCKER_HUB_USER_PLACEHOLDER:
         found.append(
             Problem(

@@ -281,7 +281,7 @@ def test_vllm_arguments(prod_run: harness.RunResult) -> None:
     assert pairs["--served-model-name"] == "llama-3-3-70b"
     assert pairs["--tensor-parallel-size"] == "4"
     assert pairs["--max-model-len"] == "32768"
-    assert pairs["--quantization"] == "fp8"
+    assert pairs["--quantization"] == "fp8_per_tensor"  # online per-tensor fp8 of the bf16 checkpoint (0.33.0 deprecates bare fp8)
     assert pairs["--shutdown-timeout"] == "45"
     assert "--disable-log-stats" not in args
 

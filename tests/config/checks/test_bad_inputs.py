@@ -390,7 +390,10 @@ EXPECTED: dict[str, list[str]] = {
         "network.azCount: prod spans fewer than 3 AZs; an AZ outage halves capacity. Fix: set azCount: 3",
         "network.natGateways: prod with a single NAT gateway loses egress in an AZ outage. Fix: set natGateways: perAz",
         "models[llama-3-1-8b].replicas.min: prod model with fewer than 2 minimum replicas: one node loss is an outage. Fix: set min: 2",
-        "models[llama-3-1-8b].image.digest: prod image is pinned by tag only; a re-pushed tag changes what runs. Fix: add the sha256 digest",
+        "models[llama-3-1-8b].image.digest: a prod image must be pinned by digest, but vllm/vllm-openai:v0.33.0 is pinned by tag only: "
+        "a re-pushed tag (followed by the pull-through cache within its sync window) changes what new replicas run, mid-rollout. "
+        "Fix: read the digest with `docker buildx imagetools inspect vllm/vllm-openai:v0.33.0` (the `Digest:` line) and set it: "
+        "`pulumi config set --path 'models[0].image.digest' sha256:<64 hex>`",
     ],
     "gpu-operator-driver-on": [
         "gpuOperator.extraValues.driver.enabled: must be false on EKS accelerated AMIs, which ship the NVIDIA driver; a second copy fights the first and GPUs never register. Fix: remove the override"
@@ -406,7 +409,10 @@ EXPECTED: dict[str, list[str]] = {
         "network.azCount: prod spans fewer than 3 AZs; an AZ outage halves capacity. Fix: set azCount: 3",
         "network.natGateways: prod with a single NAT gateway loses egress in an AZ outage. Fix: set natGateways: perAz",
         "models[llama-3-1-8b].replicas.min: prod model with fewer than 2 minimum replicas: one node loss is an outage. Fix: set min: 2",
-        "models[llama-3-1-8b].image.digest: prod image is pinned by tag only; a re-pushed tag changes what runs. Fix: add the sha256 digest",
+        "models[llama-3-1-8b].image.digest: a prod image must be pinned by digest, but vllm/vllm-openai:v0.33.0 is pinned by tag only: "
+        "a re-pushed tag (followed by the pull-through cache within its sync window) changes what new replicas run, mid-rollout. "
+        "Fix: read the digest with `docker buildx imagetools inspect vllm/vllm-openai:v0.33.0` (the `Digest:` line) and set it: "
+        "`pulumi config set --path 'models[0].image.digest' sha256:<64 hex>`",
     ],
     "domain-with-scheme": [
         "ingress.domain: 'https://llm.example.com' is not a DNS domain. Fix: write e.g. llm.example.com (lowercase, no scheme, no trailing dot)"

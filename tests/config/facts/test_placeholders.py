@@ -23,7 +23,15 @@ def test_every_kind_of_placeholder_is_found_with_what_belongs_there() -> None:
         "cluster.endpoint.privateAccessCidrs[0]",
         "ingress.certificateArn",
         "ingress.domain",
+        "models[llama-3-1-8b].image.digest",
+        "models[llama-3-2-3b].image.digest",
+        "models[llama-3-3-70b].image.digest",
+        "models[qwen-2-5-7b].image.digest",
     ]
+    assert found["models[llama-3-1-8b].image.digest"] == (
+        "'sha256:00000000...' is a placeholder; no image has it, so every pull would fail. Fix: read the digest with "
+        "`docker buildx imagetools inspect vllm/vllm-openai:v0.33.0` (the `Digest:` line) and set it"
+    )
     assert found["cluster.deployRoleArn"] == (
         f"'arn:aws:iam::123456789012:role/llm-platform-deploy' {ACCOUNT}. "
         "Fix: put the ARN of the role the deploy workflow assumes (vars.AWS_ROLE_ARN) in your account"
@@ -43,6 +51,7 @@ def test_real_values_are_not_placeholders() -> None:
     data = stack_data(DEV)
     data["cluster"]["adminRoleArns"] = ["arn:aws:iam::210987654321:role/platform-admin"]
     data["cluster"]["endpoint"]["publicCidrs"] = ["198.18.0.0/24"]
+    data["models"][0]["image"] = {"digest": "sha256:" + "0" * 63 + "1"}
     assert placeholders.find(parse(data)) == []
 
 
@@ -58,14 +67,14 @@ def _validate(stack: str, offline: bool) -> list[str]:
 
 def test_a_real_run_stops_on_every_placeholder() -> None:
     errors = _validate(PROD, offline=False)
-    assert len(errors) == 6
+    assert len(errors) == 10
     assert all(e.startswith("error ") for e in errors)
     assert errors[0].startswith("error cluster.adminRoleArns[0]: 'arn:aws:iam::123456789012:role/platform-admin'")
 
 
 def test_the_offline_render_only_warns() -> None:
     found = _validate(PROD, offline=True)
-    assert len([w for w in found if "a placeholder" in w]) == 6
+    assert len([w for w in found if "a placeholder" in w]) == 10
     assert all(w.startswith("warning ") for w in found)
 
 
