@@ -5,15 +5,30 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from parliament import analyze_policy_string
 
 from builders.ingress import endpoints as builders
 from builders.ingress.iam import controller_policy
 from offline import harness
-from tests.conftest import DEV, PROD, fixture_input, parse, shared_path, stack_data, values
-from tests.validators import cloudformation, helm_values
+from tests.conftest import DEV, FIXTURES, PROD, fixture_input, fixture_run, parse, shared_path, stack_data, values
+from tests.validators import cloudformation, crds, helm_values, netpol
 
 INGRESS = "kubernetes:networking.k8s.io/v1:Ingress"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+CHART_VALUES = ("helm-values", "aws-load-balancer-controller-3.5.0.values.yaml")
+# Not yet among the shared CRDs: kubernetes-sigs/aws-load-balancer-controller v3.5.0,
+# config/crd/bases/elbv2.k8s.aws_ingressclassparams.yaml (the chart's crds/crds.yaml holds the same spec).
+ICP_CRD = ("crds", "elbv2.k8s.aws_ingressclassparams.yaml")
+NAME_LABEL = "kubernetes.io/metadata.name"
+# The namespaces each fixture's IngressClassParams admits to the model IngressGroup.
+GROUP_NAMESPACES = {
+    "existing-vpc-irsa-bottlerocket": ["qwen-2-5-1-5b"],  # qwen-2-5-7b is not exposed: no Ingress, not admitted
+    "full-prod": ["llama-3-1-8b", "llama-3-2-3b", "llama-3-3-70b", "qwen-2-5-7b"],
+    "internet-facing-tls": ["llama-3-1-8b"],  # mistral-7b is not exposed
+    "minimal-dev": ["llama-3-1-8b"],
+    "scale-to-zero-dev": ["keda", "llama-3-1-8b"],  # min 0: the model's Ingress is the interceptor's, in keda
+}
 A = "alb.ingress.kubernetes.io"
 # Annotations that configure the shared ALB itself: every Ingress of the group must agree.
 LB_LEVEL = (
@@ -67,6 +82,119 @@ def test_controller_release(prod_run: harness.RunResult) -> None:
     assert v["serviceAccount"] == {"create": True, "name": "aws-load-balancer-controller"}
     upstream = helm_values.load(shared_path("helm-values", "aws-load-balancer-controller-3.5.0.values.yaml"))
     assert helm_values.unknown_keys(v, upstream) == []
+
+
+def _controller_values(run: harness.RunResult) -> dict[str, Any]:
+    v = values(run.one(RELEASE, "alb-controller-release"))["values"]
+    assert isinstance(v, dict)
+    return v
+
+
+def _class_params(v: dict[str, Any]) -> dict[str, Any]:
+    """The IngressClassParams the chart's templates/ingressclass.yaml renders from these values."""
+    params = v["ingressClassParams"]
+    return {
+        "apiVersion": "elbv2.k8s.aws/v1beta1",
+        "kind": "IngressClassParams",
+        "metadata": {"name": params["name"]},
+        "spec": params["spec"],
+    }
+
+
+def test_every_fixture_has_its_expected_group() -> None:
+    assert sorted(GROUP_NAMESPACES) == FIXTURES
+
+
+@pytest.mark.parametrize("stack", FIXTURES)
+def test_the_ingress_group_admits_exactly_the_exposed_models_namespaces(stack: str) -> None:
+    v = _controller_values(fixture_run(stack))
+    assert v["ingressClass"] == "alb"
+    assert v["createIngressClassResource"] is True
+    # the legacy class annotation bypasses the IngressClassParams: no new Ingress may use it
+    assert v["disableIngressClassAnnotation"] is True
+    assert v["ingressClassParams"] == {
+        "create": True,
+        "name": "alb",
+        "spec": {
+            "group": {"name": "llm-platform"},
+            "namespaceSelector": {"matchExpressions": [{"key": NAME_LABEL, "operator": "In", "values": GROUP_NAMESPACES[stack]}]},
+        },
+    }
+    upstream = helm_values.load(shared_path(*CHART_VALUES))
+    assert helm_values.unknown_keys(v, upstream) == []
+
+
+def test_the_chart_keys_behind_the_group() -> None:
+    upstream = helm_values.load(shared_path(*CHART_VALUES))
+    # the class name the Ingresses use is the chart's default one, and the chart creates both objects
+    assert upstream["ingressClass"] == "alb"
+    assert upstream["createIngressClassResource"] is True
+    assert upstream["ingressClassParams"]["create"] is True
+    # spec is free-form to the values check ({} upstream): the CRD schema checks it instead
+    assert upstream["ingressClassParams"]["spec"] == {}
+
+
+@pytest.mark.parametrize("stack", FIXTURES)
+def test_the_class_params_match_the_crd(stack: str) -> None:
+    manifest = _class_params(_controller_values(fixture_run(stack)))
+    assert crds.errors(manifest, shared_path(*ICP_CRD)) == []
+
+
+def test_the_crd_check_sees_a_broken_selector() -> None:
+    manifest = _class_params(_controller_values(fixture_run(DEV)))
+    manifest["spec"]["namespaceSelector"]["matchExpressions"][0].pop("operator")
+    manifest["spec"]["group"] = {}
+    assert crds.errors(manifest, shared_path(*ICP_CRD)) == [
+        "spec.group: 'name' is a required property",
+        "spec.namespaceSelector.matchExpressions.0: 'operator' is a required property",
+    ]
+
+
+@pytest.mark.parametrize("stack", FIXTURES)
+def test_the_selector_admits_the_groups_namespaces_and_no_other(stack: str) -> None:
+    """The selector judged as the controller judges it (label selector on the Ingress's namespace):
+    every rendered Ingress is admitted, and every exposed model's namespace (a model at min 0 keeps
+    its own, its Ingress moves back there at min 1); no other namespace is, not even one that copies
+    a model namespace's labels, since the name label is the API server's."""
+    run = fixture_run(stack)
+    v = _controller_values(run)
+    spec = v["ingressClassParams"]["spec"]
+    labels = {
+        values(r)["metadata"]["name"]: {**(values(r)["metadata"].get("labels") or {}), NAME_LABEL: values(r)["metadata"]["name"]}
+        for r in run.of_type("kubernetes:core/v1:Namespace")
+    }
+    ingresses = [values(r) for r in run.of_type(INGRESS)]
+    holding = {i["metadata"]["namespace"] for i in ingresses}
+    assert holding
+    for i in ingresses:
+        assert i["spec"]["ingressClassName"] == v["ingressClass"]
+        # redundant with spec.group (which wins), never different from it
+        assert i["metadata"]["annotations"][f"{A}/group.name"] == spec["group"]["name"]
+    model_labels = labels[GROUP_NAMESPACES[stack][-1]]
+    others = {
+        **{ns: {NAME_LABEL: ns} for ns in ("default", "kube-system", "keda", "team-a")},
+        **labels,
+        "intruder": {**model_labels, NAME_LABEL: "intruder"},
+    }
+    admitted = {ns for ns, ls in others.items() if netpol.selects(spec["namespaceSelector"], ls)}
+    exposed = {m.name for m in parse(stack_data(stack)).models if m.expose}
+    assert admitted == holding | exposed
+    assert "keda" not in admitted or "keda" in holding
+
+
+def test_an_unexposed_model_leaves_the_group() -> None:
+    models = stack_data(PROD)["models"]
+    models[1]["expose"] = False
+    run = harness.run(fixture_input(PROD, overrides={"llm-platform:models": models}))
+    selector = _controller_values(run)["ingressClassParams"]["spec"]["namespaceSelector"]
+    assert selector["matchExpressions"][0]["values"] == ["llama-3-1-8b", "llama-3-2-3b", "qwen-2-5-7b"]
+    assert {values(r)["metadata"]["namespace"] for r in run.of_type(INGRESS)} == set(selector["matchExpressions"][0]["values"])
+
+
+def test_an_empty_group_is_refused() -> None:
+    # an empty selector would admit every namespace, and In without values is invalid
+    with pytest.raises(ValueError, match="at least one namespace"):
+        builders.ingress_class_params([])
 
 
 def test_controller_identity(prod_run: harness.RunResult) -> None:
@@ -192,5 +320,6 @@ def test_unexposed_models_get_no_ingress_and_no_controller() -> None:
     models[0]["expose"] = False
     run = harness.run(fixture_input(DEV, overrides={"llm-platform:models": models}))
     assert run.of_type(INGRESS) == []
-    assert [r.name for r in run.of_type("kubernetes:helm.sh/v3:Release") if r.name.startswith("alb")] == []
+    # no controller, so no IngressClass and no IngressClassParams to close
+    assert [r.name for r in run.of_type(RELEASE) if r.name.startswith("alb")] == []
     assert run.outputs["models"]["llama-3-1-8b"]["baseUrl"] is None
