@@ -6,7 +6,7 @@ from typing import Any
 
 from builders.helm import deep_merge
 from builders.k8s import namespace_manifest
-from config.facts.conventions import KEDA_NAMESPACE, READINESS_GATE_LABEL, SYSTEM_NODE_SELECTOR
+from config.facts.conventions import INGRESS_GROUP_MEMBER, KEDA_NAMESPACE, READINESS_GATE_LABEL, SYSTEM_NODE_SELECTOR
 from config.sections.keda import KedaConfig
 
 RELEASE = "keda"
@@ -14,8 +14,10 @@ RELEASE = "keda"
 
 def namespace(*, readiness_gate: bool = False) -> dict[str, Any]:
     """KEDA's namespace; with models at zero the interceptors are ALB targets here, and the load
-    balancer controller holds their rollouts until the new pods pass the ALB's health checks."""
-    labels = {READINESS_GATE_LABEL: "enabled"} if readiness_gate else None
+    balancer controller holds their rollouts until the new pods pass the ALB's health checks. It is
+    always a member of the model IngressGroup (the HTTP add-on's Ingresses live here), so a model
+    moving between min 0 and min 1 never leaves an Ingress in a namespace the group refuses."""
+    labels = {**INGRESS_GROUP_MEMBER, **({READINESS_GATE_LABEL: "enabled"} if readiness_gate else {})}
     return namespace_manifest(KEDA_NAMESPACE, "baseline", audit="restricted", labels=labels)
 
 

@@ -31,6 +31,7 @@ from config.facts.conventions import (
     KUBE_SYSTEM,
     LOAD_BALANCER_CONTROLLER_NAMESPACE,
     MODEL_LABEL,
+    NAMESPACE_NAME_LABEL,
     VLLM_PORT,
 )
 from config.sections.network import ExistingVpc
@@ -64,7 +65,7 @@ MODEL_NAMESPACES = {"namespaceSelector": {"matchExpressions": [{"key": MODEL_LAB
 
 
 def namespace_peer(name: str) -> dict[str, Any]:
-    return {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": name}}}
+    return {"namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: name}}}
 
 
 def tcp(*ports: int) -> list[dict[str, Any]]:

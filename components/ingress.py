@@ -33,9 +33,6 @@ class LoadBalancerControllerArgs:
     """AWS region (the controller cannot read it from IMDS at hop limit 1)."""
     vpc_id: pulumi.Input[str]
     """VPC id (likewise)."""
-    group_namespaces: list[str]
-    """The only namespaces whose Ingresses may join the model IngressGroup
-    (builders/ingress/endpoints.py group_namespaces); at least one."""
     provider: k8s.Provider
     """Kubernetes provider of the cluster."""
     tags: dict[str, str] = field(default_factory=dict)
@@ -75,7 +72,7 @@ class LoadBalancerController(pulumi.ComponentResource):
             release_name=RELEASE,
             chart=versions.AWS_LOAD_BALANCER_CONTROLLER,
             namespace=LOAD_BALANCER_CONTROLLER_NAMESPACE,
-            values=builders.controller_values(args.config, args.cluster_name, args.region, args.vpc_id, args.group_namespaces),
+            values=builders.controller_values(args.config, args.cluster_name, args.region, args.vpc_id),
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*after, attachment, association]),
         )
         self.register_outputs({})

@@ -7,7 +7,6 @@ from typing import Any
 import pulumi
 
 from builders import network_policies, scale_to_zero
-from builders.ingress import endpoints as ingress_endpoints
 from builders.network import node_subnet_selector_terms
 from builders.observability.rules import ModelWatch
 from builders.serving.workload import Sources
@@ -122,7 +121,6 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
                 cluster_name=cluster.cluster_name,
                 region=cfg.region,
                 vpc_id=network.vpc_id,
-                group_namespaces=ingress_endpoints.group_namespaces(cfg),
                 provider=cluster.provider,
                 tags=tags,
             ),

@@ -2,8 +2,8 @@
 
 All model Ingresses join one IngressGroup, so one ALB serves every model. The group is closed:
 the `alb` IngressClass's parameters (an IngressClassParams the controller's chart creates) name the
-group and admit only the namespaces of the exposed models, and KEDA's while one of them scales to
-zero; the controller refuses to reconcile an Ingress of the class in any other namespace. Routing:
+group and admit only the namespaces the platform labels for it (the models' and KEDA's); the
+controller refuses to reconcile an Ingress of the class in any other namespace. Routing:
 - with `ingress.domain`: by host, https://<model>.<domain>/v1;
 - without: by path prefix, <scheme>://<alb>/<model>/v1, rewritten to /v1 by an ALB URL-rewrite
   transform before it reaches vLLM.
@@ -17,20 +17,18 @@ from typing import Any
 
 from builders.helm import deep_merge
 from builders.serving.workload import PORT
-from config.derived import scaleup, state
+from config.derived import scaleup
 from config.facts.conventions import (
     INGRESS_CLASS,
-    KEDA_NAMESPACE,
+    INGRESS_GROUP,
+    INGRESS_GROUP_MEMBER,
     LOAD_BALANCER_CONTROLLER_SERVICE_ACCOUNT,
-    NAMESPACE_NAME_LABEL,
-    PROJECT,
     SYSTEM_NODE_SELECTOR,
 )
 from config.sections.ingress import IngressConfig
 from config.sections.models import ModelConfig
-from config.sections.stack import StackConfig
 
-GROUP = PROJECT
+GROUP = INGRESS_GROUP
 SSL_POLICY = "ELBSecurityPolicy-TLS13-1-2-2021-06"
 # How long `pulumi up` waits for an Ingress to get its ALB address: the controller creates the
 # load balancer, listeners, rules and target group (minutes on a new account, and the first
@@ -39,41 +37,27 @@ READY_TIMEOUT = "20m"
 A = "alb.ingress.kubernetes.io"
 
 
-def group_namespaces(cfg: StackConfig) -> list[str]:
-    """The namespaces whose Ingresses may join the model IngressGroup, sorted: each exposed model's
-    (its Ingress lives there) and, while an exposed model scales to zero, KEDA's (that model's
-    Ingress sends its host to the HTTP add-on's interceptor, whose Service is there). A model at
-    min 0 keeps its own namespace too: a change of its min replaces its Ingress in the other
-    namespace, the new one first, and while a member of the group sits in a namespace the selector
-    no longer admits, the controller reconciles none of the group (upstream PR #2750), so the new
-    Ingress would never get its address."""
-    derived = state.of(cfg)
-    exposed = [m for m in cfg.models if derived.model(m).exposure.exposed]
-    namespaces = {m.name for m in exposed}
-    if any(derived.model(m).scales_to_zero for m in exposed):
-        namespaces.add(KEDA_NAMESPACE)
-    return sorted(namespaces)
-
-
-def ingress_class_params(namespaces: list[str]) -> dict[str, Any]:
+def ingress_class_params() -> dict[str, Any]:
     """The spec of the IngressClassParams behind the `alb` class. `group.name` puts every Ingress
     of the class into the model group whatever its own annotations say; `namespaceSelector` admits
-    exactly these namespaces, by the name label the API server sets (no namespace needs a label of
-    ours, and none can take one to get in). An empty selector would admit every namespace and an
-    `In` without values is invalid, so an empty list is refused."""
-    if not namespaces:
-        raise ValueError("the model IngressGroup needs at least one namespace (no exposed model: no controller)")
-    return {
-        "group": {"name": GROUP},
-        "namespaceSelector": {"matchExpressions": [{"key": NAMESPACE_NAME_LABEL, "operator": "In", "values": sorted(namespaces)}]},
-    }
+    only namespaces carrying the platform's group label (INGRESS_GROUP_MEMBER): every model
+    namespace and KEDA's, which the platform creates with it. Labelling a namespace takes
+    cluster-wide rights (namespaces are cluster-scoped), so a tenant cannot label its own way in.
+
+    A label rather than a list of names: a namespace keeps its label until it is deleted, while a
+    list would drop a model's namespace at the start of the `pulumi up` that removes the model (or
+    moves its Ingress between its namespace and KEDA's at a change of `replicas.min`), and the
+    Ingress is deleted at the end; meanwhile the controller reconciles none of the group (a member
+    in a namespace the selector does not admit blocks it, upstream PR #2750), so any other Ingress
+    the same run creates would wait out its timeout."""
+    return {"group": {"name": GROUP}, "namespaceSelector": {"matchLabels": dict(INGRESS_GROUP_MEMBER)}}
 
 
-def controller_values(cfg: IngressConfig, cluster_name: Any, region: str, vpc_id: Any, group_namespaces: list[str]) -> dict[str, Any]:
+def controller_values(cfg: IngressConfig, cluster_name: Any, region: str, vpc_id: Any) -> dict[str, Any]:
     """Nodes allow IMDS only at hop limit 1, so the controller cannot discover its region and VPC:
     both are set here, from the stack. The chart creates the `alb` IngressClass and its
     IngressClassParams (the template links the class to them once their spec is set), which close
-    the model IngressGroup to every namespace but `group_namespaces`."""
+    the model IngressGroup to every namespace the platform did not create for it."""
     values: dict[str, Any] = {
         "clusterName": cluster_name,
         "region": region,
@@ -87,7 +71,7 @@ def controller_values(cfg: IngressConfig, cluster_name: Any, region: str, vpc_id
         "nodeSelector": dict(SYSTEM_NODE_SELECTOR),
         "ingressClass": INGRESS_CLASS,
         "createIngressClassResource": True,
-        "ingressClassParams": {"create": True, "name": INGRESS_CLASS, "spec": ingress_class_params(group_namespaces)},
+        "ingressClassParams": {"create": True, "name": INGRESS_CLASS, "spec": ingress_class_params()},
         # An Ingress naming the class by the legacy kubernetes.io/ingress.class annotation skips the
         # IngressClass and its parameters, so its group.name annotation would still get it into the
         # group: the controller's webhook refuses new such Ingresses.

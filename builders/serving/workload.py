@@ -14,6 +14,7 @@ from config.derived import capacity
 from config.derived.sharing import gpu_request
 from config.facts.conventions import (
     API_KEY_FINGERPRINT_ANNOTATION,
+    INGRESS_GROUP_MEMBER,
     KEDA_NAMESPACE,
     MODEL_LABEL,
     POOL_LABEL,
@@ -118,8 +119,9 @@ def cache_size(model: ModelConfig) -> str:
 
 
 def namespace(model: ModelConfig) -> dict[str, Any]:
-    # The load balancer controller holds a rollout until the ALB target is healthy (readiness gate).
-    labels = {READINESS_GATE_LABEL: "enabled", MODEL_LABEL: model.name}
+    # The load balancer controller holds a rollout until the ALB target is healthy (readiness gate);
+    # the group label admits the model's Ingress to the shared ALB (builders/ingress/endpoints.py).
+    labels = {READINESS_GATE_LABEL: "enabled", MODEL_LABEL: model.name, **INGRESS_GROUP_MEMBER}
     return namespace_manifest(model.name, "restricted", labels=labels)
 
 

@@ -27,6 +27,10 @@ DERIVED_VALUES: dict[tuple[str, tuple[str, ...]], str] = {
     ("ingress", ("vpcId",)): "network (the VPC the stack creates or network.vpcId)",
     ("ingress", ("serviceAccount", "name")): "nothing: its Pod Identity association names this service account",
     ("ingress", ("serviceAccount", "create")): "nothing: the chart must create the service account the Pod Identity association names",
+    **{
+        ("ingress", (key,)): "nothing: the `alb` class's parameters close the model IngressGroup to the platform's namespaces"
+        for key in ("ingressClass", "createIngressClassResource", "ingressClassParams", "disableIngressClassAnnotation")
+    },
     ("karpenter", ("settings", "clusterName")): "cluster.name",
     ("karpenter", ("settings", "interruptionQueue")): "nothing: the stack creates the queue and names it after the cluster",
     ("karpenter", ("settings", "featureGates", "nodeOverlay")): "nothing: sharing pools need the NodeOverlays it enables",

@@ -118,6 +118,11 @@ def reserved_namespaces(cfg: StackConfig) -> frozenset[str]:
 # -- ingress -----------------------------------------------------------------------------------
 INGRESS_CLASS: Final = "alb"
 """The IngressClass the load balancer controller's chart creates (its default name) and every model Ingress names."""
+INGRESS_GROUP: Final = PROJECT
+"""The IngressGroup every model Ingress joins: one ALB for the stack."""
+INGRESS_GROUP_MEMBER: Final = {f"{LABEL_DOMAIN}/ingress-group": INGRESS_GROUP}
+"""On the namespaces the platform creates for its Ingresses (every model's, and KEDA's for the HTTP
+add-on's): the `alb` class's IngressClassParams admit exactly these to the group."""
 
 
 # -- derived names -----------------------------------------------------------------------------

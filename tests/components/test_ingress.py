@@ -11,7 +11,7 @@ from parliament import analyze_policy_string
 from builders.ingress import endpoints as builders
 from builders.ingress.iam import controller_policy
 from offline import harness
-from tests.conftest import DEV, FIXTURES, PROD, fixture_input, fixture_run, parse, shared_path, stack_data, values
+from tests.conftest import DEV, FIXTURES, PROD, fixture_input, fixture_run, new_problems_after, parse, shared_path, stack_data, values
 from tests.validators import cloudformation, crds, helm_values, netpol
 
 INGRESS = "kubernetes:networking.k8s.io/v1:Ingress"
@@ -21,14 +21,8 @@ CHART_VALUES = ("helm-values", "aws-load-balancer-controller-3.5.0.values.yaml")
 # config/crd/bases/elbv2.k8s.aws_ingressclassparams.yaml (the chart's crds/crds.yaml holds the same spec).
 ICP_CRD = ("crds", "elbv2.k8s.aws_ingressclassparams.yaml")
 NAME_LABEL = "kubernetes.io/metadata.name"
-# The namespaces each fixture's IngressClassParams admits to the model IngressGroup.
-GROUP_NAMESPACES = {
-    "existing-vpc-irsa-bottlerocket": ["qwen-2-5-1-5b"],  # qwen-2-5-7b is not exposed: no Ingress, not admitted
-    "full-prod": ["llama-3-1-8b", "llama-3-2-3b", "llama-3-3-70b", "qwen-2-5-7b"],
-    "internet-facing-tls": ["llama-3-1-8b"],  # mistral-7b is not exposed
-    "minimal-dev": ["llama-3-1-8b"],
-    "scale-to-zero-dev": ["keda", "llama-3-1-8b"],  # min 0: the model's Ingress is the interceptor's, in keda
-}
+MEMBER = {"llm-platform.io/ingress-group": "llm-platform"}
+"""The label the platform puts on the namespaces it creates for the group's Ingresses."""
 A = "alb.ingress.kubernetes.io"
 # Annotations that configure the shared ALB itself: every Ingress of the group must agree.
 LB_LEVEL = (
@@ -101,12 +95,8 @@ def _class_params(v: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def test_every_fixture_has_its_expected_group() -> None:
-    assert sorted(GROUP_NAMESPACES) == FIXTURES
-
-
 @pytest.mark.parametrize("stack", FIXTURES)
-def test_the_ingress_group_admits_exactly_the_exposed_models_namespaces(stack: str) -> None:
+def test_the_ingress_group_admits_only_the_platforms_namespaces(stack: str) -> None:
     v = _controller_values(fixture_run(stack))
     assert v["ingressClass"] == "alb"
     assert v["createIngressClassResource"] is True
@@ -115,10 +105,7 @@ def test_the_ingress_group_admits_exactly_the_exposed_models_namespaces(stack: s
     assert v["ingressClassParams"] == {
         "create": True,
         "name": "alb",
-        "spec": {
-            "group": {"name": "llm-platform"},
-            "namespaceSelector": {"matchExpressions": [{"key": NAME_LABEL, "operator": "In", "values": GROUP_NAMESPACES[stack]}]},
-        },
+        "spec": {"group": {"name": "llm-platform"}, "namespaceSelector": {"matchLabels": MEMBER}},
     }
     upstream = helm_values.load(shared_path(*CHART_VALUES))
     assert helm_values.unknown_keys(v, upstream) == []
@@ -140,9 +127,9 @@ def test_the_class_params_match_the_crd(stack: str) -> None:
     assert crds.errors(manifest, shared_path(*ICP_CRD)) == []
 
 
-def test_the_crd_check_sees_a_broken_selector() -> None:
+def test_the_crd_check_sees_a_broken_params() -> None:
     manifest = _class_params(_controller_values(fixture_run(DEV)))
-    manifest["spec"]["namespaceSelector"]["matchExpressions"][0].pop("operator")
+    manifest["spec"]["namespaceSelector"] = {"matchExpressions": [{"key": "x"}]}
     manifest["spec"]["group"] = {}
     assert crds.errors(manifest, shared_path(*ICP_CRD)) == [
         "spec.group: 'name' is a required property",
@@ -152,14 +139,15 @@ def test_the_crd_check_sees_a_broken_selector() -> None:
 
 @pytest.mark.parametrize("stack", FIXTURES)
 def test_the_selector_admits_the_groups_namespaces_and_no_other(stack: str) -> None:
-    """The selector judged as the controller judges it (label selector on the Ingress's namespace):
-    every rendered Ingress is admitted, and every exposed model's namespace (a model at min 0 keeps
-    its own, its Ingress moves back there at min 1); no other namespace is, not even one that copies
-    a model namespace's labels, since the name label is the API server's."""
+    """The selector judged as the controller judges it (a label selector on the Ingress's namespace),
+    against the namespaces the program renders: every rendered Ingress is admitted, so is every
+    model's namespace (exposed or not: a label that followed `expose` would leave an Ingress being
+    deleted in a refused namespace) and KEDA's; no namespace of another team, nor a platform one
+    that holds no Ingress of the group."""
     run = fixture_run(stack)
     v = _controller_values(run)
     spec = v["ingressClassParams"]["spec"]
-    labels = {
+    rendered = {
         values(r)["metadata"]["name"]: {**(values(r)["metadata"].get("labels") or {}), NAME_LABEL: values(r)["metadata"]["name"]}
         for r in run.of_type("kubernetes:core/v1:Namespace")
     }
@@ -170,31 +158,19 @@ def test_the_selector_admits_the_groups_namespaces_and_no_other(stack: str) -> N
         assert i["spec"]["ingressClassName"] == v["ingressClass"]
         # redundant with spec.group (which wins), never different from it
         assert i["metadata"]["annotations"][f"{A}/group.name"] == spec["group"]["name"]
-    model_labels = labels[GROUP_NAMESPACES[stack][-1]]
-    others = {
-        **{ns: {NAME_LABEL: ns} for ns in ("default", "kube-system", "keda", "team-a")},
-        **labels,
-        "intruder": {**model_labels, NAME_LABEL: "intruder"},
-    }
-    admitted = {ns for ns, ls in others.items() if netpol.selects(spec["namespaceSelector"], ls)}
-    exposed = {m.name for m in parse(stack_data(stack)).models if m.expose}
-    assert admitted == holding | exposed
-    assert "keda" not in admitted or "keda" in holding
+    foreign = {ns: {NAME_LABEL: ns} for ns in ("default", "kube-system", "team-a")}
+    admitted = {ns for ns, ls in {**foreign, **rendered}.items() if netpol.selects(spec["namespaceSelector"], ls)}
+    models = {m.name for m in parse(stack_data(stack)).models}
+    assert holding <= admitted
+    assert admitted == models | {"keda"}
 
 
-def test_an_unexposed_model_leaves_the_group() -> None:
+def test_a_removed_model_keeps_its_namespace_in_the_group_until_it_is_gone() -> None:
+    """Removing a model drops its namespace and its Ingress together: the controller's parameters do
+    not change (nothing is refused while the Ingress waits for its deletion at the end of the run)."""
     models = stack_data(PROD)["models"]
-    models[1]["expose"] = False
-    run = harness.run(fixture_input(PROD, overrides={"llm-platform:models": models}))
-    selector = _controller_values(run)["ingressClassParams"]["spec"]["namespaceSelector"]
-    assert selector["matchExpressions"][0]["values"] == ["llama-3-1-8b", "llama-3-2-3b", "qwen-2-5-7b"]
-    assert {values(r)["metadata"]["namespace"] for r in run.of_type(INGRESS)} == set(selector["matchExpressions"][0]["values"])
-
-
-def test_an_empty_group_is_refused() -> None:
-    # an empty selector would admit every namespace, and In without values is invalid
-    with pytest.raises(ValueError, match="at least one namespace"):
-        builders.ingress_class_params([])
+    smaller = harness.run(fixture_input(PROD, overrides={"llm-platform:models": models[:2]}))
+    assert _controller_values(smaller)["ingressClassParams"] == _controller_values(fixture_run(PROD))["ingressClassParams"]
 
 
 def test_controller_identity(prod_run: harness.RunResult) -> None:
@@ -323,3 +299,11 @@ def test_unexposed_models_get_no_ingress_and_no_controller() -> None:
     # no controller, so no IngressClass and no IngressClassParams to close
     assert [r.name for r in run.of_type(RELEASE) if r.name.startswith("alb")] == []
     assert run.outputs["models"]["llama-3-1-8b"]["baseUrl"] is None
+
+
+def test_extra_values_cannot_reopen_the_group() -> None:
+    assert new_problems_after(lambda d: d.setdefault("ingress", {}).update(extraValues={"ingressClassParams": {"spec": {}}})) == [
+        "ingress.extraValues.ingressClassParams: is derived by the platform, and other resources rely on the value it sets "
+        "(an override would point them at something that does not exist). Fix: remove the override (the `alb` class's "
+        "parameters close the model IngressGroup to the platform's namespaces)"
+    ]
