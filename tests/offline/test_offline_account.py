@@ -44,9 +44,9 @@ def test_an_offline_run_leaves_no_offline_state_behind() -> None:
     # the engine's config is still the stack's; validated without the harness's answers it is a real run
     with pytest.raises(ConfigError) as raised:
         config_load.validate()
-    assert len([p for p in raised.value.errors if PLACEHOLDER in p.message]) == 6
+    assert len([p for p in raised.value.errors if PLACEHOLDER in p.message]) == 10  # with the four image digests
     _, _, _, warnings = config_load.validate(harness.offline_account(inp))
-    assert len([w for w in warnings if PLACEHOLDER in w.message]) == 6
+    assert len([w for w in warnings if PLACEHOLDER in w.message]) == 10
 
 
 def test_the_loader_returns_the_account_it_was_given() -> None:

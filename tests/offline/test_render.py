@@ -30,7 +30,9 @@ def test_writes_the_four_outputs(rendered: Path, stack: str) -> None:
     resources = json.loads((folder / "resources.json").read_text())
     assert isinstance(resources, list)
     for entry in resources:
-        assert set(entry) == {"type", "name", "parent", "inputs"}
+        # ignoreChanges only where the program sets it (the HPA-owned count, a node group's desired size)
+        assert {"type", "name", "parent", "inputs"} <= set(entry) <= {"type", "name", "parent", "inputs", "ignoreChanges"}
+    assert {tuple(e.get("ignoreChanges", [])) for e in resources} <= {(), ("spec.replicas",), ("scalingConfig.desiredSize",)}
     outputs = json.loads((folder / "outputs.json").read_text())
     cfg = parse(stack_data(stack))
     assert outputs["region"] == cfg.region
