@@ -1,8 +1,12 @@
 """The weights bucket's policies and lifecycle, and the IAM of who reads and writes it. Pure.
 
-Readers (a model's replicas) may list and get only their own revision's prefix. The populate Job
-of a model may write that prefix, and tag, untag and delete objects of its own repository's other
-revisions (it deletes only those retired `weights.retiredRevisionDays` ago; see weights_script.py).
+Readers (a model's replicas) may list and get every revision of their own repository's prefix
+(`models/<huggingFaceId>/`), read-only: a revision change updates the read policy at once, while
+the Deployment keeps running the old revision until the new revision's populate Job has finished,
+and the old revision's new pods (a scale-up, a spot replacement) must still read it. The populate
+Job of a model may write its own revision's prefix, and tag, untag and delete objects of its own
+repository's other revisions (it deletes only those retired `weights.retiredRevisionDays` ago;
+see weights_script.py).
 """
 
 from __future__ import annotations
@@ -47,19 +51,25 @@ def lifecycle_rules() -> list[dict[str, Any]]:
 
 
 def reader_policy(bucket_arn: str, hugging_face_id: str, revision: str) -> PolicyDocument:
-    """A model's replicas: list and read their own revision, nothing else (docs/upstream-facts.md#s3-weights, item 7)."""
-    prefix = revision_prefix(hugging_face_id, revision)
+    """A model's replicas: list and read every revision of their own repository, write nothing
+    (docs/upstream-facts.md#s3-weights, item 7). Not one revision: `pulumi up` updates this policy
+    as soon as `models[].revision` changes, but the Deployment rolls to the new revision only after
+    its populate Job (minutes for 8B, most of an hour for 70B), and every new pod of the old
+    revision in between must still list and read it. The revision is unused; the signature is the
+    populate policy's. Two models of one repository (other revisions, other namespaces) may read
+    each other's copies of that checkpoint, nothing of another repository."""
+    repository = repository_prefix(hugging_face_id)
     return {
         "Version": "2012-10-17",
         "Statement": [
             {
-                "Sid": "ListOwnRevision",
+                "Sid": "ListOwnRepository",
                 "Effect": "Allow",
                 "Action": "s3:ListBucket",
                 "Resource": bucket_arn,
-                "Condition": {"StringLike": {"s3:prefix": [prefix, f"{prefix}/*"]}},
+                "Condition": {"StringLike": {"s3:prefix": f"{repository}*"}},
             },
-            {"Sid": "ReadOwnRevision", "Effect": "Allow", "Action": "s3:GetObject", "Resource": f"{bucket_arn}/{prefix}/*"},
+            {"Sid": "ReadOwnRepository", "Effect": "Allow", "Action": "s3:GetObject", "Resource": f"{bucket_arn}/{repository}*"},
         ],
     }
 

@@ -37,7 +37,8 @@ EXPLAINED: dict[tuple[str, str], str] = {
         "the secret keeps the Secrets Manager key"
     ),
     ("CKV_AWS_18", "weights"): (
-        "the weights bucket holds public model checkpoints read by per-model roles scoped to one revision; "
+        "the weights bucket holds public model checkpoints read by per-model roles, read-only and scoped to "
+        "their own model's repository prefix; "
         "server access logs would need a second bucket per stack, and CloudTrail data events are the "
         "account's choice"
     ),

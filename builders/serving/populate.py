@@ -4,6 +4,10 @@ One Job per revision (the name carries it, so a new revision runs a new Job and 
 waits for it). It runs the model's own image on the model's pool, so the image is on a pool node
 before the first replica lands there, and it holds one checkpoint file at a time on scratch, so
 a 140 GB checkpoint needs no 140 GB disk. The script is builders/serving/weights_script.py.
+
+Each try (pod) has its own deadline, `try_seconds`; the Job's deadline, `populate_seconds`, is
+the budget of all its tries. A try that fails for good (exit 2) ends the Job at once; a pod a spot
+interruption or a drain evicts does not count against the backoff limit.
 """
 
 from __future__ import annotations
@@ -42,15 +46,28 @@ RESOURCES = {"cpu": "2", "memory": "4Gi"}
 BACKOFF_LIMIT = 4
 MARGIN = 2
 MIN_SECONDS = 1800
+BUDGETED_TRIES = 2
+"""Tries the Job's deadline pays for in full. Most failures come early (the hub, credentials, the
+node) and cost little; the costly one is a try that fails late, after most of its download. Two
+tries' worth lets one such failure be followed by one full retry (less in practice: a retry skips
+the files the failed try uploaded). Paying for every try the backoff limit allows (5) would hold
+`pulumi up` and the replicas' wait for hours behind a Job that cannot succeed. Evictions cost no
+backoff (the DisruptionTarget rule) but do spend this wall-clock budget."""
 COMPONENT = {"app.kubernetes.io/name": "weights-populate"}
 
 
-def populate_seconds(model: ModelConfig) -> int:
-    """How long the Job may run: a node, the image, and the download at the published Hugging Face
-    rate, twice over; at least half an hour."""
+def try_seconds(model: ModelConfig) -> int:
+    """How long one try (pod) may run: a node, the image, and the download at the published Hugging
+    Face rate, twice over; at least half an hour."""
     download = capacity.checkpoint_gb(model) / speed.HUGGING_FACE_RATE.value
     node_and_image = speed.NODE_READY.value + speed.IMAGE_SIZE_GB.value / speed.IMAGE_PULL_RATE.value
     return max(MIN_SECONDS, math.ceil(MARGIN * (download + node_and_image)))
+
+
+def populate_seconds(model: ModelConfig) -> int:
+    """How long the whole Job may run (its deadline, Pulumi's wait for it, the replicas' wait for
+    the weights): `BUDGETED_TRIES` tries."""
+    return BUDGETED_TRIES * try_seconds(model)
 
 
 def job_labels(model: ModelConfig) -> dict[str, str]:
@@ -133,19 +150,25 @@ def job(
         "spec": {
             "backoffLimit": BACKOFF_LIMIT,
             "activeDeadlineSeconds": populate_seconds(model),
-            # Exit code 2 is a problem a retry cannot fix (no safetensors): stop at once.
+            # Rules apply in order, the first match wins. Exit code 2 is a problem a retry cannot fix
+            # (no safetensors, a gated repository, an image without boto3): stop at once. A pod that
+            # a spot interruption, a drain or a preemption evicted (condition DisruptionTarget) is
+            # retried without counting against backoffLimit.
             "podFailurePolicy": {
                 "rules": [
                     {
                         "action": "FailJob",
                         "onExitCodes": {"containerName": "populate", "operator": "In", "values": [weights_script.PERMANENT]},
-                    }
+                    },
+                    {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]},
                 ]
             },
             "template": {
                 "metadata": {"labels": job_labels(model)},
                 "spec": {
                     "restartPolicy": "Never",
+                    # one try; a try stuck or slow past it fails and is retried within the Job's deadline
+                    "activeDeadlineSeconds": try_seconds(model),
                     "serviceAccountName": populate_service_account(model.name),
                     "automountServiceAccountToken": False,
                     "enableServiceLinks": False,

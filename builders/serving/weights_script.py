@@ -3,18 +3,21 @@
 Runs inside the model's own vLLM image, which carries boto3 and huggingface_hub (upstream-facts
 W2.1.4, W2.1.8), as a ConfigMap-mounted script:
 
-- `populate` (the model's populate Job): skips when the revision's completion marker exists and
-  every file it lists is there; otherwise copies the files vLLM reads (safetensors, configs,
-  tokenizer) one at a time, each downloaded to scratch, uploaded, then deleted, so scratch only
-  ever holds the largest file; writes the marker last. Then it tags the objects of the repository's
+- `populate` (the model's populate Job): fails clearly when the image lacks boto3 or
+  huggingface_hub; skips when the revision's completion marker exists and every file it lists is
+  there; otherwise copies the files vLLM reads (safetensors, configs, tokenizer) one at a time,
+  each downloaded to scratch, uploaded, then deleted, so scratch only ever holds the largest file,
+  and skips a file already in S3 with its size (a retry resumes where the failed try stopped);
+  writes the marker last. Then it tags the objects of the repository's
   revisions no model of the stack uses any more with the day they were retired, untags the ones in
   use again (a rollback), and deletes those retired more than `--retire-days` ago. (An S3 lifecycle
   rule cannot do this: its expiration counts from an object's creation, not from its tagging.)
 - `wait` (an init container of every replica): fails clearly when the image lacks the Run:ai
-  Model Streamer, then waits for the marker.
+  Model Streamer, then waits for the marker; an AWS or network error (a denied or throttled
+  listing, no credentials yet) is logged and polled through until the deadline.
 
-Standard library at import time; boto3 and huggingface_hub are imported where used, so the
-platform (and its tests) can import this module without them. Exit code 2 means a problem a retry
+Standard library at import time; boto3 and huggingface_hub are imported where used, and botocore's
+errors are told by class name, so the platform (and its tests) can import this module without them. Exit code 2 means a problem a retry
 cannot fix (the Job's pod failure policy then stops at once).
 """
 
@@ -116,6 +119,15 @@ def complete(s3: Any, bucket: str, prefix: str) -> bool:
     return all(f"{prefix}/{name}" in present for name in listed.get("files", {}))
 
 
+def _sizes(s3: Any, bucket: str, prefix: str) -> dict[str, int]:
+    """Every object under the prefix with its size, in one paginated listing."""
+    return {
+        item["Key"]: int(item["Size"])
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+        for item in page.get("Contents", [])
+    }
+
+
 def _keys(s3: Any, bucket: str, prefix: str) -> Iterable[str]:
     for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
         for item in page.get("Contents", []):
@@ -158,12 +170,18 @@ def populate(args: argparse.Namespace, s3: Any, hub: Hub, log: Callable[[str], N
         log(f"s3://{args.bucket}/{prefix} is complete; nothing to copy")
     else:
         files = plan(hub.files(args.repo, args.revision), args.scratch_bytes, args.repo, args.revision)
+        # What an earlier try of this Job left: an object is there whole or not at all (a multipart
+        # upload shows only once completed), so a key with the listed size needs no second copy.
+        present = _sizes(s3, args.bucket, f"{prefix}/")
         total = 0
         for name, size in files:
+            total += size
+            if present.get(f"{prefix}/{name}") == size:
+                log(f"{name} ({size / 1e9:.2f} GB) is already in S3")
+                continue
             local = hub.download(args.repo, args.revision, name, args.scratch)
             s3.upload_file(local, args.bucket, f"{prefix}/{name}")
             os.remove(local)
-            total += size
             log(f"copied {name} ({size / 1e9:.2f} GB)")
         manifest = {"repository": args.repo, "revision": args.revision, "files": dict(files), "bytes": total}
         s3.put_object(Bucket=args.bucket, Key=f"{prefix}/{MARKER}", Body=json.dumps(manifest).encode())
@@ -192,16 +210,61 @@ def require_streamer() -> None:
         )
 
 
+POPULATE_MODULES = ("boto3", "huggingface_hub")
+"""What the populate Job imports from the image (boto3 uploads, huggingface_hub downloads)."""
+
+
+def require_populate_modules() -> None:
+    missing = []
+    for module in POPULATE_MODULES:
+        try:
+            __import__(module)
+        except ImportError:
+            missing.append(module)
+    if missing:
+        raise Failure(
+            f"this image lacks the python module{'s' if len(missing) > 1 else ''} {' and '.join(missing)}, which the "
+            "populate Job needs to copy the revision into S3. Fix: use an image built with vLLM's `runai` extra (the "
+            "upstream vllm/vllm-openai image has both), or set the model's weights.source: huggingface"
+        )
+
+
+def aws_error_code(err: BaseException) -> str | None:
+    """The error code of a botocore or network error (worth another poll), else None. Told by class
+    name, so this module imports without botocore: a ClientError carries the service's code
+    (AccessDenied, SlowDown, ...); any other BotoCoreError (no credentials yet, an endpoint that
+    does not answer) and an OSError are named by their class."""
+    names = {cls.__name__ for cls in type(err).__mro__}
+    if "ClientError" in names:
+        response = getattr(err, "response", None)
+        code = response.get("Error", {}).get("Code") if isinstance(response, dict) else None
+        return str(code or type(err).__name__)
+    if "BotoCoreError" in names or isinstance(err, OSError):
+        return type(err).__name__
+    return None
+
+
 def wait(args: argparse.Namespace, s3: Any, sleep: Callable[[float], None] = time.sleep, log: Callable[[str], None] = print) -> int:
     prefix = f"{args.repository}{args.revision}"
     deadline = time.monotonic() + args.timeout_seconds
-    while not marker_exists(s3, args.bucket, prefix):
+    last_error = None
+    while True:
+        try:
+            if marker_exists(s3, args.bucket, prefix):
+                return 0
+            last_error = None
+            note = f"waiting for s3://{args.bucket}/{prefix} (the populate Job writes it)"
+        except Exception as err:
+            last_error = aws_error_code(err)
+            if last_error is None:
+                raise
+            note = f"listing s3://{args.bucket}/{prefix} failed: {last_error}; retrying in {args.poll_seconds:g} s"
         if time.monotonic() >= deadline:
-            log(f"s3://{args.bucket}/{prefix} is still incomplete after {args.timeout_seconds} s; is its populate Job running?")
+            why = f"the last listing failed: {last_error}" if last_error else "is its populate Job running?"
+            log(f"s3://{args.bucket}/{prefix} is still incomplete after {args.timeout_seconds} s; {why}")
             return 1
-        log(f"waiting for s3://{args.bucket}/{prefix} (the populate Job writes it)")
+        log(note)
         sleep(args.poll_seconds)
-    return 0
 
 
 def parse(argv: Sequence[str]) -> argparse.Namespace:
@@ -225,6 +288,8 @@ def main(argv: Sequence[str]) -> int:
     try:
         if args.mode == "wait":
             require_streamer()
+        else:
+            require_populate_modules()
         import boto3  # type: ignore[import-untyped]
 
         s3 = boto3.client("s3")

@@ -16,12 +16,14 @@ from config.facts.conventions import HEADROOM_NAMESPACE
 from config.sections import images
 from offline import harness
 from tests.conftest import DEV, PROD, fixture_run, parse, stack_data, values
+from tests.support.iam import s3_allows
 
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 JOB = "kubernetes:batch/v1:Job"
 MODEL = "llama-3-1-8b"
 REVISION = "0e9e39f249a16976918f6564b8830bc894c89659"
-PREFIX = f"models/meta-llama/Llama-3.1-8B-Instruct/{REVISION}"
+REPOSITORY = "models/meta-llama/Llama-3.1-8B-Instruct/"
+PREFIX = f"{REPOSITORY}{REVISION}"
 REGISTRY = "123456789012.dkr.ecr.us-east-1.amazonaws.com"
 CACHED_IMAGE = f"{REGISTRY}/llm-prod-docker-hub/vllm/vllm-openai:v0.33.0"
 
@@ -76,14 +78,27 @@ def _role_policy(run: harness.RunResult, name: str) -> dict[str, Any]:
     return json.loads(_one(run, "aws:iam/rolePolicy:RolePolicy", name)["policy"])  # type: ignore[no-any-return]
 
 
-def test_replicas_read_only_their_own_revision(prod_run: harness.RunResult) -> None:
+def test_replicas_read_every_revision_of_their_repository_and_write_nothing(prod_run: harness.RunResult) -> None:
+    """Every revision, not only the current one: `pulumi up` updates this policy at once when the
+    revision changes, while the old revision's pods keep starting until the new revision's
+    populate Job has finished (builders/weights.py)."""
     bucket_arn = f"arn:aws:s3:::{prod_run.outputs['weightsBucket']}"
     policy = _role_policy(prod_run, f"model-{MODEL}-weights-read")
     actions = {a for s in policy["Statement"] for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
     assert actions == {"s3:ListBucket", "s3:GetObject"}
-    by_sid = {s["Sid"]: s for s in policy["Statement"]}
-    assert by_sid["ReadOwnRevision"]["Resource"] == f"{bucket_arn}/{PREFIX}/*"
-    assert by_sid["ListOwnRevision"]["Condition"] == {"StringLike": {"s3:prefix": [PREFIX, f"{PREFIX}/*"]}}
+    for revision in (REVISION, "b" * 40):  # the current one and the one a rollout leaves running
+        prefix = f"{REPOSITORY}{revision}"
+        for listed in (prefix, f"{prefix}/", f"{prefix}/{script.MARKER}"):  # the streamer's and the wait's listings
+            assert s3_allows(policy, "s3:ListBucket", bucket_arn, prefix=listed), listed
+        assert s3_allows(policy, "s3:GetObject", f"{bucket_arn}/{prefix}/model-00001-of-00004.safetensors")
+        for write in ("s3:PutObject", "s3:DeleteObject", "s3:PutObjectTagging", "s3:DeleteObjectTagging", "s3:AbortMultipartUpload"):
+            assert not s3_allows(policy, write, f"{bucket_arn}/{prefix}/config.json"), write
+    # nothing of another repository, one whose name only starts like this one's included
+    for other in ("models/meta-llama/Llama-3.3-70B-Instruct/", "models/meta-llama/Llama-3.1-8B-Instruct-2/"):
+        assert not s3_allows(policy, "s3:ListBucket", bucket_arn, prefix=f"{other}{REVISION}/")
+        assert not s3_allows(policy, "s3:GetObject", f"{bucket_arn}/{other}{REVISION}/config.json")
+    assert not s3_allows(policy, "s3:ListBucket", bucket_arn, prefix="models/")
+    assert not s3_allows(policy, "s3:ListBucket", bucket_arn)  # a listing of the whole bucket
 
 
 def test_the_populate_job_writes_its_revision_and_retires_only_its_repository(prod_run: harness.RunResult) -> None:
@@ -95,6 +110,8 @@ def test_the_populate_job_writes_its_revision_and_retires_only_its_repository(pr
     assert by_sid["RetireOtherRevisions"]["Resource"] == f"{bucket_arn}/models/meta-llama/Llama-3.1-8B-Instruct/*"
     assert "s3:DeleteObject" in by_sid["RetireOtherRevisions"]["Action"]
     assert "s3:PutObject" not in by_sid["RetireOtherRevisions"]["Action"]
+    assert s3_allows(policy, "s3:PutObject", f"{bucket_arn}/{PREFIX}/config.json")
+    assert not s3_allows(policy, "s3:PutObject", f"{bucket_arn}/{REPOSITORY}{'b' * 40}/config.json")
 
 
 @pytest.mark.parametrize("suffix", ["weights-read", "weights-populate"])
@@ -154,6 +171,9 @@ def test_replicas_wait_for_the_revision_then_stream_it(prod_run: harness.RunResu
     (wait,) = pod["initContainers"]
     assert wait["image"] == pod["containers"][0]["image"] == CACHED_IMAGE
     assert wait["command"][2] == "wait"
+    # as long as the whole Job may run, all its tries (builders/serving/populate.py)
+    timeout = wait["command"][wait["command"].index("--timeout-seconds") + 1]
+    assert timeout == str(populate.populate_seconds(parse(stack_data(PROD)).models[0]))
     vllm = pod["containers"][0]
     env = {e["name"]: e.get("value") for e in vllm["env"]}
     assert env["AWS_REGION"] == env["AWS_DEFAULT_REGION"] == "us-east-1"
