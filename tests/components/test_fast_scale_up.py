@@ -25,7 +25,7 @@ REVISION = "0e9e39f249a16976918f6564b8830bc894c89659"
 REPOSITORY = "models/meta-llama/Llama-3.1-8B-Instruct/"
 PREFIX = f"{REPOSITORY}{REVISION}"
 REGISTRY = "123456789012.dkr.ecr.us-east-1.amazonaws.com"
-CACHED_IMAGE = f"{REGISTRY}/llm-prod-docker-hub/vllm/vllm-openai:v0.33.0"
+CACHED_IMAGE = f"{REGISTRY}/llm-prod-docker-hub/vllm/vllm-openai:v0.33.0@sha256:{'0' * 64}"  # the fixture pins digests
 
 
 def _pod(run: harness.RunResult, model: str) -> dict[str, Any]:
