@@ -18,6 +18,8 @@ from config.sections.types import duration_seconds
 BY = "namespace, model_name"
 QUANTILES = ("0.5", "0.95", "0.99")
 VLLM_JOB = "vllm"
+VLLM_CONTAINER = "vllm"
+"""The serving container of a model's pods (builders/serving/workload.py; a test ties the two)."""
 RECORDING_INTERVAL = "15s"
 
 
@@ -39,6 +41,25 @@ def _metrics_absent(m: ModelWatch) -> str:
         return absent
     available = f'sum(kube_deployment_status_replicas_available{{namespace="{m.namespace}", deployment="{m.name}"}}) > 0'
     return f"{absent} and on () ({available})"
+
+
+def _target_down() -> str:
+    """A vLLM pod Prometheus cannot scrape although its vLLM container is ready.
+
+    The PodMonitor scrapes a pod from its creation (the operator drops only Succeeded and Failed
+    pods), so `up` is 0 through the init containers, the download and the engine load: minutes to
+    tens of minutes, longer than any `for`. kube-state-metrics' kube_pod_container_status_ready
+    (labels namespace, pod, container, uid) turns 1 only once the container's readiness probe passes
+    /health on the port /metrics is served from, so a loading pod never matches. A ready pod that
+    stays unscrapeable is what this alert means (a NetworkPolicy, the PodMonitor or a slow /metrics):
+    it serves requests that the queue sums KEDA scales on leave out. The container's
+    readiness, not the pod's: the model namespaces inject the load balancer's readiness gate, so pod
+    Ready also waits on ALB target health. A vLLM that stops answering altogether fails /health too:
+    its readiness probe takes it out of service and its liveness probe restarts it (a restart, not
+    this alert). Without kube-state-metrics series the join is empty and the alert stays silent.
+    """
+    ready = f'max by (namespace, pod) (kube_pod_container_status_ready{{container="{VLLM_CONTAINER}"}}) == 1'
+    return f'(up{{job="{VLLM_JOB}"}} == 0) and on (namespace, pod) ({ready})'
 
 
 def _quantiles(record: str, histogram: str) -> list[dict[str, Any]]:
@@ -105,11 +126,12 @@ def alert_rules(models: list[ModelWatch], tuning: AlertTuning) -> list[dict[str,
     rules = [
         _alert(
             "VllmTargetDown",
-            f'up{{job="{VLLM_JOB}"}} == 0',
+            _target_down(),
             "5m",
             "warning",
-            "vLLM pod {{ $labels.pod }} in {{ $labels.namespace }} is not scrapeable",
-            "Prometheus cannot scrape /metrics of this vLLM pod; KEDA's fallback holds replicas while metrics are missing.",
+            "vLLM pod {{ $labels.pod }} in {{ $labels.namespace }} is ready but not scrapeable",
+            "Prometheus cannot scrape /metrics of this ready vLLM pod (a NetworkPolicy, the PodMonitor or a slow /metrics): "
+            "it serves requests that the queue and cache sums KEDA scales on leave out.",
         ),
         *[
             _alert(
@@ -156,12 +178,17 @@ def alert_rules(models: list[ModelWatch], tuning: AlertTuning) -> list[dict[str,
             "{{ $labels.model_name }} p99 end-to-end latency is {{ $value | humanizeDuration }}, over its SLO",
             "End-to-end request latency p99 over 5 minutes exceeds the model's objective from the stack config.",
         ),
+        # KEDA labels its scaler series with the ScaledObject's `namespace` (kedacore/keda
+        # pkg/metricscollector/prommetrics.go: namespace, metric, scaledObject, scaler, triggerIndex,
+        # type). The chart's ServiceMonitor (kedacore/charts keda/templates/manager/servicemonitor.yaml)
+        # sets no honorLabels, so Prometheus keeps its own target label namespace="keda" and renames the
+        # ScaledObject's to `exported_namespace`.
         _alert(
             "KedaScalerErrors",
-            "sum by (namespace, scaledObject, scaler) (rate(keda_scaler_detail_errors_total[5m])) > 0",
+            "sum by (exported_namespace, scaledObject, scaler) (rate(keda_scaler_detail_errors_total[5m])) > 0",
             "5m",
             "warning",
-            "KEDA scaler {{ $labels.scaler }} of {{ $labels.namespace }}/{{ $labels.scaledObject }} is failing",
+            "KEDA scaler {{ $labels.scaler }} of {{ $labels.exported_namespace }}/{{ $labels.scaledObject }} is failing",
             "KEDA cannot read its trigger metric; the ScaledObject runs on its fallback replica count.",
         ),
         _alert(

@@ -48,6 +48,49 @@ def histogram(metric: str, bucket_with_mass: str, bounds: tuple[str, ...]) -> li
     return series
 
 
+def target(pod: str, *, up: str, ready: str) -> list[dict[str, str]]:
+    """A vLLM pod as the PodMonitor's `up` and kube-state-metrics' container readiness see it."""
+    return [
+        {"series": f'up{{{TARGET_LABELS}, pod="{pod}", instance="{pod}:8000"}}', "values": up},
+        {
+            "series": f'kube_pod_container_status_ready{{job="kube-state-metrics", namespace="{NS}", pod="{pod}", '
+            f'container="vllm", uid="uid-{pod}"}}',
+            "values": ready,
+        },
+    ]
+
+
+TARGET_LABELS = f'job="vllm", namespace="{NS}", container="vllm", endpoint="http"'
+TARGET_DOWN_B = {
+    "exp_labels": {
+        "severity": "warning",
+        "job": "vllm",
+        "namespace": NS,
+        "pod": "chat-b",
+        "container": "vllm",
+        "endpoint": "http",
+        "instance": "chat-b:8000",
+    },
+    "exp_annotations": {
+        "summary": "vLLM pod chat-b in chat is ready but not scrapeable",
+        "description": "Prometheus cannot scrape /metrics of this ready vLLM pod (a NetworkPolicy, the PodMonitor or a slow "
+        "/metrics): it serves requests that the queue and cache sums KEDA scales on leave out.",
+    },
+}
+"""The alert VllmTargetDown raises for the ready, unscrapeable pod chat-b."""
+
+
+def keda_errors(trigger: str, values_: str) -> dict[str, str]:
+    """keda_scaler_detail_errors_total as Prometheus stores it: the operator's own target labels
+    (namespace "keda"), the ScaledObject's namespace renamed to exported_namespace."""
+    labels = (
+        'job="keda-operator", namespace="keda", service="keda-operator", pod="keda-operator-5d9f", '
+        f'exported_namespace="{NS}", scaledObject="chat", scaler="prometheusScaler", triggerIndex="{trigger}", '
+        f'metric="s{trigger}-prometheus", type="scaledobject"'
+    )
+    return {"series": f"keda_scaler_detail_errors_total{{{labels}}}", "values": values_}
+
+
 def alert_names(groups: list[dict[str, Any]]) -> set[str]:
     return {r["alert"] for g in groups for r in g["rules"] if "alert" in r}
 
@@ -61,28 +104,27 @@ def run_tests(tests: list[dict[str, Any]]) -> None:
 CASES: dict[str, list[dict[str, Any]]] = {
     "VllmTargetDown": [
         {
+            # 15 min at 15 s. chat-a loads for 10 min (not scrapeable, not ready), then serves;
+            # chat-b is ready and stops being scrapeable after 30 s (a NetworkPolicy, say);
+            # chat-c hangs: /health fails with /metrics, readiness takes it out, liveness's business.
             "interval": "15s",
             "input_series": [
-                {"series": f'up{{job="vllm", namespace="{NS}", pod="chat-a"}}', "values": "1 1 0x40"},
-                {"series": f'up{{job="vllm", namespace="{NS}", pod="chat-b"}}', "values": "1x42"},
+                *target("chat-a", up="0x40 1x20", ready="0x40 1x20"),
+                *target("chat-b", up="1 1 0x58", ready="1x60"),
+                *target("chat-c", up="1x7 0x53", ready="1x9 0x51"),
             ],
             "alert_rule_test": [
                 {"eval_time": "2m", "alertname": "VllmTargetDown", "exp_alerts": []},
-                {
-                    "eval_time": "7m",
-                    "alertname": "VllmTargetDown",
-                    "exp_alerts": [
-                        {
-                            "exp_labels": {"severity": "warning", "job": "vllm", "namespace": NS, "pod": "chat-a"},
-                            "exp_annotations": {
-                                "summary": "vLLM pod chat-a in chat is not scrapeable",
-                                "description": "Prometheus cannot scrape /metrics of this vLLM pod; KEDA's fallback holds replicas while metrics are missing.",
-                            },
-                        }
-                    ],
-                },
+                {"eval_time": "7m", "alertname": "VllmTargetDown", "exp_alerts": [TARGET_DOWN_B]},
+                {"eval_time": "12m", "alertname": "VllmTargetDown", "exp_alerts": [TARGET_DOWN_B]},
             ],
-        }
+        },
+        {
+            # the old rule's false alarm: a load longer than `for`, with no kube-state-metrics readiness yet
+            "interval": "15s",
+            "input_series": [{"series": 'up{job="vllm", namespace="chat", pod="chat-a"}', "values": "0x60"}],
+            "alert_rule_test": [{"eval_time": "14m", "alertname": "VllmTargetDown", "exp_alerts": []}],
+        },
     ],
     "VllmMetricsAbsent": [
         {
@@ -217,16 +259,7 @@ CASES: dict[str, list[dict[str, Any]]] = {
     "KedaScalerErrors": [
         {
             "interval": "15s",
-            "input_series": [
-                {
-                    "series": f'keda_scaler_detail_errors_total{{namespace="{NS}", scaledObject="chat", scaler="prometheusScaler", triggerIndex="0"}}',
-                    "values": "0+1x60",
-                },
-                {
-                    "series": f'keda_scaler_detail_errors_total{{namespace="{NS}", scaledObject="chat", scaler="prometheusScaler", triggerIndex="1"}}',
-                    "values": "3x60",
-                },
-            ],
+            "input_series": [keda_errors("0", "0+1x60"), keda_errors("1", "3x60")],
             "alert_rule_test": [
                 {"eval_time": "3m", "alertname": "KedaScalerErrors", "exp_alerts": []},
                 {
@@ -234,7 +267,13 @@ CASES: dict[str, list[dict[str, Any]]] = {
                     "alertname": "KedaScalerErrors",
                     "exp_alerts": [
                         {
-                            "exp_labels": {"severity": "warning", "namespace": NS, "scaledObject": "chat", "scaler": "prometheusScaler"},
+                            "exp_labels": {
+                                "severity": "warning",
+                                "exported_namespace": NS,
+                                "scaledObject": "chat",
+                                "scaler": "prometheusScaler",
+                            },
+                            # the model's namespace, not KEDA's own ("keda/chat")
                             "exp_annotations": {
                                 "summary": "KEDA scaler prometheusScaler of chat/chat is failing",
                                 "description": "KEDA cannot read its trigger metric; the ScaledObject runs on its fallback replica count.",
@@ -246,12 +285,7 @@ CASES: dict[str, list[dict[str, Any]]] = {
         },
         {
             "interval": "15s",
-            "input_series": [
-                {
-                    "series": f'keda_scaler_detail_errors_total{{namespace="{NS}", scaledObject="chat", scaler="prometheusScaler"}}',
-                    "values": "3x60",
-                }
-            ],
+            "input_series": [keda_errors("0", "3x60")],
             "alert_rule_test": [{"eval_time": "14m", "alertname": "KedaScalerErrors", "exp_alerts": []}],
         },
     ],
@@ -453,6 +487,27 @@ def test_promtool_checks_the_rendered_rules(prod_run: harness.RunResult) -> None
     # the rendered object carries one absent-metrics alert per prod model
     absent = [r for g in rule["spec"]["groups"] for r in g["rules"] if r.get("alert") == "VllmMetricsAbsent"]
     assert len(absent) == 4
+
+
+def test_the_target_alert_joins_on_the_rendered_names(prod_run: harness.RunResult) -> None:
+    """VllmTargetDown selects `up` by the PodMonitor's job and readiness by the serving container's
+    name: both must be what the render gives every vLLM pod, or the join is silently empty."""
+    monitor = values(prod_run.one("kubernetes:monitoring.coreos.com/v1:PodMonitor"))
+    job_label = monitor["spec"]["jobLabel"]
+    served = [
+        d
+        for d in map(values, prod_run.of_type("kubernetes:apps/v1:Deployment"))
+        if d["spec"]["template"]["metadata"]["labels"].items() >= monitor["spec"]["selector"]["matchLabels"].items()
+    ]
+    assert len(served) == 4
+    for deployment in served:
+        pod = deployment["spec"]["template"]
+        assert pod["metadata"]["labels"][job_label] == rules.VLLM_JOB
+        probed = [c["name"] for c in pod["spec"]["containers"] if "readinessProbe" in c]
+        assert probed == [rules.VLLM_CONTAINER]
+    alert = next(r for r in rules.alert_rules([], AlertTuning()) if r["alert"] == "VllmTargetDown")
+    assert f'container="{rules.VLLM_CONTAINER}"' in alert["expr"]
+    assert f'job="{rules.VLLM_JOB}"' in alert["expr"]
 
 
 def test_promtool_rejects_a_broken_expression() -> None:
