@@ -22,6 +22,16 @@ from config.sections.gpu_pools import GpuPool
 # Containers beyond the first only pull an image; they hold nothing.
 PULL_ONLY = {"cpu": "10m", "memory": "16Mi"}
 
+SLEEP = "sleep"
+"""The one binary a placeholder runs: the model image must have it for the container to start at all."""
+
+
+def probe() -> dict[str, Any]:
+    """Liveness and readiness of a placeholder, which only sleeps: the probe shows the container can
+    still start a process. `sleep 0` needs only the binary the command already runs (an image
+    without a shell or `true` still passes); every 5 minutes, so it costs next to nothing."""
+    return {"exec": {"command": [SLEEP, "0"]}, "periodSeconds": 300, "timeoutSeconds": 5, "failureThreshold": 3}
+
 
 def priority_class() -> dict[str, Any]:
     return {
@@ -74,9 +84,11 @@ def deployment(pool: GpuPool, shape: Placeholders, images: list[str]) -> dict[st
                 "name": f"hold-{i}",
                 "image": image,
                 "imagePullPolicy": "IfNotPresent",
-                "command": ["sleep", "infinity"],
+                "command": [SLEEP, "infinity"],
                 "resources": {"requests": dict(resources), "limits": dict(resources)},
                 "securityContext": container_security(),
+                "livenessProbe": probe(),
+                "readinessProbe": probe(),
             }
         )
     return {

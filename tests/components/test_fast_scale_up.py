@@ -278,12 +278,40 @@ def test_headroom_placeholders_step_aside_for_any_replica(prod_run: harness.RunR
     (hold,) = pod["containers"]
     assert hold["image"] == CACHED_IMAGE  # the model's image, pulled onto the warm node
     assert hold["command"] == ["sleep", "infinity"]
+    # cheap probes that run the binary the command already needs (no shell in the image required)
+    for kind in ("livenessProbe", "readinessProbe"):
+        assert hold[kind] == {"exec": {"command": ["sleep", "0"]}, "periodSeconds": 300, "timeoutSeconds": 5, "failureThreshold": 3}
+    assert "startupProbe" not in hold
     # room for one 8B replica: its GPU, CPU and memory
     assert hold["resources"]["requests"] == {"cpu": "3000m", "memory": "12288Mi", "nvidia.com/gpu": "1"}
+    assert hold["resources"]["limits"] == hold["resources"]["requests"]
     namespace = _one(prod_run, "kubernetes:core/v1:Namespace", "headroom-namespace")
     assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
     deny = _one(prod_run, "kubernetes:networking.k8s.io/v1:NetworkPolicy", "headroom-netpol-default-deny")
     assert deny["spec"] == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
+
+
+def test_every_placeholder_container_is_probed_with_its_own_command() -> None:
+    """A pool of several images: the pull-only containers carry the same probes, and each probe
+    runs the binary of the container's own command; the held resources stay on the first."""
+    from builders import headroom as builder
+    from config.derived import headroom
+
+    cfg = parse(stack_data(PROD))
+    pool = cfg.pool("gpu-l4-a10g")
+    assert pool is not None
+    shape = headroom.placeholders(pool.model_copy(update={"headroom": 1}), [m for m in cfg.models if m.pool == pool.name])
+    assert shape is not None
+    doc = builder.deployment(pool, shape, ["vllm/vllm-openai:v0.33.0", "vllm/vllm-openai:v0.32.0"])
+    first, pull_only = doc["spec"]["template"]["spec"]["containers"]
+    assert pull_only["resources"]["requests"] == builder.PULL_ONLY
+    assert first["resources"]["requests"]["nvidia.com/gpu"] == str(shape.count)
+    for container in (first, pull_only):
+        for kind in ("livenessProbe", "readinessProbe"):
+            assert container[kind]["exec"]["command"][0] == container["command"][0]
+            assert container[kind]["timeoutSeconds"] <= 5 <= 300 <= container[kind]["periodSeconds"]
+    first["livenessProbe"]["exec"]["command"].append("x")
+    assert pull_only["livenessProbe"]["exec"]["command"] == ["sleep", "0"]  # no probe shares its lists
 
 
 def test_no_headroom_objects_without_headroom(dev_run: harness.RunResult) -> None:
