@@ -1,0 +1,252 @@
+"""checkov's Kubernetes checks over the program's own manifests of every fixture render.
+
+offline/render.py writes every Kubernetes object the program creates to manifests/ (the Helm
+releases' values go to helm/: their templates are the upstream charts', not this program's);
+checkov (an upstream scanner no one here wrote) judges those files. Every finding is fixed or
+explained below, by check and object: a new finding fails, and so does an explanation that no
+longer matches a finding (it would hide the next one). A broken copy of the prod render shows that
+the scan reads what the builders write: each break is caught by the check named. One checkov run
+covers every fixture and the broken copy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from offline import harness, render
+from tests.conftest import FIXTURES, PROD, edited, fixture_run
+from tests.validators import checkov
+
+DEPLOYMENT = "kubernetes:apps/v1:Deployment"
+JOB = "kubernetes:batch/v1:Job"
+
+BY_TAG = [
+    "Deployment/llama-3-1-8b/llama-3-1-8b",
+    "Deployment/mistral-7b/mistral-7b",
+    "Deployment/qwen-2-5-1-5b/qwen-2-5-1-5b",
+    "Deployment/qwen-2-5-7b/qwen-2-5-7b",
+    "Job/qwen-2-5-1-5b/qwen-2-5-1-5b-weights-989aa7980e4c",
+]
+"""What runs a model image the non-prod fixtures pin by tag only (a model name is its namespace and Deployment)."""
+MODEL_IMAGE_IN_PROD = [
+    *(f"Deployment/{model}/{model}" for model in ("llama-3-1-8b", "llama-3-2-3b", "llama-3-3-70b", "qwen-2-5-7b")),
+    "Job/llama-3-1-8b/llama-3-1-8b-weights-0e9e39f249a1",
+    "Job/llama-3-2-3b/llama-3-2-3b-weights-0cb88a4f764b",
+    "Job/llama-3-3-70b/llama-3-3-70b-weights-6f6073b42301",
+    "Job/qwen-2-5-7b/qwen-2-5-7b-weights-a09a35458c70",
+    "Deployment/gpu-headroom/headroom-gpu-l4-a10g",
+]
+"""Everything of full-prod that runs a model's image: the replicas, the populate Jobs, the placeholders."""
+API_KEY_DEPLOYMENTS = [f"Deployment/{model}/{model}" for model in ("llama-3-1-8b", "llama-3-2-3b", "llama-3-3-70b", "qwen-2-5-7b")]
+"""The models whose endpoint needs an API key (full-prod's, internet-facing-tls's llama-3-1-8b)."""
+
+TAG_ONLY = (
+    "a non-prod stack may pin its image by release tag (`models[].image.tag`, never `latest`); prod "
+    "must set `image.digest` (config/checks/artifacts.py rule_image_pinned), rendered as "
+    "<repository>:<tag>@<digest>, which passes this check (test_prod_pins_every_model_image_by_digest)"
+)
+IF_NOT_PRESENT = (
+    "IfNotPresent is deliberate, and checkov accepts it with a digest (prod): a replica or placeholder "
+    "starting on a node that already has the ~10 GB vLLM image (warm headroom, a restart, a second "
+    "replica) starts without the registry, while Always makes every pod start resolve the tag at the "
+    "pull-through cache or upstream, so a registry outage or rate limit blocks scale-up; what Always "
+    "protects (a pod reusing a private image another tenant's credentials pulled) has nothing to protect "
+    "on a cluster that runs only the platform's own pods, from public upstream images in these stacks"
+)
+KEY_IN_ENV = (
+    "vLLM's OpenAI server takes its key only from --api-key or the VLLM_API_KEY variable (no file "
+    "option); a flag would put the key in the pod spec and the process list, so it comes from the "
+    "model's Secret through secretKeyRef into the vllm container alone"
+)
+
+EXPLAINED: dict[tuple[str, str], str] = {
+    **{("CKV_K8S_43", obj): TAG_ONLY for obj in BY_TAG},
+    **{("CKV_K8S_15", obj): IF_NOT_PRESENT for obj in BY_TAG},
+    **{("CKV_K8S_35", obj): KEY_IN_ENV for obj in API_KEY_DEPLOYMENTS},
+}
+"""Findings that stay, by (check id, Kind/namespace/name), with why."""
+
+BROKEN = "broken-prod"
+"""full-prod with the BREAKS applied."""
+
+
+def _containers(pod: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    yield from pod.get("initContainers", [])
+    yield from pod["containers"]
+
+
+def _pod(mutate: Callable[[dict[str, Any]], object]) -> Callable[[dict[str, Any]], object]:
+    """A break of an object's pod template spec."""
+    return lambda inputs: mutate(inputs["spec"]["template"]["spec"])
+
+
+def _each_container(mutate: Callable[[dict[str, Any]], object]) -> Callable[[dict[str, Any]], object]:
+    def change(pod: dict[str, Any]) -> None:
+        for container in _containers(pod):
+            mutate(container)
+
+    return _pod(change)
+
+
+def _no_probes(container: dict[str, Any]) -> None:
+    container.pop("livenessProbe", None)
+    container.pop("readinessProbe", None)
+
+
+def _no_limits(container: dict[str, Any]) -> None:
+    container["resources"].pop("limits")
+
+
+def _host_and_token(pod: dict[str, Any]) -> None:
+    pod.update(hostNetwork=True, automountServiceAccountToken=True)
+
+
+def _as_root(container: dict[str, Any]) -> None:
+    container["securityContext"].update(runAsNonRoot=False, runAsUser=0)
+
+
+def _net_raw(container: dict[str, Any]) -> None:
+    container["securityContext"]["capabilities"] = {"add": ["NET_RAW"]}
+
+
+BREAKS: list[tuple[str, str, Callable[[dict[str, Any]], object], list[str]]] = [
+    # (type, name, break, checks that must fail on that object)
+    (DEPLOYMENT, "headroom-gpu-l4-a10g", _each_container(_no_probes), ["CKV_K8S_8", "CKV_K8S_9"]),
+    (
+        DEPLOYMENT,
+        "model-llama-3-1-8b-deployment",
+        _each_container(lambda c: c["securityContext"].update(allowPrivilegeEscalation=True)),
+        ["CKV_K8S_20"],
+    ),
+    (
+        DEPLOYMENT,
+        "model-llama-3-2-3b-deployment",
+        _each_container(lambda c: c["securityContext"].update(readOnlyRootFilesystem=False)),
+        ["CKV_K8S_22"],
+    ),
+    (DEPLOYMENT, "model-llama-3-3-70b-deployment", _each_container(_no_limits), ["CKV_K8S_11", "CKV_K8S_13"]),
+    (DEPLOYMENT, "model-qwen-2-5-7b-deployment", _pod(_host_and_token), ["CKV_K8S_19", "CKV_K8S_38"]),
+    (JOB, "model-llama-3-1-8b-weights-job", _each_container(_as_root), ["CKV_K8S_23", "CKV_K8S_40"]),
+    (JOB, "model-llama-3-2-3b-weights-job", _each_container(_net_raw), ["CKV_K8S_28", "CKV_K8S_37"]),
+]
+
+GUARDS = {
+    "vllm": (
+        "Deployment/llama-3-1-8b/llama-3-1-8b",
+        [
+            *("CKV_K8S_8", "CKV_K8S_9", "CKV_K8S_11", "CKV_K8S_13", "CKV_K8S_16", "CKV_K8S_19", "CKV_K8S_20"),
+            *("CKV_K8S_22", "CKV_K8S_23", "CKV_K8S_28", "CKV_K8S_31", "CKV_K8S_37", "CKV_K8S_38", "CKV_K8S_40"),
+        ],
+    ),
+    "populate": (
+        "Job/llama-3-1-8b/llama-3-1-8b-weights-0e9e39f249a1",
+        ["CKV_K8S_11", "CKV_K8S_13", "CKV_K8S_20", "CKV_K8S_22", "CKV_K8S_23", "CKV_K8S_38"],
+    ),
+    "headroom": (
+        "Deployment/gpu-headroom/headroom-gpu-l4-a10g",
+        ["CKV_K8S_8", "CKV_K8S_9", "CKV_K8S_11", "CKV_K8S_13", "CKV_K8S_20", "CKV_K8S_22", "CKV_K8S_23"],
+    ),
+}
+"""Checks that must have run (passed or failed) on one object of the prod render: a check that never
+runs guards nothing."""
+
+
+def _broken_run() -> harness.RunResult:
+    run = fixture_run(PROD)
+    registrations = run.registrations
+    for type_token, name, mutate, _ in BREAKS:
+        registrations = edited(registrations, type_token, name, mutate)
+    return dataclasses.replace(run, registrations=registrations)
+
+
+def write_manifests(run: harness.RunResult, root: Path, variant: str) -> None:
+    """The program's own Kubernetes objects as `make render` writes them, under root/variant/."""
+    with tempfile.TemporaryDirectory() as out:
+        render.write(run, Path(out) / "render")
+        shutil.move(Path(out) / "render" / "manifests", root / variant)
+
+
+def _identity(doc: dict[str, Any]) -> str:
+    meta = doc.get("metadata") or {}
+    return f"{doc['kind']}/{meta.get('namespace') or '_cluster'}/{meta['name']}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Scan:
+    results: list[checkov.KubernetesResult]
+    objects: dict[str, str]
+    """Kind/namespace/name of the object in each file (relative to the scanned directory)."""
+
+    def ran(self, variant: str) -> set[tuple[str, str]]:
+        """(check id, object) of every check run on a render, passed or failed."""
+        return {(r.check_id, self.objects[r.path]) for r in self.results if r.path.startswith(f"{variant}/")}
+
+    def findings(self, variant: str) -> set[tuple[str, str]]:
+        """(check id, object) of every failed check on a render."""
+        return {(r.check_id, self.objects[r.path]) for r in self.results if r.path.startswith(f"{variant}/") and not r.passed}
+
+
+@pytest.fixture(scope="module")
+def scanned() -> Scan:
+    """One checkov run over every fixture render and the broken copy."""
+    checkov.require()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for stack in FIXTURES:
+            write_manifests(fixture_run(stack), root, stack)
+        write_manifests(_broken_run(), root, BROKEN)
+        objects = {p.relative_to(root).as_posix(): _identity(yaml.safe_load(p.read_text())) for p in root.rglob("*.yaml")}
+        return Scan(checkov.scan_kubernetes(root), objects)
+
+
+@pytest.mark.parametrize("stack", FIXTURES)
+def test_every_finding_is_fixed_or_explained(stack: str, scanned: Scan) -> None:
+    unexplained = sorted(scanned.findings(stack) - set(EXPLAINED))
+    assert unexplained == [], "checkov findings with no fix and no explanation in EXPLAINED"
+
+
+def test_every_explanation_matches_a_finding(scanned: Scan) -> None:
+    found = set().union(*(scanned.findings(stack) for stack in FIXTURES))
+    assert sorted(set(EXPLAINED) - found) == []
+
+
+def test_every_workload_file_was_judged(scanned: Scan) -> None:
+    """A Deployment or Job checkov skipped (a parse it gave up on, a kind it does not know) would pass unseen."""
+    judged = {r.path for r in scanned.results}
+    workloads = {path for path, obj in scanned.objects.items() if obj.startswith(("Deployment/", "Job/"))}
+    assert workloads, "the renders hold Deployments and Jobs"
+    assert sorted(workloads - judged) == []
+
+
+@pytest.mark.parametrize("guarded", sorted(GUARDS))
+def test_the_checks_that_guard_the_pods_ran(guarded: str, scanned: Scan) -> None:
+    obj, checks = GUARDS[guarded]
+    ran = {check for check, o in scanned.ran(PROD) if o == obj}
+    assert sorted(set(checks) - ran) == []
+
+
+def test_prod_pins_every_model_image_by_digest(scanned: Scan) -> None:
+    """What TAG_ONLY claims, and what keeps it from hiding a prod regression (EXPLAINED is keyed by
+    object, and dev and prod share model names): in prod, both image checks pass on every object
+    that runs a model image."""
+    for check in ("CKV_K8S_43", "CKV_K8S_15"):
+        passed = {obj for c, obj in scanned.ran(PROD) - scanned.findings(PROD) if c == check}
+        assert sorted(set(MODEL_IMAGE_IN_PROD) - passed) == [], check
+
+
+@pytest.mark.parametrize(
+    ("type_token", "name", "checks"), [(t, n, c) for t, n, _, c in BREAKS], ids=[f"{n}-{c[0]}" for _, n, _, c in BREAKS]
+)
+def test_a_break_is_caught_by_checkov(type_token: str, name: str, checks: list[str], scanned: Scan) -> None:
+    obj = _identity(render.manifest(fixture_run(PROD).one(type_token, name)))
+    broken = scanned.findings(BROKEN) - scanned.findings(PROD)
+    for check_id in checks:
+        assert (check_id, obj) in broken, (check_id, obj, sorted(broken))
