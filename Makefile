@@ -1,7 +1,7 @@
 # make render STACK=dev   render a stack offline into build/<stack>/ (no AWS, no Pulumi CLI);
 #                         ACCOUNT=<file> checks it against those account answers; FLAGS="--counts --sources"
 #                         also lists the resources by type and the published scale-up figures
-# make test               lint, type-check and run every test (checkov's CloudFormation checks included)
+# make test               lint, type-check and run every test (checkov's CloudFormation and Kubernetes checks included)
 # make docs               regenerate docs/config-reference.md, the README outputs contract and the stack-file JSON Schema
 # make account STACK=s OUT=f  capture the account's answers for offline preflight (AWS credentials, read-only)
 # make golden             re-render the fixture stacks into tests/golden/ (refuses unaliased renames)

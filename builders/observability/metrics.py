@@ -109,6 +109,8 @@ KSM_SERIES: Final = frozenset(
         "kube_pod_container_resource_requests",
         "kube_node_labels",
         "kube_deployment_status_replicas_ready",
+        "kube_deployment_status_replicas_available",
+        "kube_pod_container_status_ready",
         "kube_horizontalpodautoscaler_status_desired_replicas",
         "up",
     }
