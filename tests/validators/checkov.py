@@ -37,40 +37,24 @@ def require() -> str:
 
 def scan(templates: dict[str, dict[str, Any]]) -> list[Result]:
     """Every passed and failed CloudFormation check on every template, in one checkov run."""
-    checkov = require()
     with tempfile.TemporaryDirectory() as tmp:
         for name, template in templates.items():
             (Path(tmp) / f"{name}.json").write_text(json.dumps(template, indent=1))
-        # --skip-download: no vendor API calls (offline); exit code 1 only means a check failed.
-        proc = subprocess.run(
-            [checkov, "-d", tmp, "--framework", "cloudformation", "--skip-download", "-o", "json"],
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=600,
+        report = _report(Path(tmp), "cloudformation")
+    return [
+        Result(
+            template=Path(found["file_path"]).stem,
+            check_id=found["check_id"],
+            check_name=found["check_name"],
+            logical_id=found["resource"].split(".", 1)[1],
+            passed=passed,
         )
-    if proc.returncode not in (0, 1):
-        raise AssertionError(f"checkov failed ({proc.returncode}): {proc.stderr[-2000:]}")
-    report = json.loads(proc.stdout)
-    if report["summary"]["parsing_errors"]:
-        raise AssertionError(f"checkov could not parse a template: {report['results'].get('parsing_errors')}")
-    results = []
-    for passed, key in ((True, "passed_checks"), (False, "failed_checks")):
-        for found in report["results"].get(key, []):
-            results.append(
-                Result(
-                    template=Path(found["file_path"]).stem,
-                    check_id=found["check_id"],
-                    check_name=found["check_name"],
-                    logical_id=found["resource"].split(".", 1)[1],
-                    passed=passed,
-                )
-            )
-    return results
+        for passed, found in _found(report)
+    ]
 
 
 def _report(directory: Path, framework: str) -> dict[str, Any]:
-    """checkov's JSON report of one framework's checks over every file under directory (as scan runs it)."""
+    """checkov's JSON report of one framework's checks over every file under directory."""
     checkov = require()
     # --skip-download: no vendor API calls (offline); exit code 1 only means a check failed.
     proc = subprocess.run(
