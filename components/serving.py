@@ -170,7 +170,12 @@ class VllmModel(pulumi.ComponentResource):
         # Readiness can take long: a GPU node launch, the image pull and the model download and load.
         # Pulumi's default 10-minute wait would give up first. The load balancer controller's
         # webhook must be up before exposed pods are admitted, or they miss their readiness gate.
-        ready_minutes = f"{math.ceil((capacity.startup_budget_seconds(model) + NODE_AND_IMAGE_SECONDS) / 60)}m"
+        ready_seconds = capacity.startup_budget_seconds(model) + NODE_AND_IMAGE_SECONDS
+        ready_minutes = f"{math.ceil(ready_seconds / 60)}m"
+        # An update rolls the replicas one at a time (surge 1, none unavailable): the first may need a
+        # node, each further one waits for an old replica's drain and its own load.
+        step_seconds = capacity.startup_budget_seconds(model) + model.drain.termination_grace_period_seconds
+        rollout_minutes = f"{math.ceil((ready_seconds + (model.replicas.max - 1) * step_seconds) / 60)}m"
         sources = args.sources
         if args.weights is not None:
             needs += self._weights(name, args, args.weights, inside, list(needs))
@@ -188,7 +193,9 @@ class VllmModel(pulumi.ComponentResource):
         # the whole pod spec secret and hide every other change from the preview's diff.
         fingerprint: pulumi.Output[str | None] = (
             pulumi.Output.unsecret(
-                pulumi.Output.from_input(args.api_key).apply(functools.partial(builders.api_key_fingerprint, model.name))
+                pulumi.Output.from_input(args.api_key).apply(
+                    functools.partial(builders.api_key_fingerprint, pulumi.get_stack(), model.name)
+                )
             )
             if args.api_key is not None
             else pulumi.Output.from_input(None)
@@ -202,7 +209,7 @@ class VllmModel(pulumi.ComponentResource):
                 parent=self,
                 provider=args.provider,
                 depends_on=[*after, namespace, *needs, *route_after],
-                custom_timeouts=pulumi.CustomTimeouts(create=ready_minutes, update=ready_minutes),
+                custom_timeouts=pulumi.CustomTimeouts(create=ready_minutes, update=rollout_minutes),
                 # spec.replicas is the count at creation only; then KEDA's HPA owns it (builders.deployment)
                 ignore_changes=["spec.replicas"],
             ),

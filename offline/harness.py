@@ -24,7 +24,8 @@ from config.validate import parse_stack_config
 from offline.mocks import RecordingMocks, RecordingMonitor, Registration, redact
 
 ROOT = Path(__file__).resolve().parent.parent
-PLACEHOLDER = "offline-placeholder-secret"
+PLACEHOLDER = "offline-placeholder-secret-0123456789"
+"""Stands for every secret the offline render cannot read (long enough for the API key check)."""
 
 
 @dataclass

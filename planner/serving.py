@@ -101,5 +101,5 @@ def performance(model: ModelConfig, pool: GpuPool) -> ReplicaPerformance:
         weights_step_seconds=capacity.weights_gib(model) * GIB / bandwidth,
         kv_step_seconds_per_token=capacity.kv_bytes_per_token(model) / bandwidth,
         kv_capacity_tokens=kv_tokens,
-        max_num_seqs=model.max_num_seqs or capacity.default_max_num_seqs(gpu),
+        max_num_seqs=model.max_num_seqs or capacity.default_max_num_seqs(gpu, device.gib),
     )

@@ -101,8 +101,8 @@ class ModelReplay:
     held: deque[int] = field(default_factory=deque)
     """Requests the interceptor holds while the model has no ready replica (replicas.min 0)."""
     hold_seconds: float = 0.0
-    max_queued: int = 2**31
-    """vLLM's --max-num-queued-reqs: a request finding this many waiting on its replica gets a 503."""
+    max_in_flight: int = 2**31
+    """vLLM's --max-num-queued-reqs: a request finding this many running and waiting on its replica gets a 503."""
     floors: list[int] = field(default_factory=list)
     """The cron floor of each minute of the replay (0 outside every schedule)."""
     last_active: float = 0.0
@@ -332,7 +332,7 @@ class Replay:
             served=np.zeros(len(reqs), dtype=bool),
             recent_ttft=deque() if m.autoscaling.ttft_p95_seconds is not None else None,
             hold_seconds=float(scale_to_zero.readiness_seconds(budget.miss, cfg.ingress.idle_timeout_seconds)),
-            max_queued=capacity.max_queued_requests(m, pool),
+            max_in_flight=capacity.max_in_flight_requests(m, pool),
             floors=_floors(m, self.options.seconds),
             idle_after=float(duration_seconds(m.autoscaling.idle_after)) if derived.scales_to_zero else math.inf,
         )
@@ -384,7 +384,7 @@ class Replay:
                         i = s.held.popleft()
                         r = s.ready_cache[s.turn % len(s.ready_cache)]
                         s.turn += 1
-                        if len(r.queue) < s.max_queued:  # else vLLM answers 503 (not served)
+                        if r.running + len(r.queue) < s.max_in_flight:  # else vLLM answers 503 (not served)
                             r.queue.append(i)
                             admit(s, r, now)
             if s.next_request >= len(times) or times[s.next_request] >= now + 1:
@@ -407,7 +407,7 @@ class Replay:
                     continue  # else no healthy target: the ALB answers 503
                 r = ready[s.turn % len(ready)]
                 s.turn += 1
-                if len(r.queue) >= s.max_queued:
+                if r.running + len(r.queue) >= s.max_in_flight:
                     continue  # the replica's admission bound: vLLM answers 503 (not served)
                 r.queue.append(i)
                 admit(s, r, at)

@@ -48,7 +48,7 @@ def ingress_class_params() -> dict[str, Any]:
     list would drop a model's namespace at the start of the `pulumi up` that removes the model (or
     moves its Ingress between its namespace and KEDA's at a change of `replicas.min`), and the
     Ingress is deleted at the end; meanwhile the controller reconciles none of the group (a member
-    in a namespace the selector does not admit blocks it, upstream PR #2750), so any other Ingress
+    in a namespace the selector does not admit blocks it, upstream issue #2731, PR #2750), so any other Ingress
     the same run creates would wait out its timeout."""
     return {"group": {"name": GROUP}, "namespaceSelector": {"matchLabels": dict(INGRESS_GROUP_MEMBER)}}
 

@@ -155,6 +155,15 @@ def alert_rules(models: list[ModelWatch], tuning: AlertTuning) -> list[dict[str,
             "The queue stays long: autoscaling is at its maximum, capacity is short, or new replicas cannot start.",
         ),
         _alert(
+            "VllmRequestsRefused",
+            f"sum by ({BY}) (rate(vllm:admission_rejections_total[5m])) > 0",
+            "5m",
+            "warning",
+            '{{ $labels.model_name }} refuses {{ $value | printf "%.2f" }} requests/s (HTTP 503)',
+            "Replicas are at their admission bound (--max-num-queued-reqs: the running batch plus maxWaitingRequests) "
+            "and answer 503: the model is at replicas.max, or new replicas are still starting.",
+        ),
+        _alert(
             "VllmKvCacheSaturated",
             f"llm:vllm_kv_cache_usage:avg > {tuning.kv_cache_saturation:g}",
             tuning.kv_cache_saturation_for,

@@ -133,6 +133,8 @@ def job(
         str(SCRATCH_GIB * 2**30 * 9 // 10),
         "--retire-days",
         str(retire_days),
+        "--quantization",
+        model.quantization,
         "--keep",
         *keep_revisions(model, models),
     ]

@@ -164,12 +164,34 @@ def sweep(s3: Any, bucket: str, repository: str, keep: Sequence[str], today: dt.
     return retired, restored, deleted
 
 
+PREQUANTIZED = ("awq", "gptq")
+"""Settings of `quantization` that name a pre-quantized checkpoint (its config.json says so)."""
+
+
+def check_prequantized(hub: Hub, args: argparse.Namespace) -> None:
+    """The checkpoint is quantized as the model's `quantization` says. vLLM reads the scheme from
+    config.json (the platform passes no --quantization for AWQ or GPTQ, so vLLM picks its fastest
+    kernel); a full-precision checkpoint there would load at four times the memory the fit check
+    allowed, so a mismatch fails the Job for good."""
+    with open(hub.download(args.repo, args.revision, "config.json", args.scratch), encoding="utf-8") as f:
+        found = (json.load(f).get("quantization_config") or {}).get("quant_method")
+    if str(found).lower() != args.quantization:
+        raise Failure(
+            f"{args.repo}@{args.revision} is not an {args.quantization} checkpoint (config.json's "
+            f"quantization_config.quant_method is {found or 'absent'}): quantization {args.quantization} names a "
+            "pre-quantized checkpoint, and vLLM would load this one at full size, beyond the memory the fit check "
+            f"allowed. Fix: point huggingFaceId at the {args.quantization} repository, or set quantization to none or fp8"
+        )
+
+
 def populate(args: argparse.Namespace, s3: Any, hub: Hub, log: Callable[[str], None] = print) -> int:
     prefix = f"{args.repository}{args.revision}"
     if complete(s3, args.bucket, prefix):
         log(f"s3://{args.bucket}/{prefix} is complete; nothing to copy")
     else:
         files = plan(hub.files(args.repo, args.revision), args.scratch_bytes, args.repo, args.revision)
+        if args.quantization in PREQUANTIZED:
+            check_prequantized(hub, args)
         # What an earlier try of this Job left: an object is there whole or not at all (a multipart
         # upload shows only once completed), so a key with the listed size needs no second copy.
         present = _sizes(s3, args.bucket, f"{prefix}/")
@@ -278,6 +300,7 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--scratch", default="/scratch")
     parser.add_argument("--scratch-bytes", type=int, default=0)
     parser.add_argument("--retire-days", type=int, default=7, help="days a retired revision stays before it is deleted")
+    parser.add_argument("--quantization", default="none", help="the model's quantization setting (awq, gptq: checked)")
     parser.add_argument("--timeout-seconds", type=int, default=3600)
     parser.add_argument("--poll-seconds", type=float, default=10)
     return parser.parse_args(argv)

@@ -200,24 +200,26 @@ def vllm_args(model: ModelConfig, pool: GpuPool, alb_idle_timeout_seconds: int, 
         args += ["--kv-cache-dtype", model.kv_cache_dtype]
     if model.max_num_seqs is not None:
         args += ["--max-num-seqs", str(model.max_num_seqs)]
-    # Admission at the top: past this many waiting requests a replica answers 503 at once instead of
-    # queueing without bound (config/derived/capacity.py max_queued_requests).
-    args += ["--max-num-queued-reqs", str(capacity.max_queued_requests(model, pool))]
+    # Admission at the top: past its batch and this many waiting requests a replica answers 503 at
+    # once instead of queueing without bound (config/derived/capacity.py max_in_flight_requests).
+    args += ["--max-num-queued-reqs", str(capacity.max_in_flight_requests(model, pool))]
     if (kv_bytes := capacity.explicit_kv_cache_bytes(model, pool)) is not None:
         # time-sliced replicas must not profile each other's memory (capacity.explicit_kv_cache_bytes)
         args += ["--kv-cache-memory-bytes", str(kv_bytes)]
     return [*args, *model.extra_args]
 
 
-# A one-way fingerprint, never the key: PBKDF2 (salted per model) makes guessing a short key from
-# the pod template expensive; 64 bits tell two keys apart.
+# A one-way fingerprint, never the key: keys are at least 32 characters (config/checks/secrets.py),
+# beyond guessing, and PBKDF2 (salted per stack and model) slows any attempt further; 64 bits tell
+# two keys apart.
 FINGERPRINT_ITERATIONS = 100_000
 FINGERPRINT_BYTES = 8
 
 
-def api_key_fingerprint(model_name: str, key: str) -> str:
-    """What the pod template carries of the model's API key (deploy review 2026-12-01 part B, M3)."""
-    salt = f"{PROJECT}/{model_name}/api-key".encode()
+def api_key_fingerprint(stack: str, model_name: str, key: str) -> str:
+    """What the pod template carries of the model's API key (deploy review 2026-12-01 part B, M3).
+    Salted per stack and model, so one key reused in two stacks does not show as the same fingerprint."""
+    salt = f"{PROJECT}/{stack}/{model_name}/api-key".encode()
     digest = hashlib.pbkdf2_hmac("sha256", key.encode(), salt, FINGERPRINT_ITERATIONS, dklen=FINGERPRINT_BYTES)
     return digest.hex()
 

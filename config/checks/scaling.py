@@ -210,14 +210,14 @@ def rule_prod_min_replicas(cfg: StackConfig) -> Iterator[Problem]:
 
 
 def rule_admission(cfg: StackConfig) -> Iterator[Problem]:
-    """models[].maxQueuedRequests: above the queue depth at which KEDA adds a replica."""
+    """models[].maxWaitingRequests: above the queue depth at which KEDA adds a replica."""
     for path, m, _ in models_with_pools(cfg):
-        bound, target = m.max_queued_requests, m.autoscaling.queue_depth_per_replica
+        bound, target = m.max_waiting_requests, m.autoscaling.queue_depth_per_replica
         if bound is not None and bound <= target:
             yield Problem(
-                f"{path}.maxQueuedRequests",
+                f"{path}.maxWaitingRequests",
                 f"{bound} is not above autoscaling.queueDepthPerReplica ({target:g}): a replica would answer 503 before "
                 "its queue ever reached the depth at which KEDA adds a replica, so the queue trigger could never scale "
-                f"the model out. Fix: raise maxQueuedRequests to at least {math.ceil(capacity.ADMISSION_TRIGGER_MULTIPLE * target)}, "
-                "or remove it (the platform derives one batch's worth)",
+                f"the model out. Fix: raise maxWaitingRequests above {target:g} (the platform's default is one batch, "
+                f"at least {math.ceil(capacity.ADMISSION_TRIGGER_MULTIPLE * target)}), or remove it",
             )

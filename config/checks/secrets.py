@@ -18,6 +18,9 @@ from config.sections import images
 from config.sections.stack import StackConfig
 from config.stack_file import secret_command
 
+MIN_API_KEY_CHARACTERS = 32
+"""An API key's least length: 32 hex characters are 128 bits, beyond any guessing."""
+
 
 @dataclass(frozen=True)
 class NeededSecrets:
@@ -68,6 +71,16 @@ def _api_keys(secrets: dict[str, Any], names: set[str]) -> tuple[list[Problem], 
         )
         for model in sorted(parsed)
         if model not in names
+    ]
+    problems += [
+        Problem(
+            f"{API_KEYS}.{model}",
+            f"is shorter than {MIN_API_KEY_CHARACTERS} characters: it is the endpoint's only credential, and the pod "
+            "template carries a one-way fingerprint of it that a short key could be guessed from offline. Fix: generate one "
+            f"with `openssl rand -hex 32` and run `pulumi config set --secret --path '{API_KEYS}.{model}' <key>`",
+        )
+        for model, key in sorted(parsed.items())
+        if model in names and len(key) < MIN_API_KEY_CHARACTERS
     ]
     return problems, {k: v for k, v in parsed.items() if k in names}
 

@@ -37,11 +37,15 @@ STARTUP_MARGIN = 1.5
 STARTUP_MIN_SECONDS = 120
 STARTUP_SECONDS_PER_GIB = 10
 ENFORCE_EAGER = "--enforce-eager"
+# A fixed KV cache (time-sliced pools) leaves this much of the replica's share unclaimed beyond the
+# fit check's overhead: activations, CUDA graphs and the context then have room to exceed the estimate.
+EXPLICIT_KV_MARGIN_GIB = 1.0
 # vLLM 0.33's --max-num-seqs default (engine/arg_utils.py; docs/upstream-facts.md#vllm): 1024 on
 # H100/H200-class GPUs (>= 70 GiB, not A100), else 256.
 MAX_NUM_SEQS_SMALL, MAX_NUM_SEQS_LARGE = 256, 1024
-# Admission: a replica queues at most this many batches (max-num-seqs each) before vLLM answers 503,
-# and never fewer than this many times the queue depth at which KEDA adds a replica.
+# Admission: beside its running batch a replica holds at most this many batches (max-num-seqs each)
+# waiting before vLLM answers 503, and never fewer than this many times the queue depth at which
+# KEDA adds a replica.
 ADMISSION_BATCHES = 1
 ADMISSION_TRIGGER_MULTIPLE = 4
 
@@ -165,42 +169,55 @@ def explicit_kv_cache_bytes(model: ModelConfig, pool: GpuPool) -> int | None:
     on the GPU), so time-sliced replicas starting together profile each other: a peer loading weights
     shrinks this replica's cache for its lifetime, a peer freeing memory fails the profiling
     (deploy review 2026-12-01 part B, MINOR 2; vllm 0.33.0 v1/worker/gpu_worker.py). An explicit size
-    skips the profiling. It is the fit check's budget on the smallest device the replica may land on,
-    so a larger GPU of the pool only leaves memory unused."""
+    skips the profiling. It is the fit check's budget on the smallest device the replica may land on
+    (a larger GPU of the pool only leaves memory unused), less EXPLICIT_KV_MARGIN_GIB and never below
+    one sequence of maxModelLen: with the size fixed vLLM no longer shrinks the cache to what is left,
+    so an overhead above the estimate would grow the replica past its share of the GPU."""
     if not pool.sharing.time_slicing:
         return None
     device = smallest_device(model, pool)
     if device is None:
         return None
-    return max(0, math.floor(kv_cache_gib(model, device) * GIB))
+    gib = max(kv_gib_per_sequence(model), kv_cache_gib(model, device) - EXPLICIT_KV_MARGIN_GIB)
+    return math.floor(gib * GIB)
 
 
-def default_max_num_seqs(gpu: catalog.Gpu) -> int:
-    """vLLM's --max-num-seqs default for the API server on this GPU."""
-    return MAX_NUM_SEQS_LARGE if gpu.memory_gib >= 70 and gpu.label != "a100" else MAX_NUM_SEQS_SMALL
+def default_max_num_seqs(gpu: catalog.Gpu, device_gib: float) -> int:
+    """vLLM's --max-num-seqs default for the API server on a device of this GPU: vLLM reads the memory
+    the device shows (a MIG slice shows its own), and never gives an A100 the large default."""
+    return MAX_NUM_SEQS_LARGE if device_gib >= 70 and gpu.label != "a100" else MAX_NUM_SEQS_SMALL
 
 
 def max_num_seqs(model: ModelConfig, pool: GpuPool) -> int:
-    """Sequences a replica runs at once: maxNumSeqs, else vLLM's default on the pool's smallest GPU
+    """Sequences a replica runs at once: maxNumSeqs, else vLLM's default on the pool's devices
     (on a pool of mixed GPUs vLLM picks per node; the smaller default is the one to plan with)."""
     if model.max_num_seqs is not None:
         return model.max_num_seqs
-    gpus = [t.gpu for t in (replica_hosts(model, pool) or pool.resolved_instance_types()) if t.gpu is not None]
-    return min((default_max_num_seqs(g) for g in gpus), default=MAX_NUM_SEQS_SMALL)
+    hosts = [t for t in (replica_hosts(model, pool) or pool.resolved_instance_types()) if t.gpu is not None]
+    defaults = (default_max_num_seqs(t.gpu, device_for(pool, t).gib) for t in hosts if t.gpu is not None)
+    return min(defaults, default=MAX_NUM_SEQS_SMALL)
 
 
-def max_queued_requests(model: ModelConfig, pool: GpuPool) -> int:
-    """`--max-num-queued-reqs`: requests a replica holds waiting before vLLM answers 503.
+def max_waiting_requests(model: ModelConfig, pool: GpuPool) -> int:
+    """Requests a replica holds waiting beside its running batch before vLLM answers 503.
 
-    maxQueuedRequests, else one batch's worth: a replica running max-num-seqs sequences drains a queue
-    of that many in about one request's duration, so an admitted request waits at most about as long
-    again as it runs, and a refused one learns it at once (503) instead of hanging until its timeout.
-    Never below ADMISSION_TRIGGER_MULTIPLE times autoscaling.queueDepthPerReplica, so KEDA sees a
-    queue well above its target (and adds replicas) long before a replica refuses anything."""
-    if model.max_queued_requests is not None:
-        return model.max_queued_requests
+    maxWaitingRequests, else one batch's worth: a replica running max-num-seqs sequences drains a
+    queue of that many in about one request's duration, so an admitted request waits at most about
+    as long again as it runs, and a refused one learns it at once (503) instead of hanging until its
+    timeout. Never below ADMISSION_TRIGGER_MULTIPLE times autoscaling.queueDepthPerReplica, so KEDA
+    sees a queue well above its target (and adds replicas) long before a replica refuses anything."""
+    if model.max_waiting_requests is not None:
+        return model.max_waiting_requests
     trigger = math.ceil(ADMISSION_TRIGGER_MULTIPLE * model.autoscaling.queue_depth_per_replica)
     return max(ADMISSION_BATCHES * max_num_seqs(model, pool), trigger)
+
+
+def max_in_flight_requests(model: ModelConfig, pool: GpuPool) -> int:
+    """`--max-num-queued-reqs`: despite its name, vLLM 0.33.0 counts every unfinished request against
+    it, running and waiting ("in-flight (waiting or running)... size it as roughly max_num_seqs plus
+    the desired queue depth", config/scheduler.py; v1/engine/async_llm.py), so it is the running
+    batch plus the waiting bound."""
+    return max_num_seqs(model, pool) + max_waiting_requests(model, pool)
 
 
 def fits_instance(model: ModelConfig, instance: catalog.InstanceType, tp: int) -> bool:

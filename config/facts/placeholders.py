@@ -67,14 +67,15 @@ def find(cfg: StackConfig) -> list[Problem]:
     found += _cidrs("ingress.allowedCidrs", ingress.allowed_cidrs, "the CIDRs your model clients call from")
     found += _arn("ingress.certificateArn", ingress.certificate_arn, "your issued ACM certificate for the endpoints' domain")
     found += _domain("ingress.domain", ingress.domain)
-    for model in cfg.models:
+    for index, model in enumerate(cfg.models):
         if model.image.digest == IMAGE_DIGEST_PLACEHOLDER:
             tagged = f"{model.image.repository}:{model.image.tag}"
             found.append(
                 Problem(
                     f"models[{model.name}].image.digest",
                     f"'{IMAGE_DIGEST_PLACEHOLDER[:15]}...' is a placeholder; no image has it, so every pull would fail. Fix: "
-                    f"read the digest with `docker buildx imagetools inspect {tagged}` (the `Digest:` line) and set it",
+                    f"read the digest with `docker buildx imagetools inspect {tagged}` (the `Digest:` line) and set it: "
+                    f"`pulumi config set --path 'models[{index}].image.digest' sha256:<64 hex>`",
                 )
             )
     if cfg.image_cache.docker_hub_username == DOCKER_HUB_USER_PLACEHOLDER:

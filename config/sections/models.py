@@ -41,7 +41,7 @@ MANAGED_FLAGS = {
     "--max-model-len": "set maxModelLen",
     "--gpu-memory-utilization": "set gpuMemoryUtilization",
     "--max-num-seqs": "set maxNumSeqs",
-    "--max-num-queued-reqs": "set maxQueuedRequests",
+    "--max-num-queued-reqs": "set maxWaitingRequests (the platform adds the running batch, which vLLM counts too)",
     "--kv-cache-memory-bytes": "the KV cache follows gpuMemoryUtilization; on time-sliced pools the platform sets this "
     "flag itself from the fit check",
     "--dtype": "set dtype",
@@ -326,12 +326,13 @@ class ModelConfig(ConfigModel):
         default=0.92, gt=0.05, le=0.98, description="Fraction of each GPU's memory vLLM may use (vLLM's default is 0.92)."
     )
     max_num_seqs: int | None = Field(default=None, ge=1, le=4096, description="Concurrent sequences per replica; unset: vLLM's default.")
-    max_queued_requests: int | None = Field(
+    max_waiting_requests: int | None = Field(
         default=None,
         ge=1,
         le=65536,
-        description="Requests a replica holds waiting before vLLM answers 503 (--max-num-queued-reqs); unset: one batch "
-        "(maxNumSeqs, else vLLM's default on the pool's GPU), at least 4 x autoscaling.queueDepthPerReplica.",
+        description="Requests a replica holds waiting beside its running batch before vLLM answers 503 (the platform "
+        "passes maxNumSeqs plus this as --max-num-queued-reqs, which counts running and waiting requests); unset: one "
+        "batch (maxNumSeqs, else vLLM's default on the pool's GPU), at least 4 x autoscaling.queueDepthPerReplica.",
     )
     resources: Resources = Field(description="CPU and memory per replica.")
     shm_size: Quantity | None = Field(

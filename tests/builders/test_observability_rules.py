@@ -126,6 +126,37 @@ CASES: dict[str, list[dict[str, Any]]] = {
             "alert_rule_test": [{"eval_time": "14m", "alertname": "VllmTargetDown", "exp_alerts": []}],
         },
     ],
+    "VllmRequestsRefused": [
+        {
+            # 15 min at 15 s: refusals start after 5 minutes on every pod and engine (the bound is per replica)
+            "interval": "15s",
+            "input_series": vllm("vllm:admission_rejections_total", "0x20 0+3x40"),
+            "alert_rule_test": [
+                {"eval_time": "5m", "alertname": "VllmRequestsRefused", "exp_alerts": []},
+                {
+                    "eval_time": "14m",
+                    "alertname": "VllmRequestsRefused",
+                    "exp_alerts": [
+                        {
+                            "exp_labels": {"severity": "warning", "namespace": NS, "model_name": "chat"},
+                            "exp_annotations": {
+                                "summary": "chat refuses 0.80 requests/s (HTTP 503)",
+                                "description": "Replicas are at their admission bound (--max-num-queued-reqs: the running "
+                                "batch plus maxWaitingRequests) and answer 503: the model is at replicas.max, or new replicas "
+                                "are still starting.",
+                            },
+                        }
+                    ],
+                },
+            ],
+        },
+        {
+            # a counter that stands still (refusals long ago) pages nobody
+            "interval": "15s",
+            "input_series": vllm("vllm:admission_rejections_total", "7x60"),
+            "alert_rule_test": [{"eval_time": "14m", "alertname": "VllmRequestsRefused", "exp_alerts": []}],
+        },
+    ],
     "VllmMetricsAbsent": [
         {
             "interval": "15s",

@@ -19,7 +19,10 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError, NoCredentialsError
 
+from builders.serving import populate
 from builders.serving import weights_script as script
+from builders.serving.workload import Sources
+from tests.conftest import PROD, parse, stack_data
 
 REPO, REV, OLD = "meta-llama/Llama-3.1-8B-Instruct", "a" * 40, "b" * 40
 REPOSITORY = f"models/{REPO}/"
@@ -328,3 +331,48 @@ def test_the_script_needs_nothing_beyond_the_standard_library_to_import() -> Non
         in {"__future__", "argparse", "datetime", "fnmatch", "json", "os", "sys", "time", "collections", "typing"}
         for line in top_level
     )
+
+
+class ConfigHub(FakeHub):
+    """A hub whose config.json says how the checkpoint is quantized."""
+
+    def __init__(self, files: dict[str, int], config: dict[str, Any]) -> None:
+        super().__init__(files)
+        self.config = json.dumps(config).encode()
+
+    def download(self, repo: str, revision: str, name: str, scratch: str) -> str:
+        path = Path(super().download(repo, revision, name, scratch))
+        if name == "config.json":
+            path.write_bytes(self.config)
+        return str(path)
+
+
+@pytest.mark.parametrize("scheme", ["awq", "gptq"])
+def test_a_prequantized_setting_on_a_full_precision_checkpoint_fails_for_good(tmp_path: Path, scheme: str) -> None:
+    s3 = FakeS3()
+    hub = ConfigHub(CHECKPOINT, {"architectures": ["LlamaForCausalLM"], "torch_dtype": "bfloat16"})
+    with pytest.raises(script.Failure) as raised:
+        script.populate(_args(tmp_path, quantization=scheme), s3, hub, log=lambda _: None)
+    assert str(raised.value) == (
+        f"{REPO}@{REV} is not an {scheme} checkpoint (config.json's quantization_config.quant_method is absent): "
+        f"quantization {scheme} names a pre-quantized checkpoint, and vLLM would load this one at full size, beyond the "
+        f"memory the fit check allowed. Fix: point huggingFaceId at the {scheme} repository, or set quantization to none or fp8"
+    )
+    assert s3.objects == {}  # nothing copied before the check
+
+
+def test_a_matching_prequantized_checkpoint_is_copied(tmp_path: Path) -> None:
+    s3 = FakeS3()
+    hub = ConfigHub(CHECKPOINT, {"quantization_config": {"quant_method": "AWQ", "bits": 4}})
+    assert script.populate(_args(tmp_path, quantization="awq"), s3, hub, log=lambda _: None) == 0
+    assert f"{REPOSITORY}{REV}/{script.MARKER}" in s3.objects
+
+
+def test_the_job_tells_the_script_the_models_quantization() -> None:
+    cfg = parse(stack_data(PROD))
+    model = next(m for m in cfg.models if m.quantization == "fp8")
+    pool = next(p for p in cfg.gpu_pools if p.name == model.pool)
+    job = populate.job(model, pool, Sources(image="i", bucket="b", region="r"), hf_token=False, models=cfg.models)
+    command = job["spec"]["template"]["spec"]["containers"][0]["command"]
+    assert command[command.index("--quantization") + 1] == "fp8"
+    assert script.parse(command[2:]).quantization == "fp8"

@@ -6,13 +6,16 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import math
 import typing
 from typing import Any
 
 import pytest
 
 from builders.serving import workload as builders
+from config import load as config_load
 from config.derived import capacity
+from config.errors import ConfigError
 from config.facts.conventions import API_KEY_FINGERPRINT_ANNOTATION
 from config.sections.models import ModelConfig
 from offline import harness, render
@@ -46,9 +49,9 @@ def _with_api_key(key: str) -> harness.RunResult:
 @pytest.fixture(scope="module")
 def rotated() -> tuple[harness.RunResult, harness.RunResult, harness.RunResult]:
     return (
-        _with_api_key("first-key-0123456789abcdef"),
-        _with_api_key("first-key-0123456789abcdef"),
-        _with_api_key("second-key-fedcba9876543210"),
+        _with_api_key("first-key-0123456789abcdef-0123456789abcdef"),
+        _with_api_key("first-key-0123456789abcdef-0123456789abcdef"),
+        _with_api_key("second-key-fedcba9876543210-fedcba9876543210"),
     )
 
 
@@ -62,12 +65,12 @@ def test_a_rotated_key_changes_the_pod_template(rotated: tuple[harness.RunResult
     # the same key renders the same template (no roll on every `pulumi up`); a new key rolls the pods
     assert _fingerprint(first) == _fingerprint(again)
     assert _fingerprint(first) != _fingerprint(second)
-    assert _fingerprint(first) == builders.api_key_fingerprint("llama-3-1-8b", "first-key-0123456789abcdef")
+    assert _fingerprint(first) == builders.api_key_fingerprint(TLS, "llama-3-1-8b", "first-key-0123456789abcdef-0123456789abcdef")
 
 
 def test_the_template_carries_a_fingerprint_never_the_key(rotated: tuple[harness.RunResult, ...]) -> None:
     first, _, second = rotated
-    for run, key in ((first, "first-key-0123456789abcdef"), (second, "second-key-fedcba9876543210")):
+    for run, key in ((first, "first-key-0123456789abcdef-0123456789abcdef"), (second, "second-key-fedcba9876543210-fedcba9876543210")):
         registration = _deployment(run, "llama-3-1-8b")
         assert key not in json.dumps(values(registration))
         # the fingerprint left the secret: the pod spec stays readable in the preview's diff
@@ -77,10 +80,28 @@ def test_the_template_carries_a_fingerprint_never_the_key(rotated: tuple[harness
     assert is_secret(secret.inputs["stringData"])
 
 
-def test_the_fingerprint_is_salted_per_model() -> None:
-    key = "same-key-for-two-models"
-    assert builders.api_key_fingerprint("a", key) != builders.api_key_fingerprint("b", key)
-    assert len(builders.api_key_fingerprint("a", key)) == 2 * builders.FINGERPRINT_BYTES
+def test_the_fingerprint_is_salted_per_stack_and_model() -> None:
+    key = "same-key-for-two-models-and-two-stacks"
+    assert builders.api_key_fingerprint("dev", "a", key) != builders.api_key_fingerprint("dev", "b", key)
+    assert builders.api_key_fingerprint("dev", "a", key) != builders.api_key_fingerprint("prod", "a", key)
+    assert len(builders.api_key_fingerprint("dev", "a", key)) == 2 * builders.FINGERPRINT_BYTES
+
+
+def test_a_short_key_is_refused_without_echoing_it() -> None:
+    inp = fixture_input(TLS)
+    config = dict(inp.config)
+    config["llm-platform:apiKeys"] = json.dumps({"llama-3-1-8b": "hunter2-but-longer"})
+    inp = dataclasses.replace(inp, config=config)
+    harness.apply_config(inp)
+    with pytest.raises(ConfigError) as raised:
+        config_load.validate(harness.offline_account(inp))
+    found = [str(p) for p in raised.value.errors]
+    assert found == [
+        "apiKeys.llama-3-1-8b: is shorter than 32 characters: it is the endpoint's only credential, and the pod template "
+        "carries a one-way fingerprint of it that a short key could be guessed from offline. Fix: generate one with "
+        "`openssl rand -hex 32` and run `pulumi config set --secret --path 'apiKeys.llama-3-1-8b' <key>`"
+    ]
+    assert not any("hunter2" in p for p in found)
 
 
 def test_a_model_without_a_key_carries_no_fingerprint(dev_run: harness.RunResult) -> None:
@@ -96,33 +117,51 @@ def test_every_replica_bounds_its_queue_above_the_scale_out_trigger(stack: str) 
     run, cfg = fixture_run(stack), parse(stack_data(stack))
     pools = {p.name: p for p in cfg.gpu_pools}
     for model in cfg.models:
+        pool = pools[model.pool]
         bound = int(_args(run, model.name)["--max-num-queued-reqs"])
-        assert bound == capacity.max_queued_requests(model, pools[model.pool])
-        # KEDA adds replicas at queueDepthPerReplica waiting per replica: well before any 503
-        assert bound >= capacity.ADMISSION_TRIGGER_MULTIPLE * model.autoscaling.queue_depth_per_replica
-        # and a replica holds at most one batch waiting (vLLM's max-num-seqs on the smallest GPU)
-        assert bound == max(capacity.max_num_seqs(model, pools[model.pool]), 4 * model.autoscaling.queue_depth_per_replica)
+        batch = int(_args(run, model.name).get("--max-num-seqs", capacity.max_num_seqs(model, pool)))
+        # vLLM counts running and waiting requests against the flag: what is left for the queue is the
+        # bound less a full batch, and KEDA adds replicas at queueDepthPerReplica waiting: well before any 503
+        waiting = bound - batch
+        assert waiting >= capacity.ADMISSION_TRIGGER_MULTIPLE * model.autoscaling.queue_depth_per_replica
+        # and a replica holds at most one batch waiting beside its running one
+        assert waiting == max(batch, math.ceil(capacity.ADMISSION_TRIGGER_MULTIPLE * model.autoscaling.queue_depth_per_replica))
 
 
 def test_the_bound_follows_the_gpu_default_and_the_configured_value(prod_run: harness.RunResult) -> None:
-    # vLLM's max-num-seqs default: 1024 on H100, 256 on L4/A10G and on any A100
-    assert _args(prod_run, "llama-3-3-70b")["--max-num-queued-reqs"] == "1024"
-    assert _args(prod_run, "llama-3-1-8b")["--max-num-queued-reqs"] == "256"
-    assert _args(prod_run, "qwen-2-5-7b")["--max-num-queued-reqs"] == "256"
+    # vLLM's max-num-seqs default: 1024 on an H100, 256 on L4/A10G, on any A100 and on a MIG slice; a batch waits beside it
+    assert _args(prod_run, "llama-3-3-70b")["--max-num-queued-reqs"] == "2048"
+    assert _args(prod_run, "llama-3-1-8b")["--max-num-queued-reqs"] == "512"
+    assert _args(prod_run, "qwen-2-5-7b")["--max-num-queued-reqs"] == "512"
     data = stack_data(PROD)
-    data["models"][0]["maxQueuedRequests"] = 64
+    data["models"][0]["maxWaitingRequests"] = 64
     cfg = parse(data)
-    assert capacity.max_queued_requests(cfg.models[0], cfg.gpu_pools[0]) == 64
+    assert capacity.max_in_flight_requests(cfg.models[0], cfg.gpu_pools[0]) == 256 + 64
+    data["models"][0]["maxNumSeqs"] = 32
+    cfg = parse(data)
+    assert capacity.max_in_flight_requests(cfg.models[0], cfg.gpu_pools[0]) == 32 + 64
 
 
-def test_a_bound_at_or_below_the_trigger_is_refused() -> None:
+def test_a_mig_slice_of_an_h100_gets_the_small_default() -> None:
+    # vLLM reads the memory the device shows: a 1g.10gb slice of an 80 GB H100 is a small GPU to it
+    data = stack_data(PROD)
+    cfg = parse(data)
+    h100 = next(p for p in cfg.gpu_pools if p.name == "gpu-h100")
+    h100_type = h100.resolved_instance_types()[0]
+    assert h100_type.gpu is not None
+    assert capacity.default_max_num_seqs(h100_type.gpu, 80) == 1024
+    assert capacity.default_max_num_seqs(h100_type.gpu, 10) == 256
+
+
+def test_a_waiting_bound_at_or_below_the_trigger_is_refused() -> None:
     def mutate(d: dict[str, Any]) -> None:
-        d["models"][0]["maxQueuedRequests"] = 5
+        d["models"][0]["maxWaitingRequests"] = 5
 
     assert new_problems_after(mutate) == [
-        "models[llama-3-1-8b].maxQueuedRequests: 5 is not above autoscaling.queueDepthPerReplica (5): a replica would answer 503 "
-        "before its queue ever reached the depth at which KEDA adds a replica, so the queue trigger could never scale the "
-        "model out. Fix: raise maxQueuedRequests to at least 20, or remove it (the platform derives one batch's worth)"
+        "models[llama-3-1-8b].maxWaitingRequests: 5 is not above autoscaling.queueDepthPerReplica (5): a replica would "
+        "answer 503 before its queue ever reached the depth at which KEDA adds a replica, so the queue trigger could never "
+        "scale the model out. Fix: raise maxWaitingRequests above 5 (the platform's default is one batch, at least 20), "
+        "or remove it"
     ]
 
 
@@ -164,12 +203,16 @@ def test_an_explicit_kv_cache_exactly_on_time_sliced_pools(stack: str) -> None:
         kv = int(args["--kv-cache-memory-bytes"])
         device = capacity.smallest_device(model, pool)
         assert device is not None
-        # the fit check's budget: this replica's share of the GPU less weights and overhead, on the smallest GPU,
-        # and at least one sequence of maxModelLen (else the fit check would have refused the config)
-        assert kv == int(capacity.kv_cache_gib(model, device) * capacity.GIB)
+        # the fit check's budget (this replica's share of the smallest GPU less weights and overhead) less a margin
+        # for an overhead above the estimate, and at least one sequence of maxModelLen
+        budget = capacity.kv_cache_gib(model, device) - capacity.EXPLICIT_KV_MARGIN_GIB
+        assert kv == int(max(capacity.kv_gib_per_sequence(model), budget) * capacity.GIB)
         weights = capacity.weights_gib(model) * capacity.GIB
         overhead = capacity.OVERHEAD_GIB_PER_GPU * capacity.GIB
         assert kv + weights + overhead <= device.gib * model.gpu_memory_utilization * capacity.GIB + 1
+        assert kv + weights + overhead + capacity.EXPLICIT_KV_MARGIN_GIB * capacity.GIB <= (
+            device.gib * model.gpu_memory_utilization * capacity.GIB + 1
+        ) or kv == int(capacity.kv_gib_per_sequence(model) * capacity.GIB)
         assert kv >= capacity.kv_gib_per_sequence(model) * capacity.GIB
 
 
@@ -214,3 +257,16 @@ def test_the_render_shows_the_option(prod_run: harness.RunResult) -> None:
     shown = _deployment(prod_run, "llama-3-1-8b").redacted()
     assert shown["ignoreChanges"] == ["spec.replicas"]
     assert "ignoreChanges" not in copy.deepcopy(prod_run.one("kubernetes:core/v1:Service", "model-llama-3-1-8b-service").redacted())
+
+
+@pytest.mark.parametrize("stack", FIXTURES)
+def test_pulumi_waits_for_a_whole_rollout(stack: str) -> None:
+    """A key rotation or an image bump rolls every replica one at a time: the update timeout covers
+    `replicas.max` steps of a drain and a load after the first replica's node, not only the create's one."""
+    run, cfg = fixture_run(stack), parse(stack_data(stack))
+    for model in cfg.models:
+        timeouts = _deployment(run, model.name).custom_timeouts
+        create, update = (int(timeouts[op].removesuffix("m")) for op in ("create", "update"))
+        step = capacity.startup_budget_seconds(model) + model.drain.termination_grace_period_seconds
+        assert update * 60 >= create * 60 - 60 + (model.replicas.max - 1) * step
+        assert update >= create

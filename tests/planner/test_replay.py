@@ -154,15 +154,16 @@ def test_a_load_step_is_served_within_the_scale_up_budget() -> None:
 
 
 def test_a_replica_refuses_what_its_queue_cannot_hold() -> None:
-    """The replay honours the rendered --max-num-queued-reqs: past it a request is refused (503), not queued."""
+    """The replay honours the rendered --max-num-queued-reqs as vLLM counts it (running and waiting):
+    past it a request is refused (503), not queued."""
     seconds = HOUR // 2
     one = {"replicas": {"min": 1, "max": 1}, "maxNumSeqs": 8}
-    bounded, loose = _dev(**one), _dev(maxQueuedRequests=10_000, **one)
+    bounded, loose = _dev(**one), _dev(maxWaitingRequests=10_000, **one)
     requests = _requests(bounded, 600, seconds)
     kept = simulate(bounded, requests, Options(seconds, spot_availability=1.0))
     free = simulate(loose, requests, Options(seconds, spot_availability=1.0))
-    # derived: 4 x queueDepthPerReplica (5) is above one batch of maxNumSeqs 8
-    assert kept.models["llama-3-1-8b"].max_queued == 20
+    # derived: the batch of 8 plus 4 x queueDepthPerReplica (5), which is above one batch waiting
+    assert kept.models["llama-3-1-8b"].max_in_flight == 8 + 20
     assert max(kept.series["llama-3-1-8b"]["queue"]) <= 20 < max(free.series["llama-3-1-8b"]["queue"])
     # what was admitted waited less than behind the unbounded queue, and the rest was refused at once
     assert np.nanmax(kept.models["llama-3-1-8b"].wait) < np.nanmax(free.models["llama-3-1-8b"].wait)

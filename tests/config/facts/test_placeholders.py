@@ -30,7 +30,8 @@ def test_every_kind_of_placeholder_is_found_with_what_belongs_there() -> None:
     ]
     assert found["models[llama-3-1-8b].image.digest"] == (
         "'sha256:00000000...' is a placeholder; no image has it, so every pull would fail. Fix: read the digest with "
-        "`docker buildx imagetools inspect vllm/vllm-openai:v0.33.0` (the `Digest:` line) and set it"
+        "`docker buildx imagetools inspect vllm/vllm-openai:v0.33.0` (the `Digest:` line) and set it: "
+        "`pulumi config set --path 'models[0].image.digest' sha256:<64 hex>`"
     )
     assert found["cluster.deployRoleArn"] == (
         f"'arn:aws:iam::123456789012:role/llm-platform-deploy' {ACCOUNT}. "
