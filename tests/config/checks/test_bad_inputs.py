@@ -137,6 +137,8 @@ CASES: dict[str, Callable[[dict[str, Any]], object]] = {
     ),
     "domain-with-scheme": lambda d: d.update(ingress={"domain": "https://llm.example.com"}),
     "bottlerocket-sharing": lambda d: p0(d).update(amiFamily="bottlerocket", sharing={"timeSlicing": {"replicas": 2}}),
+    "waiting-bound-below-trigger": lambda d: m0(d).update(maxWaitingRequests=3),
+    "admission-flag-in-extra-args": lambda d: m0(d).update(extraArgs=["--max-num-queued-reqs=64"]),
 }
 
 EXPECTED: dict[str, list[str]] = {
@@ -416,6 +418,16 @@ EXPECTED: dict[str, list[str]] = {
     ],
     "domain-with-scheme": [
         "ingress.domain: 'https://llm.example.com' is not a DNS domain. Fix: write e.g. llm.example.com (lowercase, no scheme, no trailing dot)"
+    ],
+    "waiting-bound-below-trigger": [
+        "models[llama-3-1-8b].maxWaitingRequests: 3 is not above autoscaling.queueDepthPerReplica (5): a replica would "
+        "answer 503 before its queue ever reached the depth at which KEDA adds a replica, so the queue trigger could never "
+        "scale the model out. Fix: raise maxWaitingRequests above 5 (the platform's default is one batch, at least 20), "
+        "or remove it"
+    ],
+    "admission-flag-in-extra-args": [
+        "models[llama-3-1-8b].extraArgs: --max-num-queued-reqs may not be in extraArgs: set maxWaitingRequests (the "
+        "platform adds the running batch, which vLLM counts too). Fix: remove --max-num-queued-reqs"
     ],
     "bottlerocket-sharing": [
         "models[llama-3-1-8b].gpuMemoryUtilization: gpuMemoryUtilization 0.92 x 2 time-slice replicas of pool gpu-l4-a10g = 1.84 of one GPU; time-slicing does not split memory, so the replicas sharing a GPU would run out of memory at startup. Fix: set gpuMemoryUtilization to at most 0.47",
