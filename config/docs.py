@@ -35,8 +35,9 @@ OUT_END = "<!-- outputs-contract:end -->"
 SECRET_DOCS = {
     HF_TOKEN: "Hugging Face token for gated models; mounted as a file into the populate Job (weights from S3) or into "
     "the model pods (weights from Hugging Face).",
-    API_KEYS: "Per-model API keys (`--path 'apiKeys.<model>'`); vLLM then requires one on every request. "
-    "Required for internet-facing endpoints.",
+    API_KEYS: "Per-model API keys (`--path 'apiKeys.<model>'`, at least 32 characters: `openssl rand -hex 32`); vLLM "
+    "then requires one on every /v1 request. Required for every exposed model in prod, and for every model behind an "
+    "internet-facing ALB.",
     GRAFANA_ADMIN_PASSWORD: "Grafana admin password (stored in a Kubernetes Secret). Required.",
     DOCKER_HUB_ACCESS_TOKEN: "Docker Hub access token of `imageCache.dockerHubUsername`, stored in the Secrets Manager "
     "secret the pull-through cache reads. Required when the cache fronts a Docker Hub image.",
