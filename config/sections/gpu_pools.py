@@ -9,6 +9,7 @@ from pydantic import Field, field_validator, model_validator
 
 from config.facts import catalog, karpenter_cel
 from config.facts.conventions import GPU_TAINT
+from config.sections import cron
 from config.sections.base import ConfigModel
 from config.sections.karpenter import AmiFamily
 from config.sections.types import Duration, DurationOrNever, K8sName, config_error
@@ -57,7 +58,11 @@ class Budget(ConfigModel):
     """A Karpenter disruption budget."""
 
     nodes: str = Field(description="Nodes that may be disrupted at once: a count or a percentage (e.g. 1 or 10%).")
-    schedule: str | None = Field(default=None, description="Cron schedule when the budget is active (with duration).")
+    schedule: str | None = Field(
+        default=None,
+        description="When the budget becomes active (with duration), in UTC as Karpenter reads it: five cron fields "
+        "(names such as mon-fri and jan allowed) or @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly.",
+    )
     duration: Duration | None = Field(default=None, description="How long the budget is active after each schedule tick.")
     reasons: list[Literal["Underutilized", "Empty", "Drifted"]] = Field(
         default_factory=list, description="Disruption reasons the budget applies to; empty means all."
@@ -68,6 +73,19 @@ class Budget(ConfigModel):
     def _nodes(cls, value: str) -> str:
         if not _BUDGET_NODES.match(value):
             raise config_error(f"'{value}' is not a node count or percentage", "write e.g. 1 or 10%")
+        return value
+
+    @field_validator("schedule")
+    @classmethod
+    def _schedule(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                cron.parse_budget(value)
+            except cron.CronError as err:
+                raise config_error(
+                    f"'{value}' is not a schedule Karpenter takes: {err}",
+                    "write five fields in UTC, e.g. `0 22 * * mon-fri`, or a descriptor such as @daily",
+                ) from None
         return value
 
     @model_validator(mode="after")
