@@ -14,7 +14,7 @@ from builders.network import (
     public_subnet_tags,
     subnet_plan,
 )
-from config.sections.network import ExistingVpc, NewVpc
+from config.sections.network import ExistingVpc, NewVpc, Route
 from config.sections.types import is_zone_id
 
 
@@ -34,6 +34,16 @@ class NetworkArgs:
 
 def _nth(i: int) -> Callable[[list[str]], str]:
     return lambda names: names[i]
+
+
+def _declared_route(route: Route) -> aws.ec2.RouteTableRouteArgs:
+    """A route of `network.routes` as an inline route of a private route table (a VPN gateway is a gateway_id)."""
+    return aws.ec2.RouteTableRouteArgs(
+        cidr_block=route.destination_cidr,
+        transit_gateway_id=route.transit_gateway_id,
+        vpc_peering_connection_id=route.vpc_peering_connection_id,
+        gateway_id=route.vpn_gateway_id,
+    )
 
 
 class Network(pulumi.ComponentResource):
@@ -124,10 +134,16 @@ class Network(pulumi.ComponentResource):
                 tags=az.apply(lambda z: private_subnet_tags(cluster, z, tags)),
                 opts=child,
             )
+            # Inline routes only (never aws.ec2.Route on these tables): the table owns its whole route set, so the
+            # routes back to the deploy network and the clients are declared here, and an update keeps them.
             rt = aws.ec2.RouteTable(
                 f"{name}-private-{suffix}",
                 vpc_id=vpc.id,
-                routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat_ids[min(i, nats - 1)])],
+                routes=[
+                    aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat_ids[min(i, nats - 1)]),
+                    *(_declared_route(r) for r in cfg.routes),
+                ],
+                propagating_vgws=list(cfg.propagating_vgws) or None,
                 tags={**tags, "Name": f"{cluster}-private-{suffix}"},
                 opts=child,
             )

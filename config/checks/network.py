@@ -3,6 +3,7 @@ certificate, zones within the region and the VPC, prod's network redundancy, the
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Iterator
 
 from config.checks.common import models_with_pools, pool_path
@@ -194,3 +195,83 @@ def rule_deletion_protection(cfg: StackConfig) -> Iterator[Problem]:
     """(prod only) Deletion protection is not switched off."""
     if cfg.cluster.deletion_protection is False:
         yield Problem("cluster.deletionProtection", "deletion protection is off in prod. Fix: remove the key (prod turns it on)", "warning")
+
+
+def _uncovered(cidr: str, covers: list[ipaddress.IPv4Network]) -> list[ipaddress.IPv4Network]:
+    """The parts of `cidr` that none of `covers` contains."""
+    remaining = [ipaddress.IPv4Network(cidr, strict=False)]
+    for cover in covers:
+        left: list[ipaddress.IPv4Network] = []
+        for net in remaining:
+            if net.subnet_of(cover):
+                continue
+            left += net.address_exclude(cover) if cover.subnet_of(net) else [net]
+        remaining = left
+    return list(ipaddress.collapse_addresses(remaining))
+
+
+def rule_routes(cfg: StackConfig) -> Iterator[Problem]:
+    """network.routes (new VPC): each leads out of the VPC, one per destination; and (warnings) the deploy
+    network of a private-only endpoint (cluster.endpoint.privateAccessCidrs) and the internal ALB's clients
+    (ingress.allowedCidrs) outside the VPC have a route back, unless network.propagatingVgws brings them."""
+    net = cfg.network
+    if not isinstance(net, NewVpc):
+        return  # an existing VPC's route tables are its owner's
+    vpc = ipaddress.IPv4Network(net.cidr)
+    first: dict[ipaddress.IPv4Network, int] = {}
+    for i, route in enumerate(net.routes):
+        dest = ipaddress.IPv4Network(route.destination_cidr)
+        if dest.subnet_of(vpc):
+            where = "the VPC's CIDR" if dest == vpc else f"inside the VPC ({vpc})"
+            yield Problem(
+                f"network.routes[{i}].destinationCidr",
+                f"{dest} is {where}: the VPC's own traffic "
+                "(nodes, pods, the control plane) belongs on its local route, and this route would send it out of the "
+                "VPC. Fix: list only networks outside the VPC (a range that contains it, such as 10.0.0.0/8, is fine: "
+                "the local route is more specific)",
+            )
+        elif dest in first:
+            yield Problem(
+                f"network.routes[{i}].destinationCidr",
+                f"{dest} is already the destination of network.routes[{first[dest]}]; two routes for one destination "
+                "cannot share a route table. Fix: keep one of them",
+            )
+        else:
+            first[dest] = i
+    if net.propagating_vgws:
+        return  # the routes a VPN gateway propagates are not known before it runs
+    covers = [vpc, *first]
+    endpoint = cfg.cluster.endpoint
+    callers: list[tuple[str, list[str], str]] = []
+    if endpoint.private and not endpoint.public:
+        callers.append(
+            (
+                "cluster.endpoint.privateAccessCidrs",
+                list(endpoint.private_access_cidrs),
+                "the API server's replies to it go to the NAT gateway and are lost, so pulumi up from there stops at "
+                "the first Kubernetes object",
+            )
+        )
+    if cfg.ingress.scheme == "internal" and exposed_models(cfg):
+        callers.append(
+            (
+                "ingress.allowedCidrs",
+                list(cfg.ingress.allowed_cidrs),
+                "the internal load balancer's replies to those clients go to the NAT gateway and are lost",
+            )
+        )
+    for field, cidrs, effect in callers:
+        lost = [c for c in cidrs if _uncovered(c, covers)]
+        if not lost:
+            continue
+        outside = [c for c in lost if not ipaddress.IPv4Network(c).overlaps(vpc)]
+        example = outside[0] if outside else lost[0]
+        where = "outside the VPC" if outside == lost else "the part outside the VPC"
+        yield Problem(
+            "network.routes",
+            f"has no route to {', '.join(lost)} ({field}, {where}): "
+            f"{effect}. Fix: once the VPC is attached to your transit or VPN gateway, add "
+            f"{{destinationCidr: {example}, transitGatewayId: tgw-<id>}} to network.routes (or vpnGatewayId, "
+            "vpcPeeringConnectionId), or propagate the VPN's routes with network.propagatingVgws",
+            "warning",
+        )

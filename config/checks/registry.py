@@ -60,6 +60,7 @@ RULES: tuple[Rule, ...] = (
     Rule(network.rule_zones, "named zones are in the region, and pools only narrow the VPC's zones"),
     Rule(fit.rule_system_capacity, "the system node group holds every system pod with one node lost"),
     Rule(network.rule_api_reachable, "pulumi up can reach the API server"),
+    Rule(network.rule_routes, "replies reach the deploy network and the internal ALB's clients outside a new VPC"),
     Rule(network.rule_deploy_role, "prod names its deploy role, and no second admin entry for it (EKS refuses it)"),
     Rule(fit.rule_system_node_group_size, "the system node group keeps a spare node (required in prod)"),
     Rule(scaling.rule_prod_on_demand_fallback, "prod models fall back to on-demand when spot runs out", prod_only=True),

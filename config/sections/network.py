@@ -3,13 +3,118 @@
 from __future__ import annotations
 
 import ipaddress
-from typing import Annotated, Literal
+import re
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationInfo, field_validator, model_validator
+from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
 
 from config.facts.conventions import DISCOVERY_TAG, INTERNAL_ELB_TAG, PUBLIC_ELB_TAG
 from config.sections.base import ConfigModel
 from config.sections.types import NetworkCidr, SubnetId, VpcCidr, VpcId, Zone, config_error, is_zone_id
+
+# The route targets a stack may name, by id prefix: (field, what it is). AWS ids are <prefix>-<8 or 17 hex>.
+_TARGETS = {
+    "tgw": ("transitGatewayId", "a transit gateway"),
+    "pcx": ("vpcPeeringConnectionId", "a VPC peering connection"),
+    "vgw": ("vpnGatewayId", "a virtual private (VPN) gateway"),
+}
+# Ids users paste in their place, and what the route wants instead.
+_LOOKALIKES = {
+    "tgw-attach": "a transit gateway attachment id; a VPC route targets the transit gateway itself",
+    "tgw-rtb": "a transit gateway route table id; a VPC route targets the transit gateway itself",
+    "vpn": "a Site-to-Site VPN connection id; a VPC route targets the virtual private gateway (vgw-) the connection ends on",
+    "cgw": "a customer gateway id (your side of the VPN); a VPC route targets the virtual private gateway (vgw-) on the AWS side",
+}
+
+
+def _gateway_id(prefix: str) -> AfterValidator:
+    """An id of the route target kind `prefix`, with a hint when it is another kind's id."""
+    field, what = _TARGETS[prefix]
+
+    def check(value: str) -> str:
+        if re.fullmatch(rf"{prefix}-([0-9a-f]{{8}}|[0-9a-f]{{17}})", value):
+            return value
+        kind = re.match(r"^([a-z]+(?:-(?:attach|rtb))?)-", value)
+        found = kind.group(1) if kind else ""
+        if found in _LOOKALIKES:
+            problem = f"'{value}' is {_LOOKALIKES[found]}"
+            fix = f"write the {prefix}- id of {what}"
+        elif found in _TARGETS and found != prefix:
+            other, other_what = _TARGETS[found]
+            problem = f"'{value}' is the id of {other_what}, not of {what}"
+            fix = f"set it as {other} instead of {field}"
+        else:
+            problem = f"'{value}' is not the id of {what}"
+            fix = f"write {prefix}-<8 or 17 hex digits>"
+        raise config_error(problem, fix)
+
+    return AfterValidator(check)
+
+
+TransitGatewayId = Annotated[str, _gateway_id("tgw")]
+VpcPeeringConnectionId = Annotated[str, _gateway_id("pcx")]
+VpnGatewayId = Annotated[str, _gateway_id("vgw")]
+
+
+class Route(ConfigModel):
+    """A route from every private subnet of the new VPC to a network outside it, through one gateway."""
+
+    destination_cidr: NetworkCidr = Field(
+        description="The network outside the VPC the route leads to (the VPN or transit range in "
+        "cluster.endpoint.privateAccessCidrs, the internal ALB's clients in ingress.allowedCidrs). A range that "
+        "contains the VPC, such as 10.0.0.0/8, is fine: traffic inside the VPC keeps its more specific local route.",
+    )
+    transit_gateway_id: TransitGatewayId | None = Field(
+        default=None,
+        description="Send it to this transit gateway (tgw-…). The VPC must be attached to it, with a subnet in every zone.",
+    )
+    vpc_peering_connection_id: VpcPeeringConnectionId | None = Field(
+        default=None, description="Send it over this VPC peering connection (pcx-…), once it is active."
+    )
+    vpn_gateway_id: VpnGatewayId | None = Field(
+        default=None,
+        description="Send it to this virtual private gateway (vgw-…) attached to the VPC: a static route. For routes "
+        "the VPN learns (BGP or the connection's static routes), use network.propagatingVgws instead.",
+    )
+
+    @field_validator("destination_cidr")
+    @classmethod
+    def _not_the_default_route(cls, value: str) -> str:
+        if ipaddress.IPv4Network(value).prefixlen == 0:
+            raise config_error(
+                f"'{value}' is the default route, which the private subnets already send to the NAT gateway (their "
+                "internet egress); a route table holds one route per destination",
+                "list the network the replies must reach, e.g. the VPN range 192.0.2.0/24",
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _one_target(self) -> Route:
+        named = [
+            alias
+            for alias, value in (
+                ("transitGatewayId", self.transit_gateway_id),
+                ("vpcPeeringConnectionId", self.vpc_peering_connection_id),
+                ("vpnGatewayId", self.vpn_gateway_id),
+            )
+            if value is not None
+        ]
+        if not named:
+            raise config_error(
+                "names no target; a route sends its destination's traffic to one gateway",
+                "set one of transitGatewayId, vpcPeeringConnectionId or vpnGatewayId",
+            )
+        if len(named) > 1:
+            raise config_error(
+                f"names {' and '.join(named)}; a route has exactly one target",
+                "keep one (a destination has one route; the other gateway needs a destination of its own)",
+            )
+        return self
+
+    @property
+    def target(self) -> str:
+        """The one gateway the route names."""
+        return next(t for t in (self.transit_gateway_id, self.vpc_peering_connection_id, self.vpn_gateway_id) if t)
 
 
 class NewVpc(ConfigModel):
@@ -37,6 +142,29 @@ class NewVpc(ConfigModel):
         default=True,
         description="Create an S3 gateway endpoint so images and model weights from S3 bypass NAT (no hourly cost, no NAT data charges).",
     )
+    routes: list[Route] = Field(
+        default_factory=list,
+        description="Routes from every private subnet to networks outside the VPC: the VPN or transit network "
+        "`pulumi up` runs from (cluster.endpoint.privateAccessCidrs) and the internal ALB's clients "
+        "(ingress.allowedCidrs). Without one, replies to them go to the NAT gateway and are lost. The stack owns "
+        "the private route tables: a route added there by hand is removed by the next update, so declare it here. "
+        "Add them once the VPC is attached to the gateway (after the first pulumi up creates it). "
+        "An existing VPC's route tables are its owner's: add the routes there.",
+    )
+    propagating_vgws: list[VpnGatewayId] = Field(
+        default_factory=list,
+        description="Virtual private gateways (vgw-…) attached to the VPC whose Site-to-Site VPN routes are "
+        "propagated into every private route table. The stack then owns propagation on those tables: one enabled "
+        "by hand for another gateway is turned off by the next update.",
+    )
+
+    @field_validator("propagating_vgws")
+    @classmethod
+    def _vgws_once(cls, value: list[str]) -> list[str]:
+        repeated = sorted({v for v in value if value.count(v) > 1})
+        if repeated:
+            raise config_error(f"{', '.join(repeated)} is listed more than once", "list each gateway once")
+        return value
 
     @model_validator(mode="after")
     def _zones(self) -> NewVpc:
@@ -100,6 +228,19 @@ class ExistingVpc(ConfigModel):
         "interface endpoint rather than a gateway endpoint: models and weight jobs may reach them on 443 (their "
         "HTTPS egress otherwise excludes every address in the VPC).",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_routes(cls, data: Any) -> Any:
+        keys = [k for k in ("routes", "propagatingVgws") if isinstance(data, dict) and k in data]
+        if keys:
+            raise config_error(
+                f"{' and '.join(keys)} {'are' if len(keys) > 1 else 'is'} for a VPC this stack creates; an existing "
+                "VPC's route tables belong to its owner, and the stack never changes them",
+                "remove it, and add the routes back to the deploy network and the clients in the VPC's own route "
+                "tables (those of the private subnets)",
+            )
+        return data
 
     @field_validator("private_subnet_ids")
     @classmethod
