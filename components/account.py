@@ -9,15 +9,17 @@ them. Data sources run as plain invokes here, so the program stops before regist
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import pulumi
 import pulumi_aws as aws
 
 from config.checks import account as account_file
 from config.checks import preflight
-from config.checks.account import CERTIFICATE_STATUSES, AccountFile, Certificate, Subnet, Vpc
+from config.checks.account import CERTIFICATE_STATUSES, AccountFile, AnswerKey, Certificate, Subnet, Vpc
 from config.checks.preflight import QUOTAS, SPOT_ROLE
 from config.derived import state
 from config.facts import versions
@@ -43,63 +45,109 @@ class Answers:
     """False online: ACM is searched by domain (the most recent match), not by the configured ARN."""
 
 
-def _exists(read: Callable[[], object], what: str) -> bool:
-    """Whether a data source finds the thing: not-found is False; any other failure cannot tell,
-    so it counts as found, with a warning (preflight must not fail a stack on a missing permission)."""
-    try:
-        read()
-    except Exception as error:
-        text = str(error)
-        if any(marker in text for marker in NOT_FOUND):
-            return False
-        pulumi.log.warn(f"preflight: could not check {what} ({text.splitlines()[0][:200]}); it is assumed to exist")
-    return True
+# What a data source says when the identity lacks a permission (the provider passes the AWS error on).
+DENIED = ("AccessDenied", "UnauthorizedOperation", "not authorized to perform", "StatusCode: 403")
+T = TypeVar("T")
+
+
+def _denied(error: Exception, permission: str) -> str | None:
+    """The reason a read was refused for lack of a permission (None: it was not): the action the error
+    names, else the permissions the read needs."""
+    text = str(error)
+    code = next((m for m in DENIED if m in text), None)
+    if code is None:
+        return None
+    named = re.search(r"perform:? ([a-z0-9-]+:[A-Za-z]+)", text)
+    return f"the deploy credentials lack {named.group(1) if named else permission} ({code})"
+
+
+class _Reader:
+    """Runs each read; a read refused for lack of a permission is recorded (its checks are "not checked",
+    with the reason), never raised: preflight must not stop a stack on a missing read permission."""
+
+    def __init__(self) -> None:
+        self.unread: dict[AnswerKey, str] = {}
+
+    def read(self, key: AnswerKey, permission: str, call: Callable[[], T], default: T) -> T:
+        try:
+            return call()
+        except Exception as error:
+            reason = _denied(error, permission)
+            if reason is None:
+                raise
+            self.unread.setdefault(key, reason)
+            return default
+
+    def exists(self, key: AnswerKey, permission: str, call: Callable[[], object], what: str) -> bool:
+        """Whether a data source finds the thing: not-found is False; refused counts as found and is recorded;
+        any other failure cannot tell either, so it counts as found, with a warning."""
+        try:
+            call()
+        except Exception as error:
+            text = str(error)
+            if any(marker in text for marker in NOT_FOUND):
+                return False
+            reason = _denied(error, permission)
+            if reason is not None:
+                self.unread.setdefault(key, reason)
+                return True
+            pulumi.log.warn(f"preflight: could not check {what} ({text.splitlines()[0][:200]}); it is assumed to exist")
+        return True
 
 
 def read_account(cfg: StackConfig) -> AccountFile:
-    """The account's answers through pulumi-aws data sources (read-only)."""
-    zones = aws.get_availability_zones(state="available")
+    """The account's answers through pulumi-aws data sources (read-only); a refused read is recorded in `unread`."""
+    r = _Reader()
+    zones = r.read("zones", "ec2:DescribeAvailabilityZones", _zones, dict[str, str]())
     types = sorted({t.name for p in cfg.gpu_pools for t in p.resolved_instance_types()})
-    offers = aws.ec2.get_instance_type_offerings(
-        filters=[aws.ec2.GetInstanceTypeOfferingsFilterArgs(name="instance-type", values=types)], location_type="availability-zone"
-    )
-    offerings: dict[str, list[str]] = {}
-    for instance_type, zone in zip(offers.instance_types, offers.locations, strict=True):
-        offerings.setdefault(zone, []).append(instance_type)
-    quotas = {}
+    offerings = r.read("offerings", "ec2:DescribeInstanceTypeOfferings", functools.partial(_offerings, types), dict[str, list[str]]())
+    quotas: dict[str, float] = {}
     for code, _name in QUOTAS.values():
-        quotas[code] = aws.servicequotas.get_service_quota(service_code="ec2", quota_code=code).value
+        value = r.read(
+            "quotas",
+            "servicequotas:GetServiceQuota",
+            functools.partial(lambda c: aws.servicequotas.get_service_quota(service_code="ec2", quota_code=c).value, code),
+            None,
+        )
+        if value is not None:
+            quotas[code] = value
     families = sorted({p.ami_family for p in state.of(cfg).pools.values()})
     ami_releases: dict[str, list[str]] = {}
     for family in families:
         release = str(getattr(cfg.karpenter.ami_versions, family))
         name = ami_parameter(family, cfg.cluster.kubernetes_version, release)
-        found = _exists(functools.partial(aws.ssm.get_parameter, name=name), f"AMI parameter {name}")
+        found = r.exists("amiReleases", "ssm:GetParameter", functools.partial(aws.ssm.get_parameter, name=name), f"AMI parameter {name}")
         ami_releases[family] = [release] if found else []
-    addon_versions = {
-        addon: [aws.eks.get_addon_version(addon_name=addon, kubernetes_version=cfg.cluster.kubernetes_version).version]
-        for addon in versions.EKS_ADDON_VERSIONS
-    }
-    roles = [arn for arn in cfg.cluster.principal_arns() if _principal_exists(arn)]
-    certificates = _certificates(cfg)
-    spot = _exists(lambda: aws.iam.get_role(name=SPOT_ROLE), f"role {SPOT_ROLE}")
+    addon_versions: dict[str, list[str]] = {}
+    for addon in versions.EKS_ADDON_VERSIONS:
+        version = r.read(
+            "addonVersions",
+            "eks:DescribeAddonVersions",
+            functools.partial(
+                lambda a: aws.eks.get_addon_version(addon_name=a, kubernetes_version=cfg.cluster.kubernetes_version).version, addon
+            ),
+            None,
+        )
+        if version is not None:
+            addon_versions[addon] = [version]
+    roles = [arn for arn in cfg.cluster.principal_arns() if _principal_exists(r, arn)]
+    certificates = _certificates(r, cfg)
+    spot = r.exists("spotServiceLinkedRole", "iam:GetRole", lambda: aws.iam.get_role(name=SPOT_ROLE), f"role {SPOT_ROLE}")
     vpcs: list[Vpc] = []
     subnets: list[Subnet] = []
     if isinstance(cfg.network, ExistingVpc):
         net = cfg.network
-        if _exists(lambda: aws.ec2.get_vpc(id=net.vpc_id), f"VPC {net.vpc_id}"):
-            described = aws.ec2.get_vpc(id=net.vpc_id)
-            primary = described.cidr_block
-            associated = [a.cidr_block for a in described.cidr_block_associations or [] if a.state == "associated"]
-            vpcs.append(Vpc(id=net.vpc_id, cidr=primary, secondary_cidrs=[b for b in associated if b != primary]))
+        described = r.read("vpcs", "ec2:DescribeVpcs", functools.partial(_vpc, net.vpc_id), None)
+        if described is not None:
+            vpcs.append(described)
         for subnet_id in [*net.private_subnet_ids, *net.public_subnet_ids]:
-            if _exists(functools.partial(aws.ec2.get_subnet, id=subnet_id), f"subnet {subnet_id}"):
-                s = aws.ec2.get_subnet(id=subnet_id)
-                subnets.append(Subnet(id=subnet_id, vpc_id=s.vpc_id, zone=s.availability_zone, cidr=s.cidr_block, tags=dict(s.tags or {})))
+            subnet = r.read("subnets", "ec2:DescribeSubnets", functools.partial(_subnet, subnet_id), None)
+            if subnet is not None:
+                subnets.append(subnet)
     return AccountFile(
-        caller=aws.get_caller_identity().arn,
+        caller=aws.get_caller_identity().arn,  # sts:GetCallerIdentity needs no permission
         region=cfg.region,
-        zones=dict(zip(zones.zone_ids, zones.names, strict=True)),
+        zones=zones,
         quotas=quotas,
         offerings=offerings,
         ami_releases=ami_releases,
@@ -109,29 +157,95 @@ def read_account(cfg: StackConfig) -> AccountFile:
         spot_service_linked_role=spot,
         vpcs=vpcs,
         subnets=subnets,
+        unread=r.unread,
     )
 
 
-def _principal_exists(arn: str) -> bool:
+def _zones() -> dict[str, str]:
+    """The region's regular zones: Local and Wavelength zones an account opted into are left out (their
+    names sort first, and the default zone choice takes the first by name)."""
+    found = aws.get_availability_zones(state="available", filters=[{"name": "zone-type", "values": ["availability-zone"]}])
+    return dict(zip(found.zone_ids, found.names, strict=True))
+
+
+def _offerings(types: list[str]) -> dict[str, list[str]]:
+    offers = aws.ec2.get_instance_type_offerings(
+        filters=[aws.ec2.GetInstanceTypeOfferingsFilterArgs(name="instance-type", values=types)], location_type="availability-zone"
+    )
+    offerings: dict[str, list[str]] = {}
+    for instance_type, zone in zip(offers.instance_types, offers.locations, strict=True):
+        offerings.setdefault(zone, []).append(instance_type)
+    return offerings
+
+
+def _vpc(vpc_id: str) -> Vpc | None:
+    """The VPC, or None when it does not exist."""
+    try:
+        described = aws.ec2.get_vpc(id=vpc_id)
+    except Exception as error:
+        if any(marker in str(error) for marker in NOT_FOUND):
+            return None
+        raise
+    primary = described.cidr_block
+    associated = [a.cidr_block for a in described.cidr_block_associations or [] if a.state == "associated"]
+    return Vpc(id=vpc_id, cidr=primary, secondary_cidrs=[b for b in associated if b != primary])
+
+
+def _subnet(subnet_id: str) -> Subnet | None:
+    """The subnet, or None when it does not exist."""
+    try:
+        s = aws.ec2.get_subnet(id=subnet_id)
+    except Exception as error:
+        if any(marker in str(error) for marker in NOT_FOUND):
+            return None
+        raise
+    return Subnet(id=subnet_id, vpc_id=s.vpc_id, zone=s.availability_zone, cidr=s.cidr_block, tags=dict(s.tags or {}))
+
+
+def _principal_exists(r: _Reader, arn: str) -> bool:
     kind, name = principal_kind_and_name(arn)
     if kind == "user":
-        return _exists(lambda: aws.iam.get_user(user_name=name), arn)
-    return _exists(lambda: aws.iam.get_role(name=name), arn)
+        return r.exists("roles", "iam:GetUser", lambda: aws.iam.get_user(user_name=name), arn)
+    return r.exists("roles", "iam:GetRole", lambda: aws.iam.get_role(name=name), arn)
 
 
-def _certificates(cfg: StackConfig) -> list[Certificate]:
+# The ACM data source lists certificates (ListCertificates), describes each whose domain name equals the
+# one asked (DescribeCertificate), fetches an ISSUED one's PEM (GetCertificate) and lists its tags
+# (ListTagsForCertificate). It matches the domain name only and returns no alternative names.
+ACM_READS = "acm:ListCertificates, acm:DescribeCertificate, acm:GetCertificate, acm:ListTagsForCertificate"
+
+
+def _certificates(r: _Reader, cfg: StackConfig) -> list[Certificate]:
     arn, domain = cfg.ingress.certificate_arn, cfg.ingress.domain
     if arn is None or arn.split(":")[3] != cfg.region:
         return []
     lookups = [f"*.{domain}", domain] if domain else []
     found = []
     for name in lookups:
-        try:
-            cert = aws.acm.get_certificate(domain=name, statuses=list(CERTIFICATE_STATUSES), key_types=list(KEY_TYPES), most_recent=True)
-        except Exception:
+        cert = r.read("certificates", ACM_READS, functools.partial(_certificate, name), None)
+        if cert is None:
             continue
-        found.append(Certificate(arn=cert.arn, domain=cert.domain, status=cert.status, region=cfg.region))  # type: ignore[arg-type]
+        found.append(
+            Certificate(
+                arn=cert.arn,
+                domain=cert.domain,
+                status=cert.status,  # type: ignore[arg-type]
+                region=cfg.region,
+                # a wildcard domain name covers every model host; below it, the lookup cannot see the alternative names
+                alternative_names_visible=False,
+            )
+        )
     return found
+
+
+def _certificate(name: str) -> aws.acm.AwaitableGetCertificateResult | None:
+    """The most recent certificate whose domain name is `name`, or None (none, or several the data source refuses)."""
+    try:
+        return aws.acm.get_certificate(domain=name, statuses=list(CERTIFICATE_STATUSES), key_types=list(KEY_TYPES), most_recent=True)
+    except Exception as error:
+        if _denied(error, ACM_READS) is not None:
+            raise
+        return None
 
 
 def answers(cfg: StackConfig, offline: OfflineAccount | None = None) -> Answers:

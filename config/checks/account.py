@@ -20,6 +20,9 @@ from config.sections.types import NetworkCidr, SubnetId, VpcId, zone_id_prefix
 
 CertificateStatus = Literal["ISSUED", "PENDING_VALIDATION", "EXPIRED", "REVOKED", "FAILED", "INACTIVE", "VALIDATION_TIMED_OUT"]
 CERTIFICATE_STATUSES: tuple[str, ...] = get_args(CertificateStatus)
+AnswerKey = Literal[
+    "zones", "quotas", "offerings", "amiReleases", "addonVersions", "roles", "certificates", "spotServiceLinkedRole", "vpcs", "subnets"
+]
 
 
 class Certificate(ConfigModel):
@@ -28,6 +31,11 @@ class Certificate(ConfigModel):
     arn: str = Field(description="Certificate ARN.")
     domain: str = Field(description="Its domain name, e.g. *.llm.example.com.")
     alternative_names: list[str] = Field(default_factory=list, description="Its subject alternative names.")
+    alternative_names_visible: bool = Field(
+        default=True,
+        description="Whether alternativeNames is the full list. False when the reader could not see them (the ACM data "
+        "source returns only the domain name): a name they might cover is a warning, never a failure.",
+    )
     status: CertificateStatus = Field(description="ACM status.")
     region: str = Field(description="The region the certificate lives in.")
 
@@ -67,6 +75,11 @@ class AccountFile(ConfigModel):
     vpcs: list[Vpc] = Field(default_factory=list, description="Existing VPCs (for stacks in an existing VPC).")
     subnets: list[Subnet] = Field(default_factory=list, description="Existing subnets (for stacks in an existing VPC).")
     caller: str | None = Field(default=None, description="ARN of the identity running pulumi (STS GetCallerIdentity); unset: not checked.")
+    unread: dict[AnswerKey, str] = Field(
+        default_factory=dict,
+        description="Answers the reader was refused (a missing read permission), by key, with the reason: the checks "
+        "that need them are 'not checked', and preflight warns once per key.",
+    )
 
 
 def parse(data: Any, source: str) -> AccountFile:

@@ -45,7 +45,48 @@ def run(
     checks += certificate(cfg, account, authoritative, certificates_complete)
     checks += spot_role(cfg, account)
     checks += existing_vpc(cfg, account, authoritative)
-    return checks
+    return unread(account, checks)
+
+
+# The answers each check reads: a check whose answer the reader was refused is "not checked".
+NEEDS: dict[str, tuple[str, ...]] = {
+    "quota": ("quotas",),
+    "offerings": ("zones", "offerings"),
+    "ami-release": ("amiReleases",),
+    "addon-version": ("addonVersions",),
+    "principal": ("roles",),
+    "certificate": ("certificates",),
+    "spot-role": ("spotServiceLinkedRole",),
+    "vpc": ("vpcs",),
+    "subnet": ("vpcs", "subnets"),
+}
+
+
+def unread(account: AccountFile, checks: list[Check]) -> list[Check]:
+    """Checks on answers the reader was refused become "not checked" with the reason, and each refused
+    read is one warning: a missing read permission never fails a stack, and is never silent."""
+    if not account.unread:
+        return checks
+    kept: list[Check] = []
+    for check in checks:
+        reasons = [account.unread[k] for k in NEEDS.get(check.name, ()) if k in account.unread]
+        if reasons:
+            kept.append(Check(check.name, check.path, "not checked", f"could not be checked: {reasons[0]}", check.inputs))
+        else:
+            kept.append(check)
+    for key, reason in sorted(account.unread.items()):
+        names = sorted(n for n, keys in NEEDS.items() if key in keys)
+        kept.append(
+            Check(
+                "account-read",
+                "cluster.deployRoleArn",
+                "warning",
+                f"preflight could not read the account's {key}: {reason}; the {', '.join(names)} checks are not checked. "
+                "Fix: grant the permission to the identity that runs pulumi (docs/preflight.md lists every read it needs)",
+                {"answer": key, "reason": reason},
+            )
+        )
+    return kept
 
 
 def problems(checks: list[Check]) -> list[Problem]:

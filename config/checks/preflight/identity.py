@@ -8,6 +8,7 @@ from typing import Any
 
 from config.checks.account import AccountFile
 from config.checks.preflight.result import Check, Result
+from config.derived.exposure import exposed_models
 from config.facts.conventions import principal_kind_and_name
 from config.sections.stack import StackConfig
 
@@ -126,18 +127,51 @@ def certificate(cfg: StackConfig, account: AccountFile, authoritative: bool, com
             inputs,
         )
         return
+    names = [found.domain, *found.alternative_names]
+    inputs |= {"alternativeNames": found.alternative_names if found.alternative_names_visible else None}
+    hosts = _hosts(cfg)
+    uncovered = [host for host in hosts if not any(covers(name, host) for name in names)]
+    if not uncovered:
+        yield Check("certificate", path, "ok", f"issued, {', '.join(names)}", inputs)
+        return
     domain = cfg.ingress.domain
-    if domain is not None and f"*.{domain}" not in {found.domain, *found.alternative_names}:
+    what = f"*.{domain}" if len(uncovered) == len(hosts) else ", ".join(uncovered)
+    if not found.alternative_names_visible:
         yield Check(
             "certificate",
             path,
-            "failed",
-            f"the certificate is for {found.domain}, but models are served at <model>.{domain}: clients would get TLS "
-            f"errors. Fix: use a certificate for *.{domain}",
+            "warning",
+            f"the certificate's domain name is {found.domain}; its alternative names are not visible to preflight (the ACM "
+            f"lookup returns only the domain name), so whether it covers {what}, where models are served, is not checked. Fix: make "
+            f"sure *.{domain} is its domain name or an alternative name (`aws acm describe-certificate --certificate-arn "
+            "<arn>` lists SubjectAlternativeNames)",
             inputs,
         )
         return
-    yield Check("certificate", path, "ok", f"issued, {found.domain}", inputs)
+    yield Check(
+        "certificate",
+        path,
+        "failed",
+        f"the certificate covers {', '.join(names)}, not {what}, where models are served: clients would get TLS errors. "
+        f"Fix: use a certificate with *.{domain} as its domain name or an alternative name",
+        inputs,
+    )
+
+
+def _hosts(cfg: StackConfig) -> list[str]:
+    """The names the certificate must cover: each exposed model's host, or *.<domain> when none is exposed."""
+    domain = cfg.ingress.domain
+    if domain is None:
+        return []
+    return [f"{m.name}.{domain}" for m in exposed_models(cfg)] or [f"*.{domain}"]
+
+
+def covers(name: str, host: str) -> bool:
+    """Whether a certificate name covers a host: equal, or a wildcard for exactly its first label (RFC 6125 6.4.3)."""
+    name, host = name.lower().rstrip("."), host.lower().rstrip(".")
+    if name == host:
+        return True
+    return name.startswith("*.") and "." in host and host.split(".", 1)[1] == name[2:] and not host.startswith("*.")
 
 
 def spot_role(cfg: StackConfig, account: AccountFile) -> Iterator[Check]:

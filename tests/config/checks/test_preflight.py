@@ -123,7 +123,11 @@ def test_certificate_in_another_region_not_issued_or_for_another_domain() -> Non
     pending = [{"arn": arn, "domain": "*.llm.internal.example.com", "status": "PENDING_VALIDATION", "region": "us-east-1"}]
     assert "the certificate is PENDING_VALIDATION, not ISSUED" in _failed(_run(cfg, _answers(certificates=pending)))[0]
     other = [{"arn": arn, "domain": "api.example.org", "status": "ISSUED", "region": "us-east-1"}]
-    assert "use a certificate for *.llm.internal.example.com" in _failed(_run(cfg, _answers(certificates=other)))[0]
+    assert _failed(_run(cfg, _answers(certificates=other))) == [
+        "ingress.certificateArn: the certificate covers api.example.org, not *.llm.internal.example.com, where models are "
+        "served: clients would get TLS errors. Fix: use a certificate with *.llm.internal.example.com as its domain name or "
+        "an alternative name"
+    ]
     good = [{"arn": arn, "domain": "*.llm.internal.example.com", "status": "ISSUED", "region": "us-east-1"}]
     assert [c.result for c in _run(cfg, _answers(certificates=good)) if c.name == "certificate"] == ["ok"]
 
@@ -198,12 +202,85 @@ def test_public_subnets_need_the_elb_tag_for_an_internet_facing_alb() -> None:
     ]
 
 
+TLS = "internet-facing-tls"  # domain llm.example.com; llama-3-1-8b exposed, mistral-7b not
+
+
+def _certificate_checks(**cert: Any) -> list[tuple[str, str]]:
+    cfg = parse(stack_data(TLS))
+    found = {"arn": cfg.ingress.certificate_arn, "status": "ISSUED", "region": "us-east-1", **cert}
+    return [(c.result, c.message) for c in _run(cfg, _answers(certificates=[found]), authoritative=True) if c.name == "certificate"]
+
+
 def test_a_certificate_covers_the_domain_through_its_alternative_names() -> None:
-    cfg = parse(stack_data(PROD))
-    arn = cfg.ingress.certificate_arn
-    cert = {"arn": arn, "domain": "llm.internal.example.com", "alternativeNames": ["*.llm.internal.example.com"]}
-    checks = _run(cfg, _answers(certificates=[{**cert, "status": "ISSUED", "region": "us-east-1"}]))
-    assert [c.result for c in checks if c.name == "certificate"] == ["ok"]
+    """The usual request: the bare domain as its name, the wildcard as an alternative name."""
+    assert _certificate_checks(domain="llm.example.com", alternativeNames=["*.llm.example.com"]) == [
+        ("ok", "issued, llm.example.com, *.llm.example.com")
+    ]
+
+
+def test_a_certificate_for_the_bare_domain_only_fails() -> None:
+    assert _certificate_checks(domain="llm.example.com", alternativeNames=["www.llm.example.com"]) == [
+        (
+            "failed",
+            "the certificate covers llm.example.com, www.llm.example.com, not *.llm.example.com, where models are served: "
+            "clients would get TLS errors. Fix: use a certificate with *.llm.example.com as its domain name or an "
+            "alternative name",
+        )
+    ]
+
+
+def test_a_certificate_is_judged_by_the_exposed_model_hosts() -> None:
+    """A certificate naming each exposed model's host covers them; mistral-7b is not exposed and needs no name."""
+    assert _certificate_checks(domain="llm.example.com", alternativeNames=["llama-3-1-8b.llm.example.com"])[0][0] == "ok"
+    data = stack_data(TLS)
+    data["models"][1].pop("expose")  # a second exposed model: the certificate that misses it names it
+    cfg = parse(data)
+    found = {"arn": cfg.ingress.certificate_arn, "domain": "llama-3-1-8b.llm.example.com", "status": "ISSUED", "region": "us-east-1"}
+    assert [c.message for c in _run(cfg, _answers(certificates=[found]), authoritative=True) if c.name == "certificate"] == [
+        "the certificate covers llama-3-1-8b.llm.example.com, not mistral-7b.llm.example.com, where models are served: "
+        "clients would get TLS errors. Fix: use a certificate with *.llm.example.com as its domain name or an alternative name"
+    ]
+
+
+def test_a_wildcard_covers_one_label_only() -> None:
+    assert _certificate_checks(domain="*.example.com")[0][0] == "failed"  # <model>.llm.example.com is two labels below
+    assert _certificate_checks(domain="*.LLM.example.com")[0][0] == "ok"  # DNS names are case-insensitive
+
+
+def test_a_certificate_whose_alternative_names_are_not_visible_warns() -> None:
+    """Online, the ACM lookup returns the domain name only: what the alternative names might cover is never failed."""
+    assert _certificate_checks(domain="llm.example.com", alternativeNamesVisible=False) == [
+        (
+            "warning",
+            "the certificate's domain name is llm.example.com; its alternative names are not visible to preflight (the ACM "
+            "lookup returns only the domain name), so whether it covers *.llm.example.com, where models are served, is not "
+            "checked. Fix: make sure *.llm.example.com is its domain name or an alternative name (`aws acm "
+            "describe-certificate --certificate-arn <arn>` lists SubjectAlternativeNames)",
+        )
+    ]
+    # a wildcard domain name needs no alternative name
+    assert _certificate_checks(domain="*.llm.example.com", alternativeNamesVisible=False)[0][0] == "ok"
+
+
+def test_a_refused_read_leaves_its_checks_not_checked_and_warns_once() -> None:
+    cfg = parse(stack_data(DEV))
+    reason = "the deploy credentials lack servicequotas:GetServiceQuota (AccessDenied)"
+    checks = _run(cfg, _answers(quotas={}, unread={"quotas": reason}), authoritative=True)
+    assert [c for c in checks if c.name == "quota" and c.result in ("failed", "warning")] == []
+    assert {(c.result, c.message) for c in checks if c.name == "quota"} == {("not checked", f"could not be checked: {reason}")}
+    assert [str(p) for c in checks if c.name == "account-read" and (p := c.problem())] == [
+        "cluster.deployRoleArn: preflight could not read the account's quotas: the deploy credentials lack "
+        "servicequotas:GetServiceQuota (AccessDenied); the quota checks are not checked. Fix: grant the permission to the "
+        "identity that runs pulumi (docs/preflight.md lists every read it needs)"
+    ]
+
+
+def test_refused_zones_or_offerings_never_fail_the_offerings_check() -> None:
+    cfg = parse(stack_data(DEV))
+    reason = "the deploy credentials lack ec2:DescribeInstanceTypeOfferings (UnauthorizedOperation)"
+    checks = _run(cfg, _answers(offerings={}, unread={"offerings": reason}), authoritative=True)
+    assert {c.result for c in checks if c.name == "offerings"} == {"not checked"}
+    assert [c.result for c in checks if c.name == "account-read"] == ["warning"]
 
 
 def test_answers_for_another_region_fail_at_once() -> None:
