@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 PolicyDocument = dict[str, Any]
@@ -21,29 +22,52 @@ def ec2_trust_policy(partition_dns_suffix: str = "amazonaws.com") -> PolicyDocum
     }
 
 
-def pod_identity_trust_policy(namespace: str | None = None, service_account: str | None = None) -> PolicyDocument:
-    """Trust policy of a role assumed through EKS Pod Identity (AssumeRole and TagSession).
+POD_IDENTITY_PRINCIPAL = "pods.eks.amazonaws.com"
+"""The service principal EKS Pod Identity assumes roles as."""
 
-    With a namespace and service account, only that service account's pods can assume it, whatever
-    association someone adds later: EKS tags each session with both (aws:RequestTag/...).
+
+def pod_identity_trust_policy(cluster_name: str, namespace: str, service_account: str) -> PolicyDocument:
+    """Trust policy of a role assumed through EKS Pod Identity (AssumeRole and TagSession), for one
+    service account of one namespace on one cluster: whatever association someone adds later (in
+    another cluster of the account, e.g. dev's namespace of the same name), only that service
+    account's pods on this cluster can assume it.
+
+    EKS tags every session it opens with `eks-cluster-arn`, `eks-cluster-name`,
+    `kubernetes-namespace`, `kubernetes-service-account`, `kubernetes-pod-name` and
+    `kubernetes-pod-uid` (EKS user guide, pod-id-role and pod-id-abac), so the trust compares them
+    as `aws:RequestTag/...`. `cluster_name` is the EKS cluster's own name (the `name` given to
+    eks.Cluster, which is `cluster.name` of the config). All three are required: there is no
+    unscoped Pod Identity trust.
     """
-    statement: dict[str, Any] = {
-        "Effect": "Allow",
-        "Principal": {"Service": "pods.eks.amazonaws.com"},
-        "Action": ["sts:AssumeRole", "sts:TagSession"],
-    }
-    if namespace is not None and service_account is not None:
-        statement["Condition"] = {
-            "StringEquals": {
-                "aws:RequestTag/kubernetes-namespace": namespace,
-                "aws:RequestTag/kubernetes-service-account": service_account,
+    for what, value in (("cluster name", cluster_name), ("namespace", namespace), ("service account", service_account)):
+        if not value or any(c in value for c in "*?$"):
+            raise ValueError(f"pod_identity_trust_policy: the {what} {value!r} must be one exact name (no wildcard, not empty)")
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": POD_IDENTITY_PRINCIPAL},
+                "Action": ["sts:AssumeRole", "sts:TagSession"],
+                "Condition": {
+                    "StringEquals": {
+                        "aws:RequestTag/eks-cluster-name": cluster_name,
+                        "aws:RequestTag/kubernetes-namespace": namespace,
+                        "aws:RequestTag/kubernetes-service-account": service_account,
+                    }
+                },
             }
-        }
-    return {"Version": "2012-10-17", "Statement": [statement]}
+        ],
+    }
+
+
+def pod_identity_trust_json(cluster_name: str, namespace: str, service_account: str) -> str:
+    """The same document as JSON, for `Output.apply` on a cluster name that is an output."""
+    return json.dumps(pod_identity_trust_policy(cluster_name, namespace, service_account))
 
 
 def irsa_trust_policy(oidc_provider_arn: str, oidc_issuer: str, namespace: str, service_account: str) -> PolicyDocument:
-    """Trust policy of a role assumed through IRSA, scoped to one service account."""
+    """Trust policy of a role assumed through IRSA, scoped to one service account (its `sub`) and STS (`aud`)."""
     return {
         "Version": "2012-10-17",
         "Statement": [

@@ -12,11 +12,12 @@ import pulumi_eks as eks
 import pulumi_kubernetes as k8s
 
 from builders import cluster as builders
-from builders.iam import pod_identity_trust_policy
+from builders.iam import pod_identity_trust_json
 from components.iam import node_role
 from config.facts.conventions import (
     EBS_CSI_POLICY,
     EBS_CSI_SERVICE_ACCOUNT,
+    KUBE_SYSTEM,
     SYSTEM_NODE_LABEL,
     kms_alias,
     log_group_name,
@@ -199,7 +200,9 @@ class Cluster(pulumi.ComponentResource):
             if spec.name == "aws-ebs-csi-driver":
                 role = aws.iam.Role(
                     f"{name}-ebs-csi",
-                    assume_role_policy=json.dumps(pod_identity_trust_policy()),
+                    # The add-on's controller service account (EKS installs the add-on into kube-system)
+                    # on this cluster only: its name is cfg.name, the name given to eks.Cluster above.
+                    assume_role_policy=self.cluster_name.apply(lambda n: pod_identity_trust_json(n, KUBE_SYSTEM, EBS_CSI_SERVICE_ACCOUNT)),
                     tags=tags,
                     opts=pulumi.ResourceOptions(parent=self),
                 )

@@ -9,7 +9,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from builders.iam import pod_identity_trust_policy
+from builders.iam import pod_identity_trust_json
 from builders.ingress import endpoints as builders
 from builders.ingress.iam import controller_policy
 from components.helm import release
@@ -49,7 +49,11 @@ class LoadBalancerController(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         after = inherited_depends_on(opts)
         partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition
-        role = aws.iam.Role(f"{name}-role", assume_role_policy=json.dumps(pod_identity_trust_policy()), tags=args.tags, opts=child)
+        # Only the controller's service account on this cluster can assume it, whatever association comes later.
+        trust = pulumi.Output.from_input(args.cluster_name).apply(
+            lambda n: pod_identity_trust_json(n, LOAD_BALANCER_CONTROLLER_NAMESPACE, LOAD_BALANCER_CONTROLLER_SERVICE_ACCOUNT)
+        )
+        role = aws.iam.Role(f"{name}-role", assume_role_policy=trust, tags=args.tags, opts=child)
         policy = aws.iam.Policy(
             f"{name}-policy",
             description="AWS Load Balancer Controller (upstream iam_policy.json of the pinned version)",

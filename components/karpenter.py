@@ -12,7 +12,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from builders.iam import irsa_trust_policy, pod_identity_trust_policy
+from builders.iam import irsa_trust_policy, pod_identity_trust_json
 from builders.karpenter import iam, nodepools, overlays
 from builders.karpenter.values import karpenter_values
 from components import k8s_objects
@@ -118,7 +118,8 @@ class Karpenter(pulumi.ComponentResource):
                 lambda a: json.dumps(irsa_trust_policy(a[0], a[1], KARPENTER_NAMESPACE, KARPENTER_SERVICE_ACCOUNT))
             )
         else:
-            trust = pulumi.Output.from_input(json.dumps(pod_identity_trust_policy()))
+            # This cluster's Karpenter service account only (the tag is the cluster's own name).
+            trust = cluster_name.apply(lambda n: pod_identity_trust_json(n, KARPENTER_NAMESPACE, KARPENTER_SERVICE_ACCOUNT))
         controller = aws.iam.Role(f"{name}-controller", assume_role_policy=trust, tags=tags, opts=child)
         scope = pulumi.Output.all(cluster_name, account, partition).apply(lambda a: iam.Scope(a[0], args.region, a[1], a[2]))
         documents = pulumi.Output.all(scope, node_role_resource.arn, queue.arn).apply(lambda a: iam.controller_policies(a[0], a[1], a[2]))

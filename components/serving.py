@@ -14,7 +14,7 @@ import pulumi_kubernetes as k8s
 
 from builders import scale_to_zero
 from builders import weights as weights_builders
-from builders.iam import pod_identity_trust_policy
+from builders.iam import pod_identity_trust_json
 from builders.ingress import endpoints as ingress_builders
 from builders.serving import populate, scaling
 from builders.serving import workload as builders
@@ -280,7 +280,9 @@ class VllmModel(pulumi.ComponentResource):
             role = aws.iam.Role(
                 f"{name}-{suffix}",
                 description=f"{model.name}: {suffix.replace('-', ' ')} ({model.hugging_face_id}@{model.revision[:12]})",
-                assume_role_policy=json.dumps(pod_identity_trust_policy(model.name, service_account)),
+                assume_role_policy=pulumi.Output.from_input(weights.cluster_name).apply(
+                    functools.partial(pod_identity_trust_json, namespace=model.name, service_account=service_account)
+                ),
                 tags=weights.tags,
                 opts=aws_child,
             )

@@ -173,10 +173,23 @@ def test_addon_order_networking_before_nodes_coredns_after(prod_run: harness.Run
 
 def test_ebs_csi_driver_uses_pod_identity(prod_run: harness.RunResult) -> None:
     role = prod_run.one("aws:iam/role:Role", "cluster-ebs-csi")
+    # only the add-on's controller service account, in kube-system, on this cluster (the name eks.Cluster got)
+    assert values(prod_run.one("eks:index:Cluster"))["name"] == "llm-prod"
     assert json.loads(values(role)["assumeRolePolicy"]) == {
         "Version": "2012-10-17",
         "Statement": [
-            {"Effect": "Allow", "Principal": {"Service": "pods.eks.amazonaws.com"}, "Action": ["sts:AssumeRole", "sts:TagSession"]}
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": "pods.eks.amazonaws.com"},
+                "Action": ["sts:AssumeRole", "sts:TagSession"],
+                "Condition": {
+                    "StringEquals": {
+                        "aws:RequestTag/eks-cluster-name": "llm-prod",
+                        "aws:RequestTag/kubernetes-namespace": "kube-system",
+                        "aws:RequestTag/kubernetes-service-account": "ebs-csi-controller-sa",
+                    }
+                },
+            }
         ],
     }
     attachment = values(prod_run.one("aws:iam/rolePolicyAttachment:RolePolicyAttachment", "cluster-ebs-csi"))

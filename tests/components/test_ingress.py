@@ -176,6 +176,14 @@ def test_a_removed_model_keeps_its_namespace_in_the_group_until_it_is_gone() -> 
 def test_controller_identity(prod_run: harness.RunResult) -> None:
     association = values(prod_run.one("aws:eks/podIdentityAssociation:PodIdentityAssociation", "alb-controller-identity"))
     assert (association["namespace"], association["serviceAccount"]) == ("kube-system", "aws-load-balancer-controller")
+    (statement,) = json.loads(values(prod_run.one("aws:iam/role:Role", "alb-controller-role"))["assumeRolePolicy"])["Statement"]
+    assert statement["Condition"] == {
+        "StringEquals": {
+            "aws:RequestTag/eks-cluster-name": association["clusterName"],
+            "aws:RequestTag/kubernetes-namespace": "kube-system",
+            "aws:RequestTag/kubernetes-service-account": "aws-load-balancer-controller",
+        }
+    }
     policy = json.loads(values(prod_run.one("aws:iam/policy:Policy", "alb-controller-policy"))["policy"])
     assert policy == controller_policy("aws")
 

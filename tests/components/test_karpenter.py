@@ -102,7 +102,16 @@ def test_rendered_policies_are_the_builder_output(prod_run: harness.RunResult) -
     )
     assert attached == policy_arns
     assert len(attached) == 6
-    assert json.loads(values(controller)["assumeRolePolicy"])["Statement"][0]["Principal"] == {"Service": "pods.eks.amazonaws.com"}
+    (statement,) = json.loads(values(controller)["assumeRolePolicy"])["Statement"]
+    assert statement["Principal"] == {"Service": "pods.eks.amazonaws.com"}
+    # the association's cluster, namespace and service account, and no other
+    assert statement["Condition"] == {
+        "StringEquals": {
+            "aws:RequestTag/eks-cluster-name": "llm-prod",
+            "aws:RequestTag/kubernetes-namespace": "kube-system",
+            "aws:RequestTag/kubernetes-service-account": "karpenter",
+        }
+    }
 
 
 def test_pod_identity_association(prod_run: harness.RunResult) -> None:
