@@ -263,19 +263,42 @@ def _env(model: ModelConfig, hf_token: bool, api_key: bool, alb_idle_timeout_sec
     return env
 
 
+# The label the Deployment controller puts on each revision's pods: a spread that matches on it counts only
+# the pods of the incoming pod's own revision, so a rollout re-spreads the new pods instead of stacking them
+# beside the old ones (Kubernetes: matchLabelKeys; Karpenter's scheduler honours it too).
+POD_TEMPLATE_HASH = "pod-template-hash"
+
+
 def spread(model: ModelConfig, pool: GpuPool) -> list[dict[str, Any]]:
-    """Spread replicas over zones only when each fills a node of its own: a preferred spread makes
-    Karpenter launch a node per replica ("can result in more nodes being created than expected"),
-    which for replicas that share a node (time-slices, MIG slices, a few GPUs of a big node) defeats
-    the packing the pool exists for. Availability then rests on the PodDisruptionBudget."""
-    if not capacity.fills_a_node(model, pool):
+    """Where the replicas land. Replicas that each fill a node: a preferred zone spread (nothing is lost by
+    spreading them). Replicas that share a node (time-slices, MIG slices, a few GPUs of a big node) of a model
+    with `placement: spread` (the default) and replicas.min >= 2: a required zone spread, maxSkew 1 and
+    minDomains 2. While fewer than two zones hold the pool's nodes the global minimum counts as 0, so a second
+    replica may not join the first one's zone: it lands on a second node, in a second zone. Once two zones
+    are in use the minimum is real and further replicas pack onto the nodes there (a zone may run one
+    replica ahead). Karpenter's provisioning simulation counts every zone the NodePool may launch in (and,
+    with a hostname key, treats every node as able to start empty, so a hostname spread of maxSkew 1 would
+    mean a node per pending replica): the zone key is what packs. `placement: pack`, or replicas.min < 2:
+    none, Karpenter packs them into as few nodes as hold them (config/checks/scaling.py warns)."""
+    if capacity.fills_a_node(model, pool):
+        return [
+            {
+                "maxSkew": 1,
+                "topologyKey": ZONE_LABEL,
+                "whenUnsatisfiable": "ScheduleAnyway",
+                "labelSelector": {"matchLabels": selector(model)},
+            }
+        ]
+    if not capacity.spreads(model, pool):
         return []
     return [
         {
             "maxSkew": 1,
+            "minDomains": capacity.SPREAD_MIN_DOMAINS,
             "topologyKey": ZONE_LABEL,
-            "whenUnsatisfiable": "ScheduleAnyway",
+            "whenUnsatisfiable": "DoNotSchedule",
             "labelSelector": {"matchLabels": selector(model)},
+            "matchLabelKeys": [POD_TEMPLATE_HASH],
         }
     ]
 

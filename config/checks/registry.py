@@ -49,6 +49,7 @@ RULES: tuple[Rule, ...] = (
     Rule(scaling.rule_schedules, "schedule floors within the replica bounds, none hiding another"),
     Rule(scaling.rule_admission, "a replica's admission bound is above the queue depth that scales it out"),
     Rule(scaling.rule_consolidation, "repacking serving nodes (evicting replicas) is acknowledged"),
+    Rule(scaling.rule_placement, "replicas that share nodes spread over two zones where the pool has them, and packing is warned"),
     Rule(fit.rule_bottlerocket_sharing, "GPU sharing only where the device plugin honours it (not Bottlerocket)"),
     Rule(scaling.rule_spot_diversity, "a spot pool has enough instance types to ride out interruptions"),
     Rule(network.rule_internet_facing_subnets, "an internet-facing ALB in an existing VPC has public subnets"),

@@ -12,6 +12,7 @@ from config.checks.common import catalog_problems, models_with_pools, pool_path
 from config.derived import capacity, scaleup, state
 from config.errors import Problem
 from config.sections import cron
+from config.sections.gpu_pools import GpuPool
 from config.sections.models import Schedule
 from config.sections.stack import StackConfig
 from config.sections.types import duration_seconds
@@ -198,13 +199,59 @@ def rule_prod_on_demand_fallback(cfg: StackConfig) -> Iterator[Problem]:
             )
 
 
+def _packed_host(s: state.ModelState) -> tuple[str, int]:
+    """The first host type that holds two replicas or more of the model, and how many."""
+    return next(((t.name, n) for t in s.hosts if (n := s.replicas_per_node.get(t.name, 0)) >= 2), ("", 0))
+
+
+def _node_loss(pool: GpuPool | None) -> str:
+    return "one node loss or spot interruption" if pool is not None and "spot" in pool.capacity_types else "one node loss"
+
+
+def rule_placement(cfg: StackConfig) -> Iterator[Problem]:
+    """models[].placement: a spread model's pool launches in two zones at least; a model with replicas.min >= 2
+    that packs its minimum replicas onto one node is warned (in prod by rule_prod_min_replicas)."""
+    for path, m, pool in models_with_pools(cfg):
+        s = state.of(cfg).model(m)
+        if pool is None or m.replicas.min < 2:
+            continue
+        if s.spread and s.zones < capacity.SPREAD_MIN_DOMAINS:
+            yield Problem(
+                f"{path}.placement",
+                f"spread needs two zones, but pool {pool.name} launches in {s.zones} ({', '.join(pool.zones)}): the zone "
+                "spread (minDomains 2, DoNotSchedule) would leave the second replica pending for ever. Fix: list a second "
+                f"zone in {pool_path(pool)}.zones, or set placement: pack (the minimum replicas then share a node)",
+            )
+        elif not s.survives_node_loss and not cfg.is_prod:
+            host, per_node = _packed_host(s)
+            yield Problem(
+                f"{path}.placement",
+                f"pack with replicas.min {m.replicas.min}: the minimum replicas may share one node ({host} holds "
+                f"{per_node}), so {_node_loss(pool)} takes the model down. Fix: remove placement: pack to spread them "
+                "over two zones (a node more at min), or accept it",
+                "warning",
+            )
+
+
 def rule_prod_min_replicas(cfg: StackConfig) -> Iterator[Problem]:
-    """(prod only) A model keeps two replicas at least."""
-    for path, m, _ in models_with_pools(cfg):
+    """(prod only) A model's minimum replicas are on two nodes at least: two replicas or more, spread, or on
+    nodes that hold one each."""
+    for path, m, pool in models_with_pools(cfg):
         if m.replicas.min < 2:
             yield Problem(
                 f"{path}.replicas.min",
                 "prod model with fewer than 2 minimum replicas: one node loss is an outage. Fix: set min: 2",
+                "warning",
+            )
+            continue
+        s = state.of(cfg).model(m)
+        if pool is not None and s.hosts and not s.survives_node_loss:
+            host, per_node = _packed_host(s)
+            yield Problem(
+                f"{path}.placement",
+                f"prod model packed (placement: pack): its {m.replicas.min} minimum replicas may share one node ({host} "
+                f"holds {per_node}), so {_node_loss(pool)} is an outage. Fix: remove placement: pack to spread them "
+                "over two zones (a node more at min), or accept the risk",
                 "warning",
             )
 

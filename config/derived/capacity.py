@@ -298,3 +298,36 @@ def rollout_surge_nodes(model: ModelConfig, pool: GpuPool, instance: catalog.Ins
     """Extra nodes a rolling update needs at `max` replicas: the surge pods beyond the last full node."""
     at_max = model.replicas.max
     return nodes_for(model, pool, instance, at_max + ROLLOUT_MAX_SURGE) - nodes_for(model, pool, instance, at_max)
+
+
+# -- placement: replicas that share a node, spread over zones ----------------------------------------
+SPREAD_MIN_DOMAINS = 2
+"""Zones a spread model's replicas cover at least (the constraint's minDomains)."""
+
+
+def spreads(model: ModelConfig, pool: GpuPool) -> bool:
+    """Whether the model's replicas share nodes and are spread over zones (`placement: spread`, the default, with
+    replicas.min 2 or more): a required zone spread with minDomains 2 puts the first two replicas in two zones, so
+    on two nodes, and packs further replicas within each zone (builders/serving/workload.py spread()). A model
+    whose replicas each fill a node needs none of it: its replicas are on nodes of their own anyway."""
+    return model.placement == "spread" and model.replicas.min >= SPREAD_MIN_DOMAINS and not fills_a_node(model, pool)
+
+
+def placed_nodes(model: ModelConfig, pool: GpuPool, instance: catalog.InstanceType, replicas: int, zones: int) -> int:
+    """Nodes of this type that `replicas` replicas need as they are placed: packed (nodes_for), or for a spread
+    model split as evenly as the constraint (maxSkew 1) keeps them over the pool's `zones` zones and packed
+    within each. Even over every zone is what Karpenter's provisioning does with a batch of pending replicas
+    (it counts every zone the NodePool may launch in, and picks the least-used one that keeps the skew), and
+    the most nodes the constraint can come to later (a zone of the pool with a node but none of the model's
+    replicas holds the global minimum at 0): the bound gpuLimit must allow and the cost counts."""
+    if not spreads(model, pool):
+        return nodes_for(model, pool, instance, replicas)
+    domains = max(1, zones)
+    per_zone, extra = divmod(replicas, domains)
+    return sum(nodes_for(model, pool, instance, per_zone + (1 if z < extra else 0)) for z in range(domains))
+
+
+def placed_surge_nodes(model: ModelConfig, pool: GpuPool, instance: catalog.InstanceType, zones: int) -> int:
+    """Extra nodes a rolling update needs at `max` replicas, as the replicas are placed."""
+    at_max = model.replicas.max
+    return placed_nodes(model, pool, instance, at_max + ROLLOUT_MAX_SURGE, zones) - placed_nodes(model, pool, instance, at_max, zones)

@@ -4,8 +4,10 @@ Karpenter launches whole nodes, so a model is charged for the nodes its replicas
 replicas per node as the node's GPUs (or slices), CPU and memory hold. Floor: the system node
 group at its minimum size plus every model's minimum replicas on the pool type that makes them
 cheapest. Ceiling: the system node group at its maximum size plus every model's maximum replicas
-on the pool type that makes them dearest. Models are counted on nodes of their own (Karpenter may
-pack two models of one pool together, which only lowers the cost). On-demand prices: spot costs
+on the pool type that makes them dearest. A model spread over zones (`placement: spread`) is counted
+as placed: evenly over its pool's zones and packed within each, so at least two nodes at min.
+Models are counted on nodes of their own (Karpenter may pack two models of one pool together,
+which only lowers the cost). On-demand prices: spot costs
 less; NAT gateways, load balancers, storage and the EKS control plane are not included.
 """
 
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from config.derived import capacity, headroom
+from config.derived import capacity, headroom, state
 from config.facts import catalog
 from config.sections.gpu_pools import GpuPool
 from config.sections.models import ModelConfig
@@ -84,12 +86,13 @@ def _label(model: ModelConfig, pool: GpuPool) -> str:
     return label
 
 
-def model_cost(model: ModelConfig, pool: GpuPool) -> ModelCost:
-    """What a model costs per hour at its replica bounds, in whole nodes."""
+def model_cost(model: ModelConfig, pool: GpuPool, zones: int) -> ModelCost:
+    """What a model costs per hour at its replica bounds, in whole nodes as its replicas are placed (a spread
+    model's over the pool's `zones` zones: at least two nodes at min)."""
     hosts = capacity.packing_hosts(model, pool)
 
     def at(replicas: int, host: catalog.InstanceType) -> tuple[float, int]:
-        nodes = capacity.nodes_for(model, pool, host, replicas)
+        nodes = capacity.placed_nodes(model, pool, host, replicas, zones)
         return nodes * host.price_per_hour, nodes
 
     floor, nodes_min = min((at(model.replicas.min, h) for h in hosts), default=(0.0, 0))
@@ -119,7 +122,7 @@ def summarize(cfg: StackConfig) -> CostSummary:
         pool = cfg.pool(m.pool)
         if pool is None:
             continue
-        models.append(model_cost(m, pool))
+        models.append(model_cost(m, pool, state.of(cfg).model(m).zones))
     warm = [h for p in cfg.gpu_pools if (h := headroom_cost(p, [m for m in cfg.models if m.pool == p.name]))]
     return CostSummary(
         system_floor=group.min_size * min(prices, default=0.0),

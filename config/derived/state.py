@@ -24,6 +24,7 @@ from config.derived.sizing import catalog_problems
 from config.facts import catalog
 from config.sections.gpu_pools import GpuPool
 from config.sections.models import ModelConfig
+from config.sections.network import ExistingVpc
 from config.sections.stack import StackConfig
 
 PURCHASE_OPTIONS = ("on-demand", "spot")
@@ -43,8 +44,15 @@ class ModelState:
     """Replicas one node holds, by instance type name (GPUs or slices, allocatable CPU and memory)."""
     peak_host: catalog.InstanceType | None
     """The host that needs the most GPUs for `max` replicas plus a rollout surge."""
+    zones: int
+    """Zones the model's pool may launch nodes in (the pool's zones, else the VPC's)."""
+    spread: bool
+    """Replicas that share nodes are spread over at least two zones (capacity.spreads): node counts are placed
+    evenly over `zones` zones and packed within each."""
+    survives_node_loss: bool
+    """The minimum replicas are on two nodes at least: spread, or no host type holds two of them."""
     nodes_at_min: int
-    """Nodes the minimum replicas need, on the cheapest host."""
+    """Nodes the minimum replicas need, on the cheapest host (two at least when spread)."""
     nodes_at_max: int
     """Nodes the maximum replicas need, on the peak host."""
     surge_nodes: int
@@ -150,8 +158,18 @@ def instance_class(instance: catalog.InstanceType) -> str:
     return "P" if instance.family.startswith("p") else "G"
 
 
-def _gpus_for(model: ModelConfig, pool: GpuPool, replicas: int, instance: catalog.InstanceType) -> int:
-    return capacity.nodes_for(model, pool, instance, replicas) * instance.gpu_count
+def pool_zones(cfg: StackConfig, pool: GpuPool) -> int:
+    """Zones a pool's nodes may launch in: its own zones, else the VPC's (a new VPC's azCount; an existing
+    VPC's private subnets, one zone each at most)."""
+    if pool.zones:
+        return len(pool.zones)
+    if isinstance(cfg.network, ExistingVpc):
+        return len(cfg.network.private_subnet_ids)
+    return cfg.network.az_count
+
+
+def _gpus_for(model: ModelConfig, pool: GpuPool, zones: int, replicas: int, instance: catalog.InstanceType) -> int:
+    return capacity.placed_nodes(model, pool, instance, replicas, zones) * instance.gpu_count
 
 
 def _model(cfg: StackConfig, model: ModelConfig) -> ModelState:
@@ -159,22 +177,28 @@ def _model(cfg: StackConfig, model: ModelConfig) -> ModelState:
     pool = cfg.pool(model.pool)
     if pool is not None and catalog_problems(pool):
         pool = None  # a pool the catalog cannot size gives no placement facts (the rules report it)
+    zones = pool_zones(cfg, pool) if pool else 0
     hosts = tuple(capacity.packing_hosts(model, pool)) if pool else ()
     peak = (
-        max(hosts, key=functools.partial(_gpus_for, model, pool, model.replicas.max + capacity.ROLLOUT_MAX_SURGE))
+        max(hosts, key=functools.partial(_gpus_for, model, pool, zones, model.replicas.max + capacity.ROLLOUT_MAX_SURGE))
         if pool and hosts
         else None
     )
-    at_min = capacity.nodes_for(model, pool, hosts[0], model.replicas.min) if pool and hosts else 0
-    at_max = capacity.nodes_for(model, pool, peak, model.replicas.max) if pool and peak else 0
-    surge = capacity.rollout_surge_nodes(model, pool, peak) if pool and peak else 0
+    spread = capacity.spreads(model, pool) if pool else False
+    at_min = capacity.placed_nodes(model, pool, hosts[0], model.replicas.min, zones) if pool and hosts else 0
+    at_max = capacity.placed_nodes(model, pool, peak, model.replicas.max, zones) if pool and peak else 0
+    surge = capacity.placed_surge_nodes(model, pool, peak, zones) if pool and peak else 0
+    per_node = {t.name: capacity.replicas_per_node(model, pool, t) for t in pool.resolved_instance_types()} if pool else {}
     return ModelState(
         name=model.name,
         pool=model.pool,
         device=capacity.smallest_device(model, pool) if pool else None,
         hosts=hosts,
-        replicas_per_node={t.name: capacity.replicas_per_node(model, pool, t) for t in pool.resolved_instance_types()} if pool else {},
+        replicas_per_node=per_node,
         peak_host=peak,
+        zones=zones,
+        spread=spread,
+        survives_node_loss=model.replicas.min >= 2 and (spread or all(per_node.get(t.name, 0) < 2 for t in hosts)),
         nodes_at_min=at_min,
         nodes_at_max=at_max,
         surge_nodes=surge,

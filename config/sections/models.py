@@ -339,6 +339,13 @@ class ModelConfig(ConfigModel):
         default=None, description="/dev/shm size (memory emptyDir); unset: 1Gi, plus 4Gi per extra tensor-parallel GPU."
     )
     replicas: Replicas = Field(description="Replica bounds.")
+    placement: Literal["spread", "pack"] = Field(
+        default="spread",
+        description="Where replicas that share a node (time-slices, MIG slices, a few GPUs of a big node) land, with "
+        "replicas.min 2 or more. spread: over at least two zones, so at least two nodes (one node or zone lost leaves "
+        "a replica serving; costs a node more at min), packed within each zone; pack: as few nodes as hold them (the "
+        "minimum replicas may share one node, so one node loss or spot interruption is an outage; warned).",
+    )
     autoscaling: Autoscaling = Field(default_factory=Autoscaling, description="KEDA triggers and HPA behaviour.")
     drain: Drain = Field(default_factory=Drain, description="Graceful shutdown timings.")
     startup: Startup = Field(default_factory=Startup, description="Startup probe budget.")

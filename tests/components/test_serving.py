@@ -323,31 +323,52 @@ def test_scheduling_on_the_pool(prod_run: harness.RunResult) -> None:
     pod = _pod(prod_run, "llama-3-2-3b")
     assert pod["nodeSelector"] == {"llm-platform.io/gpu-pool": "gpu-l40s-shared"}
     assert pod["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
-    # two replicas share each time-sliced GPU: no spread, or Karpenter would launch a node per replica
-    assert "topologySpreadConstraints" not in pod
+    # two replicas share each time-sliced GPU: spread over zones (two nodes at min), packed within each
+    assert pod["topologySpreadConstraints"] == [
+        {
+            "maxSkew": 1,
+            "minDomains": 2,
+            "topologyKey": "topology.kubernetes.io/zone",
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": builders.selector(cfg_model(PROD, "llama-3-2-3b"))},
+            "matchLabelKeys": ["pod-template-hash"],
+        }
+    ]
+
+
+def cfg_model(stack: str, name: str) -> Any:
+    return next(m for m in parse(stack_data(stack)).models if m.name == name)
 
 
 @pytest.mark.parametrize("stack", FIXTURES)
 def test_replicas_spread_over_zones_only_when_each_fills_a_node(stack: str) -> None:
+    """Replicas that fill a node: a preferred zone spread. Replicas that share one, of a model with min >= 2 and
+    placement spread: a required zone spread with minDomains 2 (two nodes at min). Otherwise none. Never a
+    hostname key: Karpenter counts every node as able to start empty, so it would launch a node per replica."""
     cfg = parse(stack_data(stack))
     run = fixture_run(stack)
     for model in cfg.models:
         pool = cfg.pool(model.pool)
         assert pool is not None
         pod = _pod(run, model.name)
+        keys = [(t["topologyKey"], t["whenUnsatisfiable"], t.get("minDomains")) for t in pod.get("topologySpreadConstraints", [])]
         if capacity.fills_a_node(model, pool):
-            assert [(t["topologyKey"], t["whenUnsatisfiable"]) for t in pod["topologySpreadConstraints"]] == [
-                ("topology.kubernetes.io/zone", "ScheduleAnyway")
-            ]
+            assert keys == [("topology.kubernetes.io/zone", "ScheduleAnyway", None)]
+        elif model.replicas.min >= 2 and model.placement == "spread":
+            assert keys == [("topology.kubernetes.io/zone", "DoNotSchedule", 2)]
         else:
-            assert "topologySpreadConstraints" not in pod
+            assert keys == []
         assert all(t["topologyKey"] != "kubernetes.io/hostname" for t in pod.get("topologySpreadConstraints", []))
 
 
 def test_which_prod_models_pack(prod_run: harness.RunResult) -> None:
-    spread = {m: "topologySpreadConstraints" in _pod(prod_run, m) for m in ("llama-3-1-8b", "llama-3-3-70b", "qwen-2-5-7b", "llama-3-2-3b")}
-    # the 8B model fills a single-GPU node; two 70B replicas share a p5's 8 GPUs; slices share GPUs
-    assert spread == {"llama-3-1-8b": True, "llama-3-3-70b": False, "qwen-2-5-7b": False, "llama-3-2-3b": False}
+    spread = {
+        m: [t["whenUnsatisfiable"] for t in _pod(prod_run, m).get("topologySpreadConstraints", [])]
+        for m in ("llama-3-1-8b", "llama-3-3-70b", "qwen-2-5-7b", "llama-3-2-3b")
+    }
+    # the 8B model fills a single-GPU node; the fixture packs the 70B and MIG models (placement: pack, warned);
+    # the time-sliced 3B model spreads over two zones
+    assert spread == {"llama-3-1-8b": ["ScheduleAnyway"], "llama-3-3-70b": [], "qwen-2-5-7b": [], "llama-3-2-3b": ["DoNotSchedule"]}
 
 
 # -- the objects around the pod -----------------------------------------------------------------------
