@@ -76,3 +76,84 @@ def test_a_read_that_is_refused_is_not_read_as_missing(caplog: pytest.LogCapture
     found = reader.read_account(parse(data))
     # AccessDenied proves nothing: the principal counts as existing (with a warning), never as missing
     assert found.roles == ["arn:aws:iam::123456789012:role/access-denied-admin"]
+
+
+class Refusing(RecordingMocks):
+    """An account whose deploy credentials lack the named reads: the provider's error, as pulumi raises it."""
+
+    def __init__(self, answers: account.AccountFile, refused: dict[str, tuple[str, str]]) -> None:
+        super().__init__(region=answers.region, account=answers)
+        self.refused = refused
+
+    def call(self, args: Any) -> Any:
+        if args.token in self.refused:
+            api, action = self.refused[args.token]
+            raise Exception(  # the shape pulumi's invoke raises
+                f"invoke of {args.token} failed: operation error {api}, https response error StatusCode: 400, RequestID: "
+                f"0a1b, api error AccessDeniedException: User: arn:aws:sts::123456789012:assumed-role/llm-platform-deploy/gha "
+                f"is not authorized to perform: {action} because no identity-based policy allows the {action} action"
+            )
+        return super().call(args)
+
+
+def test_refused_reads_are_not_checked_and_warn_naming_the_permission() -> None:
+    """The README: a read refused for lack of a permission is a warning, never a failure or a raw provider error."""
+    answers = _answers(caller="arn:aws:sts::123456789012:assumed-role/platform-admin/alice")
+    refused = {
+        "aws:index/getAvailabilityZones:getAvailabilityZones": ("EC2: DescribeAvailabilityZones", "ec2:DescribeAvailabilityZones"),
+        "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings": ("EC2", "ec2:DescribeInstanceTypeOfferings"),
+        "aws:servicequotas/getServiceQuota:getServiceQuota": ("Service Quotas: GetServiceQuota", "servicequotas:GetServiceQuota"),
+        "aws:eks/getAddonVersion:getAddonVersion": ("EKS: DescribeAddonVersions", "eks:DescribeAddonVersions"),
+        "aws:ssm/getParameter:getParameter": ("SSM: GetParameter", "ssm:GetParameter"),
+        "aws:iam/getRole:getRole": ("IAM: GetRole", "iam:GetRole"),
+        "aws:acm/getCertificate:getCertificate": ("ACM: ListCertificates", "acm:ListCertificates"),
+    }
+    pulumi.runtime.set_mocks(Refusing(answers, refused), project="llm-platform", stack="reader", preview=False)
+    cfg = parse(stack_data("internet-facing-tls"))
+    found = reader.read_account(cfg)
+    assert found.unread == {
+        "zones": "the deploy credentials lack ec2:DescribeAvailabilityZones (AccessDenied)",
+        "offerings": "the deploy credentials lack ec2:DescribeInstanceTypeOfferings (AccessDenied)",
+        "quotas": "the deploy credentials lack servicequotas:GetServiceQuota (AccessDenied)",
+        "amiReleases": "the deploy credentials lack ssm:GetParameter (AccessDenied)",
+        "addonVersions": "the deploy credentials lack eks:DescribeAddonVersions (AccessDenied)",
+        "roles": "the deploy credentials lack iam:GetRole (AccessDenied)",
+        "certificates": "the deploy credentials lack acm:ListCertificates (AccessDenied)",
+        "spotServiceLinkedRole": "the deploy credentials lack iam:GetRole (AccessDenied)",
+    }
+    checks = preflight.run(cfg, found, authoritative=True, addon_versions_complete=False, certificates_complete=False)
+    assert [c for c in checks if c.result == "failed"] == []
+    assert {c.name for c in checks if c.result == "not checked"} == {
+        "quota", "offerings", "ami-release", "addon-version", "principal", "certificate", "spot-role"
+    }  # fmt: skip
+    (quota,) = [c for c in checks if c.name == "account-read" and c.inputs["answer"] == "quotas"]
+    assert str(quota.problem()) == (
+        "cluster.deployRoleArn: preflight could not read the account's quotas: the deploy credentials lack "
+        "servicequotas:GetServiceQuota (AccessDenied); the quota checks are not checked. Fix: grant the permission to the "
+        "identity that runs pulumi (docs/preflight.md lists every read it needs)"
+    )
+    assert quota.problem().severity == "warning"  # type: ignore[union-attr]
+
+
+def test_an_error_without_the_permission_named_names_the_reads_permissions() -> None:
+    error = Exception("invoke failed: api error UnauthorizedOperation: You are not authorized to perform this operation.")
+    assert reader._denied(error, "ec2:DescribeAvailabilityZones") == (
+        "the deploy credentials lack ec2:DescribeAvailabilityZones (UnauthorizedOperation)"
+    )
+    assert reader._denied(Exception("NotFound: quota L-1 does not exist"), "servicequotas:GetServiceQuota") is None
+
+
+def test_the_reader_asks_for_regular_availability_zones_only() -> None:
+    """Opted-in Local and Wavelength zones sort first by name; the default zone choice must not take them."""
+    seen: list[dict[str, Any]] = []
+
+    class Recording(RecordingMocks):
+        def call(self, args: Any) -> Any:
+            if args.token == "aws:index/getAvailabilityZones:getAvailabilityZones":
+                seen.append(dict(args.args))
+            return super().call(args)
+
+    answers = _answers()
+    pulumi.runtime.set_mocks(Recording(region=answers.region, account=answers), project="llm-platform", stack="reader", preview=False)
+    reader.read_account(parse(stack_data(DEV)))
+    assert [(a.get("state"), a.get("filters")) for a in seen] == [("available", [{"name": "zone-type", "values": ["availability-zone"]}])]
