@@ -171,12 +171,15 @@ def monitoring(cfg: StackConfig) -> list[dict[str, Any]]:
         # KEDA's scalers query Prometheus
         {"from": [namespace_peer(KEDA_NAMESPACE)], "ports": tcp(PROMETHEUS_PORT)},
     ]
-    scrapes = [
-        # scraping is Prometheus' job: every pod that serves metrics admits it in its own ingress rules
-        {"to": [{"namespaceSelector": {}}]},
-        # host-network targets (node-exporter, kubelets) at node addresses, and the API server's endpoints
-        {"to": cidr_peers(vpc), "ports": tcp(*NODE_SCRAPE_PORTS, 443)},
-    ]
+    # Scraping is Prometheus' job: every pod that serves metrics admits it in its own ingress rules.
+    # Prometheus reaches each target at its own address (pod IPs from the VPC's blocks, node-exporter
+    # and the kubelets at node addresses, the API server's endpoints in the cluster's subnets), all
+    # inside the VPC, so one ipBlock rule per block without ports covers them. Not a
+    # `namespaceSelector: {}`: the controller would resolve that into every pod (and Service) IP of
+    # the cluster, split over several PolicyEndpoints and rewritten on every pod change anywhere
+    # (aws/aws-network-policy-agent#305: transient denies and probe failures with such a selector,
+    # one PolicyEndpoint again once it became an ipBlock); the ipBlocks never change.
+    scrapes = [{"to": cidr_peers(vpc)}]
     return [
         *_platform_namespace(ns, vpc, ingress, []),
         policy("prometheus-scrapes", ns, PROMETHEUS_POD, None, scrapes),

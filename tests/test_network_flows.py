@@ -200,3 +200,48 @@ def test_evaluator_semantics() -> None:
     # both ends must agree: an open egress does not pass a closed ingress
     both = Cluster([_np("ns-b", {"matchLabels": {"app": "b"}}, {"policyTypes": ["Ingress"]})], {})
     assert not both.allowed(a, b, 80)
+
+
+def _cluster_wide(policies: list[dict[str, Any]]) -> list[str]:
+    """Peers that select pods in every namespace (an empty namespaceSelector): the controller resolves
+    such a peer into every pod IP of the cluster and rewrites the PolicyEndpoint on every pod change
+    anywhere (aws/aws-network-policy-agent#305)."""
+    return [
+        f"{p['metadata']['namespace']}/{p['metadata']['name']} {key}"
+        for p in policies
+        for key, side in (("ingress", "from"), ("egress", "to"))
+        for rule in p["spec"].get(key) or []
+        for peer in rule.get(side) or []
+        if "namespaceSelector" in peer and not any(peer["namespaceSelector"].values())
+    ]
+
+
+@pytest.mark.parametrize("stack", FIXTURES)
+def test_no_policy_selects_every_namespace(stack: str) -> None:
+    world = build_world(stack)
+    assert _cluster_wide(world.policies) == []
+    (scrapes,) = [p for p in world.policies if p["metadata"]["name"] == "prometheus-scrapes"]
+    # Prometheus reaches every target (pods, nodes, the API server's endpoints) inside the VPC's blocks, on any port
+    assert scrapes["spec"]["egress"] == [{"to": [{"ipBlock": {"cidr": c}} for c in world.cfg.vpc_cidrs]}]
+
+
+def test_a_cluster_wide_prometheus_egress_is_found() -> None:
+    def widen(ps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for p in ps:
+            if p["metadata"]["name"] == "prometheus-scrapes":
+                p["spec"]["egress"].append({"to": [{"namespaceSelector": {}}]})
+        return ps
+
+    assert _cluster_wide(_broken("minimal-dev", widen).policies) == ["monitoring/prometheus-scrapes egress"]
+
+
+def test_scrapes_need_the_vpc_rule() -> None:
+    def narrow(ps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for p in ps:
+            if p["metadata"]["name"] == "prometheus-scrapes":
+                p["spec"]["egress"] = [{"to": [{"ipBlock": {"cidr": "192.0.2.0/24"}}]}]
+        return ps
+
+    closed = blocked(_broken("existing-vpc-irsa-bottlerocket", narrow))
+    # (its API calls, discovery included, go through the namespace's API server rule)
+    assert {"Prometheus scrapes KEDA", "Prometheus scrapes nodes on 9100", "Prometheus scrapes nodes on 10250"} <= set(closed)
