@@ -2,8 +2,11 @@
 
 Each problem prints as `<path>: <problem>; <why>. Fix: <action>`, with the path in the stack
 file's own camelCase terms (`models[llama-8b].replicas`). Pydantic's own errors are rewritten
-into that form, unknown keys get a did-you-mean, and no input value is ever echoed (a mistyped
-secret must not end up in a CI log).
+into that form, unknown keys get a did-you-mean, and a type error quotes the value it got (cut
+when long). No credential is ever printed back, whatever field it was pasted into: every message
+goes through `scrub`, which replaces the published credential formats (CREDENTIAL_SHAPES) and
+random-looking runs by a marker naming what they looked like (a mistyped secret must not end up
+in a CI log).
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
+
+from config.facts.conventions import API_KEYS, DOCKER_HUB_ACCESS_TOKEN, HF_TOKEN
 
 Severity = Literal["error", "warning"]
 
@@ -30,33 +35,144 @@ RETIRED_KEYS = {
 _UNION_TAGS = {"network": ("new", "existing")}
 
 
-# Shapes of credentials a user may paste into the wrong field: never printed back, whichever field.
+# -- credentials: recognised by their published formats, never printed back ----------------------
+
+
+@dataclass(frozen=True)
+class CredentialShape:
+    """A published credential format: what it is, how it is spelled, and where it belongs instead."""
+
+    kind: str
+    """What the value looks like, for the redaction marker and the message: "a Hugging Face token"."""
+    pattern: re.Pattern[str]
+    secret: str | None
+    """The stack secret it belongs in; None for credentials the platform never takes in its config."""
+    source: str
+    """Where the format is documented."""
+    instead: str = "the platform takes no such credential in its config"
+    """For a credential that is no stack secret: where it goes instead."""
+
+    @property
+    def marker(self) -> str:
+        return f"[{self.kind}, not shown]"
+
+
+def _shape(kind: str, pattern: str, secret: str | None, source: str, *instead: str) -> CredentialShape:
+    # Not glued to a longer word or token on either side (a model called "task-..." is not "sk-...").
+    compiled = re.compile(rf"(?<![A-Za-z0-9])(?:{pattern})(?![A-Za-z0-9])")
+    return CredentialShape(kind, compiled, secret, source, *instead)
+
+
+_MIXED = r"(?=[A-Za-z0-9_-]*[A-Z])(?=[A-Za-z0-9_-]*[a-z])(?=[A-Za-z0-9_-]*[0-9])"
+"""Upper and lower case and a digit ahead: random, not a lowercase Kubernetes name such as sk-llama-3-8b."""
+
+CREDENTIAL_SHAPES: tuple[CredentialShape, ...] = (
+    _shape(
+        "a private key",
+        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[A-Za-z0-9+/=\r\n]*(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----)?",
+        None,
+        "RFC 7468 sections 10-11 (PRIVATE KEY, ENCRYPTED PRIVATE KEY); OpenSSH PROTOCOL.key (OPENSSH PRIVATE KEY)",
+    ),
+    _shape(
+        "a JSON Web Token",
+        r"eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]*",
+        None,
+        'RFC 7519 section 3 and RFC 7515 section 7.1: base64url header.payload.signature, both JSON objects ({" is eyJ)',
+    ),
+    _shape(
+        "a Hugging Face token",
+        r"(?:hf_|api_org_)(?:[A-Za-z0-9]{30,}|(?=[A-Za-z0-9]*[A-Z])(?=[A-Za-z0-9]*[a-z])[A-Za-z0-9]{20,})",
+        HF_TOKEN,
+        "huggingface.co/docs/hub/security-tokens (user access tokens hf_..., retired organization tokens api_org_...)",
+    ),
+    _shape(
+        "a Docker Hub access token",
+        r"dckr_(?:pat|oat)_[A-Za-z0-9_-]{10,}",
+        DOCKER_HUB_ACCESS_TOKEN,
+        "docs.docker.com/security/for-developers/access-tokens and the Hub API reference (dckr_pat_..., dckr_oat_...)",
+    ),
+    _shape(
+        "an API key",
+        rf"sk-(?:[A-Za-z0-9]{{32,}}|{_MIXED}[A-Za-z0-9_-]{{20,}})",
+        API_KEYS,
+        "platform.openai.com/docs/api-reference/authentication (sk-..., sk-proj-...); OpenAI-compatible clients of vLLM use the same shape",
+    ),
+    _shape(
+        "an AWS access key id",
+        r"(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}",
+        None,
+        "IAM User Guide, unique identifiers (AKIA long-term, ASIA temporary); STS GetAccessKeyInfo",
+        "`pulumi up` uses the AWS credentials of the shell or CI runner it runs in, from a profile or an assumed role",
+    ),
+    _shape(
+        "a GitHub token",
+        r"gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,}",
+        None,
+        "github.blog/changelog/2021-03-31-authentication-token-format-updates-are-generally-available; github_pat_ for fine-grained tokens",
+    ),
+    _shape("a GitLab token", r"glpat-[A-Za-z0-9_-]{20,}", None, "docs.gitlab.com/user/profile/personal_access_tokens (prefix glpat-)"),
+    _shape("a Slack token", r"xox[abposr]-[A-Za-z0-9-]{10,}", None, "api.slack.com/authentication/token-types (xoxb-, xoxp-, ...)"),
+    _shape(
+        "a Pulumi access token",
+        r"pul-[0-9a-f]{40}",
+        None,
+        "pulumi.com/docs/pulumi-cloud/access-management/access-tokens (pul-)",
+        "the Pulumi CLI reads it from `pulumi login` or PULUMI_ACCESS_TOKEN",
+    ),
+)
+
+SECRET_KEY_NAME = re.compile(r"(?i)(password|passwd|secret|token|api[-_]?key|access[-_]?key|private[-_]?key|credential)")
+"""A mapping key naming a secret: a random-looking value under it is a credential (gitleaks' generic-api-key rule)."""
+RANDOM_SECRET = CredentialShape(
+    "a secret value",
+    re.compile(r"(?!)"),
+    None,
+    "gitleaks generic-api-key: a random-looking value under a key named password, secret, token or key",
+    "chart values take a credential from a Kubernetes Secret by reference (the chart's existingSecret or secretKeyRef)",
+)
+
+HIDDEN = "[a value shaped like a credential, not shown]"
+"""The marker of a value that matches no published format but looks random (an AWS secret key, a key
+from `openssl rand`): hidden in every message, but not refused (a checksum or a certificate looks alike)."""
+
 # ARNs are matched first and kept (a role name may look random); the rest is judged token by token.
 _TOKENS = re.compile(r"arn:[A-Za-z0-9:/_+=,.@-]+|[A-Za-z0-9/+=_.:-]+")
-_PREFIXED = re.compile(
-    r"(?<![A-Za-z0-9])(hf_[A-Za-z0-9]{20,}"  # Hugging Face
-    r"|sk-[A-Za-z0-9_-]{20,}"  # OpenAI-style API keys
-    r"|(?:AKIA|ASIA)[A-Z0-9]{16}"  # AWS access key ids
-    r"|gh[pousr]_[A-Za-z0-9]{30,}"  # GitHub tokens
-    r"|pul-[0-9a-f]{40})"  # Pulumi access tokens
-)
-HIDDEN = "[a value shaped like a credential, not shown]"
+# Names written as words: lowercase start, then Capitalised words, acronyms and numbers (KarpenterNodeRole1).
+_WORDS = re.compile(r"[a-z]*(?:[A-Z]*[A-Z][a-z]{2,}|[A-Z]+|[0-9]+)*")
+
+
+def credential_shapes(text: str) -> list[CredentialShape]:
+    """The published credential formats found in text, in catalog order."""
+    return [shape for shape in CREDENTIAL_SHAPES if shape.pattern.search(text)]
+
+
+def _random_run(part: str) -> bool:
+    return (
+        len(part) >= 16
+        and bool(re.search(r"[A-Z]", part) and re.search(r"[a-z]", part) and re.search(r"[0-9]", part))
+        and not _WORDS.fullmatch(part)
+    )
 
 
 def _looks_secret(token: str) -> bool:
     """A long random run: mixed-case letters and digits with no word separators (an AWS secret key,
-    a random API key), or 64 hex digits that are not a sha256 digest (`openssl rand -hex 32`).
-    Names joined by '-', '_' or '.' (models, roles, instance types) and 40-hex revisions are not."""
-    if len(token) >= 32 and not re.search(r"[-_.:]", token):
-        mixed = re.search(r"[A-Z]", token) and re.search(r"[a-z]", token) and re.search(r"[0-9]", token)
-        if mixed and not token.startswith("/"):
-            return True
+    a random API key), a run of 16+ random characters between separators (`secrets.token_urlsafe`),
+    or 64 hex digits that are not a sha256 digest (`openssl rand -hex 32`). Names joined by '-', '_'
+    or '.' (models, roles, instance types), CamelCase names and 40-hex revisions are not."""
+    if token.startswith("/"):
+        return False
+    mixed = re.search(r"[A-Z]", token) and re.search(r"[a-z]", token) and re.search(r"[0-9]", token)
+    if len(token) >= 32 and mixed and not re.search(r"[-_.:]", token) and not _WORDS.fullmatch(token):
+        return True
+    if len(token) >= 24 and any(_random_run(part) for part in re.split(r"[-_.:/+=]", token)):
+        return True
     return bool(re.fullmatch(r"[0-9a-f]{64}", token))
 
 
 def scrub(text: str) -> str:
-    """The text with every credential-shaped value replaced by a description."""
-    text = _PREFIXED.sub(HIDDEN, text)
+    """The text with every credential-shaped value replaced by a marker naming what it looked like."""
+    for shape in CREDENTIAL_SHAPES:
+        text = shape.pattern.sub(shape.marker, text)
 
     def judge(match: re.Match[str]) -> str:
         token = match.group(0)
@@ -65,6 +181,38 @@ def scrub(text: str) -> str:
         return HIDDEN if _looks_secret(token) else token
 
     return _TOKENS.sub(judge, text)
+
+
+def is_credential_shaped(text: str) -> bool:
+    return scrub(text) != text
+
+
+_SHOWN = 40
+"""Characters of a value a message quotes before it is cut."""
+
+
+def shown(value: Any) -> str:
+    """A value as a message quotes it, in YAML's terms: 'text' (cut when long), 12, true, null, a list or
+    a mapping by its size. A credential-shaped string is never quoted, only named."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        hidden = scrub(value)
+        if hidden != value:
+            shapes = credential_shapes(value)
+            return shapes[0].marker if shapes else HIDDEN
+        if len(value) > _SHOWN:
+            return f"'{value[: _SHOWN - 8]}...' ({len(value)} characters)"
+        return f"'{value}'"
+    if isinstance(value, list):
+        return f"a list of {len(value)} entr{'y' if len(value) == 1 else 'ies'}"
+    if isinstance(value, dict):
+        return f"a mapping of {len(value)} key{'' if len(value) == 1 else 's'}"
+    return type(value).__name__
 
 
 @dataclass(frozen=True)
@@ -123,7 +271,8 @@ def format_path(loc: tuple[Any, ...], data: Any) -> str:
             continue
         if isinstance(part, int):
             name = node[part].get("name") if isinstance(node, list) and 0 <= part < len(node) and isinstance(node[part], dict) else None
-            label = name if prev in NAMED_LISTS and isinstance(name, str) and name else str(part)
+            named = prev in NAMED_LISTS and isinstance(name, str) and name and not is_credential_shaped(name)
+            label = name if named else str(part)
             out += f"[{label}]"
             node = node[part] if isinstance(node, list) and 0 <= part < len(node) else None
         else:
@@ -180,19 +329,8 @@ def _did_you_mean(root: type[BaseModel], loc: tuple[Any, ...]) -> str:
     return f" (did you mean '{match[0]}'?)" if match else ""
 
 
-_TYPE_NAMES = {
-    str: "a string",
-    int: "an integer",
-    float: "a number",
-    bool: "true/false",
-    list: "a list",
-    dict: "a mapping",
-    type(None): "nothing",
-}
-
-
 def _got(error: Any) -> str:
-    return _TYPE_NAMES.get(type(error.get("input")), type(error.get("input")).__name__)
+    return shown(error.get("input"))
 
 
 def _message(root: type[BaseModel], error: Any) -> str:

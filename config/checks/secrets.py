@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from config.derived.exposure import exposure, models_needing_api_keys
-from config.errors import Problem
+from config.errors import RANDOM_SECRET, SECRET_KEY_NAME, CredentialShape, Problem, credential_shapes, format_path, scrub
 from config.facts.conventions import API_KEYS, DOCKER_HUB_ACCESS_TOKEN, GRAFANA_ADMIN_PASSWORD, HF_TOKEN
 from config.sections import images
 from config.sections.stack import StackConfig
@@ -83,6 +83,60 @@ def _api_keys(secrets: dict[str, Any], names: set[str]) -> tuple[list[Problem], 
         if model in names and len(key) < MIN_API_KEY_CHARACTERS
     ]
     return problems, {k: v for k, v in parsed.items() if k in names}
+
+
+def _misplaced(shape: CredentialShape, in_key: bool) -> str:
+    """The message for a credential in plain config: what it looks like, why not here, where it goes."""
+    holds = "has a key that looks like" if in_key else "holds what looks like"
+    problem = (
+        f"{holds} {shape.kind}; the stack file is plain text that anyone who can read the repository can read, "
+        "and the value would reach the cluster in plain objects"
+    )
+    revoke = "revoke it if the file was ever committed"
+    if shape.secret == API_KEYS:
+        fix = (
+            f"if it is a model endpoint's key, move it to the {API_KEYS} secret: run "
+            f"`pulumi config set --secret --path '{API_KEYS}.<model>' <key>`, and delete it here ({revoke})"
+        )
+    elif shape.secret is not None:
+        fix = f"move it to the {shape.secret} secret: run `{secret_command(shape.secret)}`, and delete it here ({revoke})"
+    else:
+        fix = f"delete it here; {shape.instead} ({revoke})"
+    return f"{problem}. Fix: {fix}"
+
+
+def plain_credentials(data: Any) -> tuple[list[Problem], set[str]]:
+    """Credentials of a published format anywhere in the plain (non-secret) config, keys included, and
+    random-looking values under a key that names a secret (`adminPassword`, `apiKey`, `token`).
+
+    Returns the problems and every path they cover, so that the field's own complaint about the
+    same value ("not a Hugging Face repository id") is not reported as well."""
+    found: list[Problem] = []
+    covered: set[str] = set()
+
+    def walk(node: Any, loc: tuple[Any, ...]) -> None:
+        if isinstance(node, str):
+            shapes = credential_shapes(node)
+            named = bool(loc) and isinstance(loc[-1], str) and SECRET_KEY_NAME.search(loc[-1])
+            if not shapes and named and scrub(node) != node:
+                shapes = [RANDOM_SECRET]
+            if shapes:
+                path = format_path(loc, data)
+                found.append(Problem(path, _misplaced(shapes[0], in_key=False)))
+                covered.add(path)
+        elif isinstance(node, dict):
+            for key, value in node.items():
+                shapes = credential_shapes(key) if isinstance(key, str) else []
+                if shapes:
+                    found.append(Problem(format_path(loc, data), _misplaced(shapes[0], in_key=True)))
+                    covered.add(format_path((*loc, key), data))
+                walk(value, (*loc, key))
+        elif isinstance(node, list):
+            for i, value in enumerate(node):
+                walk(value, (*loc, i))
+
+    walk(data, ())
+    return found, covered
 
 
 def problems(cfg: StackConfig, secrets: dict[str, Any]) -> tuple[list[Problem], dict[str, str]]:

@@ -9,7 +9,7 @@ from pydantic import Field, field_validator, model_validator
 
 from config.facts import catalog, versions
 from config.sections.base import ConfigModel
-from config.sections.types import NetworkCidr, PrincipalArn, PublicCidr, RoleArn, SecurityGroupId, config_error
+from config.sections.types import PrincipalArn, PrivateAccessCidr, PublicCidr, RoleArn, SecurityGroupId, config_error
 
 LogType = Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]
 REQUIRED_LOG_TYPES = ("api", "audit", "authenticator")
@@ -33,7 +33,7 @@ class Endpoint(ConfigModel):
         default_factory=list,
         description="CIDRs allowed to reach the public endpoint. Required when `public` is true; never 0.0.0.0/0.",
     )
-    private_access_cidrs: list[NetworkCidr] = Field(
+    private_access_cidrs: list[PrivateAccessCidr] = Field(
         default_factory=list,
         description="Networks outside the cluster that may reach the private endpoint on 443 (a VPN or transit "
         "gateway range, the subnet of a CI runner): `pulumi up` creates Kubernetes objects through it. Each "

@@ -88,12 +88,23 @@ def _prom_size(value: str) -> str:
     return value
 
 
+def _not_every_address(value: str, fix: str) -> None:
+    """The one check of every allow-list entry: no /0 (0.0.0.0/0, 10.0.0.0/0, ::/0), however written."""
+    try:
+        net = ipaddress.ip_network(value, strict=False)
+    except ValueError:
+        return  # not a CIDR at all: the caller's own parse says so
+    if net.prefixlen == 0:
+        raise config_error(f"'{value}' allows every address on the internet, which defeats the allow-list", fix)
+
+
 def public_cidr(value: str) -> str:
     """A public IPv4 CIDR for an allow-list: no host bits, not RFC 1918, not 0.0.0.0/0.
 
     ipaddress.is_private is deliberately not used: it also rejects the TEST-NET ranges that
     documentation and tests use. The reserved sets are listed explicitly instead.
     """
+    _not_every_address(value, "list the egress CIDRs of your offices, VPN or CI runners")
     try:
         net = ipaddress.IPv4Network(value, strict=False)
     except ValueError:
@@ -104,11 +115,6 @@ def public_cidr(value: str) -> str:
         raise config_error(
             f"'{value}' has host bits set (did you mean {net}?); AWS rejects such ranges",
             f"use {net}",
-        )
-    if net.prefixlen == 0:
-        raise config_error(
-            f"'{value}' allows every address on the internet, which defeats the allow-list",
-            "list the egress CIDRs of your offices, VPN or CI runners",
         )
     for reserved in _NON_PUBLIC:
         if net.subnet_of(reserved):
@@ -163,12 +169,15 @@ def _network_cidr(value: str) -> str:
 
 def _allowed_cidr(value: str) -> str:
     """A client range of an allow-list: a network CIDR that is not every address."""
-    net = _network(value, "10.20.0.0/16")
-    if net.prefixlen == 0:
-        raise config_error(
-            f"'{value}' allows every address, which defeats the allow-list",
-            "list the client CIDRs that may call the models",
-        )
+    _not_every_address(value, "list the client CIDRs that may call the models")
+    _network(value, "10.20.0.0/16")
+    return value
+
+
+def _private_access_cidr(value: str) -> str:
+    """A network that may reach the private API endpoint: a network CIDR that is not every address."""
+    _not_every_address(value, "list the networks `pulumi up` and kubectl run from (the VPN or transit range, a CI runner's subnet)")
+    _network(value, "192.0.2.0/24")
     return value
 
 
@@ -240,6 +249,7 @@ PublicCidr = Annotated[str, AfterValidator(public_cidr)]
 VpcCidr = Annotated[str, AfterValidator(_vpc_cidr)]
 NetworkCidr = Annotated[str, AfterValidator(_network_cidr)]
 AllowedCidr = Annotated[str, AfterValidator(_allowed_cidr)]
+PrivateAccessCidr = Annotated[str, AfterValidator(_private_access_cidr)]
 Region = Annotated[str, AfterValidator(_region)]
 VpcId = Annotated[str, _matching(r"^vpc-[0-9a-f]{8,17}$", "'{value}' is not a VPC id", "write vpc-<8 or 17 hex digits>")]
 SubnetId = Annotated[str, _matching(r"^subnet-[0-9a-f]{8,17}$", "'{value}' is not a subnet id", "write subnet-<8 or 17 hex digits>")]

@@ -181,7 +181,6 @@ EXPECTED: dict[str, list[str]] = {
     ],
     "weights-source-typo": ["models[llama-3-1-8b].weights.source: must be one of 's3' or 'huggingface'. Fix: use one of those values"],
     "headroom-above-limit": [
-        "gpuPools[gpu-l4-a10g].gpuLimit: gpuLimit (4) is below the 6 GPUs of the nodes its models need at minimum replicas, with 5 GPUs of nodes for the headroom of 5; Karpenter would stop launching nodes and replicas would stay Pending. Fix: raise gpuLimit to at least 6",
         "gpuPools[gpu-l4-a10g].headroom: headroom (5 GPUs) is more than the pool's gpuLimit (4); Karpenter could never launch it, let alone the replicas. Fix: lower headroom or raise gpuLimit",
     ],
     "headroom-without-models": [
@@ -288,13 +287,16 @@ EXPECTED: dict[str, list[str]] = {
         "models[llama-3-1-8b].autoscaling.scaleUp: neither percent nor pods is set, so the HPA would get no policy for this direction and move without any step limit. Fix: set pods (e.g. 1 for one replica per period) or percent",
     ],
     "hf-token-pasted-as-repository": [
-        "models[llama-3-1-8b].huggingFaceId: '[a value shaped like a credential, not shown]' is not a Hugging Face repository id. Fix: write <org>/<name>",
+        "models[llama-3-1-8b].huggingFaceId: holds what looks like a Hugging Face token; the stack file is plain text that anyone who can read the repository can read, and the value would reach the cluster in plain objects. "
+        "Fix: move it to the hfToken secret: run `pulumi config set --secret hfToken <value>`, and delete it here (revoke it if the file was ever committed)",
     ],
     "aws-key-pasted-as-cluster-name": [
-        "cluster.name: '[a value shaped like a credential, not shown]' is not a valid cluster name here. Fix: use lowercase letters, digits and '-', starting with a letter",
+        "cluster.name: holds what looks like an AWS access key id; the stack file is plain text that anyone who can read the repository can read, and the value would reach the cluster in plain objects. Fix: delete it here; `pulumi up` uses the AWS "
+        "credentials of the shell or CI runner it runs in, from a profile or an assumed role (revoke it if the file was ever committed)",
     ],
     "openai-key-pasted-as-revision": [
-        "models[llama-3-1-8b].revision: '[a value shaped like a credential, not shown]' is not a pinned commit; a branch such as main can change the weights under a running fleet. Fix: use the 40-hex commit id shown on the model's Hugging Face 'Files' history",
+        "models[llama-3-1-8b].revision: holds what looks like an API key; the stack file is plain text that anyone who can read the repository can read, and the value would reach the cluster in plain objects. Fix: if it is a model endpoint's key, move "
+        "it to the apiKeys secret: run `pulumi config set --secret --path 'apiKeys.<model>' <key>`, and delete it here (revoke it if the file was ever committed)",
     ],
     "aws-secret-pasted-as-domain": [
         "ingress.domain: '[a value shaped like a credential, not shown]' is not a DNS domain. Fix: write e.g. llm.example.com (lowercase, no scheme, no trailing dot)",
@@ -405,7 +407,7 @@ def test_no_credential_is_printed_back() -> None:
         "aws-secret-pasted-as-domain",
     ):
         text = " ".join(new_problems_after(CASES[case]))
-        assert HIDDEN in text
+        assert HIDDEN in text or "holds what looks like" in text
         for secret in ("hf_AbCd", "AKIAIOSFODNN7", "sk-proj-", "wJalrXUtnFEMI"):
             assert secret not in text
 
