@@ -218,7 +218,7 @@ def rule_placement(cfg: StackConfig) -> Iterator[Problem]:
         if s.spread and s.zones < capacity.SPREAD_MIN_DOMAINS:
             yield Problem(
                 f"{path}.placement",
-                f"spread needs two zones, but pool {pool.name} launches in {s.zones} ({', '.join(pool.zones)}): the zone "
+                f"spread needs two zones, but pool {pool.name} launches in one only ({', '.join(pool.zones)}): the zone "
                 "spread (minDomains 2, DoNotSchedule) would leave the second replica pending for ever. Fix: list a second "
                 f"zone in {pool_path(pool)}.zones, or set placement: pack (the minimum replicas then share a node)",
             )

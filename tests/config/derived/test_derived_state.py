@@ -31,7 +31,15 @@ HOME = ROOT / "config" / "derived"
 # module -> functions whose result is a fact of the derived state
 DERIVING = {
     "config.derived.scaleup": {"budget"},
-    "config.derived.capacity": {"nodes_for", "smallest_device", "packing_hosts", "replicas_per_node", "rollout_surge_nodes"},
+    "config.derived.capacity": {
+        "nodes_for",
+        "placed_nodes",
+        "placed_surge_nodes",
+        "smallest_device",
+        "packing_hosts",
+        "replicas_per_node",
+        "rollout_surge_nodes",
+    },
     "config.derived.headroom": {"placeholders", "nodes"},
 }
 
@@ -265,7 +273,7 @@ def test_the_quota_minimum_counts_the_cheapest_headroom_node_and_the_limit_the_l
     [
         ("minimal-dev", "gpu-l4-a10g", 4, 1, 4),
         ("full-prod", "gpu-l4-a10g", 16, 3, 14),
-        ("full-prod", "gpu-l40s-shared", 8, 1, 4),
+        ("full-prod", "gpu-l40s-shared", 8, 2, 4),  # the 3B model's two replicas spread: two nodes at min
         ("full-prod", "gpu-a100-mig", 8, 8, 8),
         ("existing-vpc-irsa-bottlerocket", "gpu-l4", 5, 1, 5),
     ],
@@ -276,13 +284,54 @@ def test_pool_facts_on_the_fixtures(stack: str, pool: str, limit: int, at_min: i
     assert (facts.nodepool_limit, facts.gpus_at_min, facts.gpus_at_peak) == (limit, at_min, at_peak)
 
 
+@pytest.mark.parametrize("stack", FIXTURES)
+def test_a_spread_model_needs_two_nodes_at_min_and_its_pool_counts_them(stack: str) -> None:
+    cfg = parse(stack_data(stack))
+    derived = state.of(cfg)
+    for m in cfg.models:
+        s = derived.model(m)
+        if s.spread:
+            assert s.nodes_at_min >= 2
+            assert s.survives_node_loss
+            assert s.gpus_at_min == s.nodes_at_min * s.hosts[0].gpu_count
+        pool = derived.pool(m.pool)
+        assert pool.gpus_at_min >= s.gpus_at_min
+
+
+def test_spread_and_packed_node_counts_of_the_prod_models() -> None:
+    # absolute: the 3B model spreads (two g6e.xlarge at min; six replicas over three zones, two per node, three
+    # nodes; the surge's seventh a fourth); packed, the 70B and MIG models sit on one node at min (warned)
+    data = stack_data(PROD)
+    derived = state.of(parse(data))
+    facts = {n: (m.spread, m.zones, m.nodes_at_min, m.nodes_at_max, m.surge_nodes) for n, m in derived.models.items()}
+    assert facts == {
+        "llama-3-1-8b": (False, 3, 2, 12, 1),
+        "llama-3-3-70b": (False, 3, 1, 2, 1),
+        "qwen-2-5-7b": (False, 3, 1, 1, 0),
+        "llama-3-2-3b": (True, 3, 2, 3, 1),
+    }
+    for m in data["models"]:
+        m.pop("placement", None)
+        if m["name"] == "qwen-2-5-7b":
+            next(p for p in data["gpuPools"] if p["name"] == m["pool"])["gpuLimit"] = 24
+    spread = state.of(parse(data))
+    # spread, the 70B model's four replicas over three zones need three p5 (2+1+1), the MIG model's eight three p4d
+    assert {n: (m.nodes_at_min, m.nodes_at_max, m.surge_nodes) for n, m in spread.models.items() if m.spread} == {
+        "llama-3-3-70b": (2, 3, 0),
+        "qwen-2-5-7b": (2, 3, 0),
+        "llama-3-2-3b": (2, 3, 1),
+    }
+    assert (spread.pool("gpu-h100").gpus_at_peak, spread.pool("gpu-a100-mig").gpus_at_peak) == (24, 24)
+
+
 def test_the_prod_fixtures_g_quota_minimum() -> None:
     cfg = parse(stack_data(PROD))
     raw = yaml.safe_load(ACCOUNT.read_text())
     checks = preflight.run(cfg, account.in_region(account.parse(raw, "default"), cfg.region), authoritative=False)
     minimums = {c.inputs["quotaCode"]: c.inputs["vcpusAtMin"] for c in checks if c.name == "quota"}
-    # 8 vCPUs of the L4/A10G model's two nodes, 4 of its headroom node (12 before the headroom counted), 4 of the L40S node
-    assert minimums == {"L-DB2E81BA": 16, "L-3819A6DF": 16, "L-417A185B": 288}
+    # 8 vCPUs of the L4/A10G model's two nodes, 4 of its headroom node (12 before the headroom counted), 8 of the
+    # 3B model's two L40S nodes (spread over two zones; 4 when it packed both replicas onto one)
+    assert minimums == {"L-DB2E81BA": 20, "L-3819A6DF": 20, "L-417A185B": 288}
 
 
 def test_a_pickled_config_derives_anew_on_the_other_side() -> None:
