@@ -7,7 +7,7 @@ import math
 from collections.abc import Iterator
 
 from config.checks.common import catalog_problems, models_with_pools, pool_path
-from config.derived import capacity, headroom, state
+from config.derived import capacity, cost, headroom, state
 from config.derived.capacity import ALLOCATABLE_CPU, ALLOCATABLE_MEMORY, OVERHEAD_GIB_PER_GPU
 from config.errors import Problem
 from config.facts import catalog, system_capacity
@@ -105,30 +105,112 @@ def rule_bottlerocket_sharing(cfg: StackConfig) -> Iterator[Problem]:
             )
 
 
+def _monthly_ceiling(cfg: StackConfig, pool_name: str) -> float:
+    """What a pool's models at maximum replicas and its headroom cost a month on their dearest types (the cost summary's ceiling)."""
+    summary = cost.summarize(cfg)
+    hourly = sum(m.ceiling for m in summary.models if m.pool == pool_name) + sum(h.ceiling for h in summary.headroom if h.pool == pool_name)
+    return hourly * catalog.HOURS_PER_MONTH
+
+
+def _holds(s: state.PoolState, models: list[state.ModelState], limit: int, headroom: int) -> bool:
+    """Every model with its surge, and the headroom, fit the limit on their own (the errors of rule_gpu_limits and rule_headroom)."""
+    return (
+        s.gpus_at_min <= limit
+        and all(m.hosts and m.gpus_at_max + m.surge_gpus <= limit for m in models)
+        and (headroom == 0 or (s.warm is not None and s.warm.gpus <= limit))
+    )
+
+
+def _narrowing(cfg: StackConfig, pool: GpuPool) -> tuple[list[int], float, float] | None:
+    """For a family pool the limit does not hold: the widest gpuCounts (smallest sizes first) under which it holds,
+    with the monthly ceilings of that narrowing and of keeping every size (raising gpuLimit instead); None without one."""
+    if pool.instance_families is None:
+        return None
+    counts = sorted({t.gpu_count for t in pool.resolved_instance_types()})
+    for k in range(len(counts) - 1, 0, -1):
+        narrow = pool.model_copy(update={"gpu_counts": counts[:k]})
+        narrowed = cfg.model_copy(update={"gpu_pools": [narrow if p is pool else p for p in cfg.gpu_pools]})
+        derived = state.of(narrowed)
+        models = [derived.model(m) for m in narrowed.models if m.pool == pool.name]
+        if _holds(derived.pool(pool.name), models, pool.gpu_limit, pool.headroom):
+            return counts[:k], _monthly_ceiling(narrowed, pool.name), _monthly_ceiling(cfg, pool.name)
+    return None
+
+
 def rule_gpu_limits(cfg: StackConfig) -> Iterator[Problem]:
-    """A NodePool's limit counts the GPUs of the nodes Karpenter launches, so count whole nodes:
-    at minimum replicas (on the cheapest type, Karpenter's pick), and at maximum replicas plus a
-    rolling update's surge of every model of the pool (a platform change rolls them all at once),
-    on whichever of the pool's types needs the most GPUs; the warm headroom's nodes in both."""
+    """A NodePool's limit counts the GPUs of the nodes Karpenter launches, so count whole nodes: at
+    minimum replicas (on the cheapest type, Karpenter's pick) with the warm headroom's nodes, an error
+    above the limit; each model at maximum replicas plus its rolling update's surge, on whichever of the
+    pool's types needs the most GPUs, an error above it on its own; every model and the headroom at
+    their peak together (they need not peak at once: the placeholders step aside for replicas), a warning."""
+    derived = state.of(cfg)
     for pool in cfg.gpu_pools:
-        s = state.of(cfg).pool(pool.name)
+        s = derived.pool(pool.name)
         if not s.models or catalog_problems(pool):
             continue
+        path = f"{pool_path(pool)}.gpuLimit"
+        limit = pool.gpu_limit
         warm_text = f", with {s.warm.gpus} GPUs of nodes for the headroom of {pool.headroom}" if s.warm else ""
-        if s.gpus_at_min > pool.gpu_limit:
+        models = [(m, derived.model(m)) for m in cfg.models if m.pool == pool.name]
+        models_min = sum(ms.gpus_at_min for _, ms in models)
+        headroom_alone = s.warm is not None and s.warm.gpus > limit  # rule_headroom's error
+        if models_min > limit:
             yield Problem(
-                f"{pool_path(pool)}.gpuLimit",
-                f"gpuLimit ({pool.gpu_limit}) is below the {s.gpus_at_min} GPUs of the nodes its models need at minimum "
+                path,
+                f"gpuLimit ({limit}) is below the {s.gpus_at_min} GPUs of the nodes its models need at minimum "
                 f"replicas{warm_text}; Karpenter would stop launching nodes and replicas would stay Pending. "
                 f"Fix: raise gpuLimit to at least {s.gpus_at_min}",
             )
-        elif s.gpus_at_peak > pool.gpu_limit:
+            continue
+        if s.gpus_at_min > limit and not headroom_alone:
+            assert s.warm is not None
             yield Problem(
-                f"{pool_path(pool)}.gpuLimit",
-                f"gpuLimit ({pool.gpu_limit}) is below the {s.gpus_at_peak} GPUs of the nodes its models need at maximum "
-                f"replicas ({s.gpus_at_max}{warm_text}) plus a rolling update's surge of {capacity.ROLLOUT_MAX_SURGE} replica "
-                f"per model ({s.surge_gpus}), in whole nodes ({'; '.join(s.packing)}); Karpenter would stop at the limit and "
-                f"scale-out or the rollout would stall. Fix: raise gpuLimit to at least {s.gpus_at_peak}, or lower replicas.max",
+                path,
+                f"gpuLimit ({limit}) is below the {s.gpus_at_min} GPUs of the nodes its models need at minimum replicas "
+                f"({models_min}) with the {s.warm.gpus} GPUs of nodes for the headroom of {pool.headroom}: even at rest part "
+                f"of the headroom could never launch. Fix: raise gpuLimit to at least {s.gpus_at_min}, or lower headroom",
+            )
+            continue
+        alone = [(m, ms) for m, ms in models if ms.peak_host and ms.gpus_at_max + ms.surge_gpus > limit]
+        narrowing = _narrowing(cfg, pool) if alone else None
+        for m, ms in alone:
+            assert ms.peak_host is not None
+            need = ms.gpus_at_max + ms.surge_gpus
+            host = ms.peak_host
+            raise_fix = f"raise gpuLimit to at least {need}"
+            if narrowing is not None and narrowing[1] < narrowing[2]:
+                counts, narrow_month, raise_month = narrowing
+                fix = (
+                    f"set gpuCounts: {counts}, within the limit at a ceiling of ${narrow_month:,.0f} a month at maximum "
+                    f"replicas, against ${raise_month:,.0f} a month to {raise_fix} and keep the {host.gpu_count}-GPU "
+                    f"{host.name}; or lower models[{m.name}].replicas.max"
+                )
+            else:
+                fix = f"{raise_fix}, or lower models[{m.name}].replicas.max"
+            yield Problem(
+                path,
+                f"gpuLimit ({limit}) is below the {need} GPUs of the nodes {m.name} alone needs at maximum replicas "
+                f"({ms.gpus_at_max}) plus a rolling update's surge of {capacity.ROLLOUT_MAX_SURGE} replica ({ms.surge_gpus}), "
+                f"in whole nodes ({ms.replicas_per_node[host.name]} per {host.name}); Karpenter would stop at the limit and "
+                f"its scale-out or rollout would stall. Fix: {fix}",
+            )
+        if not alone and not headroom_alone and s.gpus_at_peak > limit:
+            models_max = sum(ms.gpus_at_max for _, ms in models)
+            surge = f"a rolling update's surge of {capacity.ROLLOUT_MAX_SURGE} replica per model ({s.surge_gpus})"
+            if s.warm:
+                what = f"its models and headroom at once: maximum replicas ({models_max}), {surge} and the headroom's nodes ({s.warm.gpus})"
+                fits = "Each model with its surge fits the limit, and so does the headroom, so the limit binds only when they all peak"
+                then = "the headroom's placeholders then give way to replicas, and what is left waits for capacity"
+            else:
+                what = f"its models at once: maximum replicas ({models_max}) and {surge}"
+                fits = "Each model with its surge fits the limit, so the limit binds only when they all peak"
+                then = "a scale-out or rollout then waits for capacity another gives back"
+            yield Problem(
+                path,
+                f"gpuLimit ({limit}) is below the combined peak of {s.gpus_at_peak} GPUs of {what}, in whole nodes "
+                f"({'; '.join(s.packing)}). {fits} together: {then}. Fix: nothing, if they do not peak together; "
+                f"else raise gpuLimit to at least {s.gpus_at_peak}",
+                "warning",
             )
 
 
@@ -164,6 +246,13 @@ def rule_headroom(cfg: StackConfig) -> Iterator[Problem]:
             )
         s = state.of(cfg).pool(pool.name)
         shape = s.headroom
+        if s.warm is not None and s.warm.gpus > pool.gpu_limit:
+            yield Problem(
+                path,
+                f"headroom {pool.headroom} holds {s.warm.nodes} whole {s.warm.host.name} node(s), {s.warm.gpus} GPUs, more than "
+                f"the pool's gpuLimit ({pool.gpu_limit}) on its own; Karpenter could never launch them all. Fix: lower headroom, "
+                f"or raise gpuLimit to at least {s.warm.gpus}",
+            )
         if shape is not None and s.warm is None:
             yield Problem(
                 path,

@@ -37,7 +37,7 @@ RULES: tuple[Rule, ...] = (
     Rule(fit.rule_fit, "a replica fits its GPU or slice (weights + KV cache), time-slices share memory safely, and its node"),
     Rule(scaling.rule_spot_drain, "a drain on a spot pool finishes inside the two-minute notice"),
     Rule(scaling.rule_startup_budget, "the startup probe waits at least the expected load time"),
-    Rule(fit.rule_gpu_limits, "gpuLimit holds the models' nodes at min and at max plus a rollout surge, with the headroom"),
+    Rule(fit.rule_gpu_limits, "gpuLimit holds the nodes at min with the headroom, and each model at max plus its surge alone"),
     Rule(fit.rule_headroom, "warm headroom is on a used pool, under the limit, in whole replicas, and fits a node"),
     Rule(artifacts.rule_streamer_flags, "a model streaming from S3 keeps the loader flags the streamer needs"),
     Rule(artifacts.rule_s3_gateway_endpoint, "weights from S3 do not go through the NAT gateway"),

@@ -179,10 +179,11 @@ EXPECTED: dict[str, list[str]] = {
     "zero-queue-threshold": ["models[llama-3-1-8b].autoscaling.queueDepthPerReplica: must be > 0.0. Fix: change the value"],
     "duplicate-model": [
         "models[1].name: 'llama-3-1-8b' is already used by models[0]; names must be unique, because each becomes Kubernetes object names (two ScaledObjects on one Deployment fight each other). Fix: rename one",
-        "gpuPools[gpu-l4-a10g].gpuLimit: gpuLimit (4) is below the 8 GPUs of the nodes its models need at maximum replicas (6) plus a "
-        "rolling update's surge of 1 replica per model (2), in whole nodes (llama-3-1-8b: 1 per g6.xlarge; llama-3-1-8b: 1 per "
-        "g6.xlarge); Karpenter would stop at the limit and scale-out or the rollout would stall. Fix: raise gpuLimit to at least 8, "
-        "or lower replicas.max",
+        "gpuPools[gpu-l4-a10g].gpuLimit: gpuLimit (4) is below the combined peak of 8 GPUs of its models at once: maximum replicas "
+        "(6) and a rolling update's surge of 1 replica per model (2), in whole nodes (llama-3-1-8b: 1 per g6.xlarge; llama-3-1-8b: 1 "
+        "per g6.xlarge). Each model with its surge fits the limit, so the limit binds only when they all peak together: a scale-out "
+        "or rollout then waits for capacity another gives back. Fix: nothing, if they do not peak together; else raise gpuLimit to "
+        "at least 8",
         "ingress.certificateArn: is not set: llama-3-1-8b, llama-3-1-8b are served over plain HTTP inside the VPC. Fix: set an ACM certificate ARN to serve HTTPS (HTTP then redirects)",
     ],
     "hpa-name-too-long": [
@@ -302,9 +303,9 @@ EXPECTED: dict[str, list[str]] = {
         "partitioned at boot by their EC2NodeClass instead. Fix: remove the override",
     ],
     "rollout-surge-beyond-the-limit": [
-        "gpuPools[gpu-l4-a10g].gpuLimit: gpuLimit (3) is below the 4 GPUs of the nodes its models need at maximum replicas (3) plus a "
-        "rolling update's surge of 1 replica per model (1), in whole nodes (llama-3-1-8b: 1 per g6.xlarge); Karpenter would stop at "
-        "the limit and scale-out or the rollout would stall. Fix: raise gpuLimit to at least 4, or lower replicas.max",
+        "gpuPools[gpu-l4-a10g].gpuLimit: gpuLimit (3) is below the 4 GPUs of the nodes llama-3-1-8b alone needs at maximum replicas "
+        "(3) plus a rolling update's surge of 1 replica (1), in whole nodes (1 per g6.xlarge); Karpenter would stop at the limit and "
+        "its scale-out or rollout would stall. Fix: raise gpuLimit to at least 4, or lower models[llama-3-1-8b].replicas.max",
     ],
     "zones-count": [
         "network: availabilityZones lists 1 zone but azCount is 2; each zone gets one public and one private subnet. Fix: list 2 zones",
