@@ -205,9 +205,10 @@ def shown(value: Any) -> str:
         if hidden != value:
             shapes = credential_shapes(value)
             return shapes[0].marker if shapes else HIDDEN
-        if len(value) > _SHOWN:
-            return f"'{value[: _SHOWN - 8]}...' ({len(value)} characters)"
-        return f"'{value}'"
+        one_line = value.replace("\n", "\\n")
+        if len(one_line) > _SHOWN:
+            return f"'{one_line[: _SHOWN - 8]}...' ({len(value)} characters)"
+        return f"'{one_line}'"
     if isinstance(value, list):
         return f"a list of {len(value)} entr{'y' if len(value) == 1 else 'ies'}"
     if isinstance(value, dict):

@@ -115,6 +115,10 @@ TYPE_CASES: dict[str, tuple[Callable[[dict[str, Any]], object], list[str]]] = {
         lambda d: m0(d)["replicas"].update(max="four replicas at peak, two at night, one on weekends"),
         ["models[llama-3-1-8b].replicas.max: " + INT.format("'four replicas at peak, two at ni...' (52 characters)")],
     ),
+    "int-got-two-lines": (
+        lambda d: m0(d)["replicas"].update(max="4\n8"),
+        ["models[llama-3-1-8b].replicas.max: " + INT.format("'4\\n8'")],
+    ),
     "int-got-a-random-key": (
         lambda d: m0(d)["replicas"].update(max=SHOWN_RANDOM),
         ["models[llama-3-1-8b].replicas.max: " + INT.format("[a value shaped like a credential, not shown]")],
