@@ -9,10 +9,24 @@ MIG mode survives a reboot, MIG instances do not, so the unit runs on every boot
 is kept off those nodes (label nvidia.com/gpu.deploy.mig-manager=false); the device plugin, with
 the `mixed` strategy, advertises the instances as nvidia.com/mig-<profile>.
 
-Unconfirmed upstream (to check on hardware): whether p4d/p5 need a reboot rather than a GPU reset
-for the mode change, and whether fabric manager must be stopped for the reset on NVSwitch systems.
-The script tries the switch, then a reset with the host's GPU clients stopped, then one reboot
-(the mode persists across it); a node whose mode still did not switch stays out of the cluster.
+The mode change takes effect on a GPU reset; where the platform does not expose the reset to the
+guest (GPU pass-through, which a p4d is), only a reboot applies it (NVML nvmlDeviceSetMigMode:
+"VM reboot is required", NVML_ERROR_RESET_REQUIRED; NVIDIA/gpu-operator#1606: A100 "in passthrough
+may need to system reboot to enable MIG"). The script tries the switch, then a reset with the
+host's GPU clients stopped, then one reboot (the mode persists across it); a node whose mode still
+did not switch stays out of the cluster.
+
+Budget against Karpenter (v1.14.1 `registrationTimeout = time.Minute * 15`, a constant, in
+pkg/controllers/nodeclaim/lifecycle/liveness.go): the node must register within 15 minutes of
+its NodeClaim's creation, or Karpenter deletes it (karpenter_nodeclaims_disrupted_total
+{reason="registration_timeout"}) and launches a fresh instance, which starts over (the reboot
+marker is per instance): a loop at the p4d's price with the MIG models Pending. On the reboot
+path that 15 minutes holds the launch, two boots, two driver waits of up to DRIVER_WAIT_SECONDS
+each (10 minutes between them at worst), the mode switch and reset attempt, creating the
+instances and kubelet's registration; the reset path needs one boot. Unconfirmed (no AWS or
+NVIDIA source; measure on one p4d): which path a p4d takes, how long its boots take, whether
+fabric manager must be stopped for the reset on NVSwitch systems. See docs/upstream-facts.md
+(NVIDIA GPU operator, item 7).
 """
 
 from __future__ import annotations
