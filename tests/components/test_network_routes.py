@@ -60,15 +60,27 @@ def test_propagating_vgws_on_every_private_route_table_only() -> None:
     }
 
 
-def test_routes_change_the_tables_in_place_under_the_same_names(prod_run: harness.RunResult) -> None:
-    # adding routes is an update of the existing RouteTables (routes and propagating_vgws are not
-    # replace-on-change in the provider), so every network identity stays what it was
-    before = sorted((r.type, r.name, r.parent) for r in prod_run.registrations if r.type.startswith("aws:ec2/"))
-    run = _prod_with(routes=ROUTES, propagatingVgws=[VGW])
-    after = sorted((r.type, r.name, r.parent) for r in run.registrations if r.type.startswith("aws:ec2/"))
-    assert after == before
-    # without routes the tables are exactly what they were: no empty propagation list, the NAT route only
+def test_the_prod_fixture_routes_its_deploy_network_and_clients(prod_run: harness.RunResult) -> None:
     for name, table in _tables(prod_run).items():
+        if name != "network-public":
+            assert table["routes"][1:] == [
+                {"cidrBlock": "192.0.2.0/24", "transitGatewayId": TGW},
+                {"cidrBlock": "10.0.0.0/8", "transitGatewayId": TGW},
+            ]
+
+
+def test_routes_change_the_tables_in_place_under_the_same_names(prod_run: harness.RunResult) -> None:
+    # adding or removing routes is an update of the existing RouteTables (routes and propagating_vgws are not
+    # replace-on-change in the provider), so every network identity stays what it was
+    without = _prod_with(routes=[])
+    with_more = _prod_with(routes=ROUTES, propagatingVgws=[VGW])
+    identities = [
+        sorted((r.type, r.name, r.parent) for r in run.registrations if r.type.startswith("aws:ec2/"))
+        for run in (prod_run, without, with_more)
+    ]
+    assert identities[0] == identities[1] == identities[2]
+    # without routes the tables are what they were before the key existed: the NAT route only, no propagation list
+    for name, table in _tables(without).items():
         assert "propagatingVgws" not in table
         assert len(table["routes"]) == 1, name
 

@@ -2,7 +2,7 @@
 input with its exact message, and the warning a new VPC with a private-only endpoint gives while they are missing.
 
 The base stack is full-prod: a new VPC (10.50.0.0/16), a private-only endpoint reached from 192.0.2.0/24, and an
-internal ALB for 10.0.0.0/8 clients. It declares no routes, so its baseline already carries the two warnings below.
+internal ALB for 10.0.0.0/8 clients, with a route to each through a transit gateway (routes[0] and routes[1]).
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ def _routes(*routes: dict[str, Any]) -> Callable[[dict[str, Any]], object]:
 
 
 def _route(**route: str) -> Callable[[dict[str, Any]], object]:
-    """One route to the deploy network, or to the destinationCidr given."""
-    return _routes({"destinationCidr": "192.0.2.0/24", **route})
+    """A third route (routes[2]) beside the fixture's two: to 198.51.100.0/24, or to the destinationCidr given."""
+    return lambda d: d["network"]["routes"].append({"destinationCidr": "198.51.100.0/24", **route})
 
 
 CASES: dict[str, Callable[[dict[str, Any]], object]] = {
@@ -50,7 +50,7 @@ CASES: dict[str, Callable[[dict[str, Any]], object]] = {
     "route-vgw-short": _route(vpnGatewayId="vgw-0a1b"),
     "route-inside-vpc": _route(destinationCidr="10.50.4.0/24", transitGatewayId=TGW),
     "route-is-the-vpc": _route(destinationCidr="10.50.0.0/16", transitGatewayId=TGW),
-    "route-twice": _routes(DEPLOY, {"destinationCidr": "192.0.2.0/24", "vpnGatewayId": VGW}),
+    "route-twice": _route(destinationCidr="192.0.2.0/24", vpnGatewayId=VGW),
     "propagating-vgw-twice": lambda d: d["network"].update(propagatingVgws=[VGW, VGW]),
     "propagating-not-a-vgw": lambda d: d["network"].update(propagatingVgws=[TGW]),
     "routes-on-existing-vpc": lambda d: d.update(network={**EXISTING, "routes": [DEPLOY]}),
@@ -65,57 +65,57 @@ _OWNER = (
 
 EXPECTED: dict[str, list[str]] = {
     "route-default": [
-        "network.routes[0].destinationCidr: '0.0.0.0/0' is the default route, which the private subnets already send to the NAT "
+        "network.routes[2].destinationCidr: '0.0.0.0/0' is the default route, which the private subnets already send to the NAT "
         "gateway (their internet egress); a route table holds one route per destination. Fix: list the network the replies must "
         "reach, e.g. the VPN range 192.0.2.0/24"
     ],
     "route-host-bits": [
-        "network.routes[0].destinationCidr: '192.0.2.1/24' is not a network CIDR (or has host bits set). Fix: write e.g. 10.0.0.0/16"
+        "network.routes[2].destinationCidr: '192.0.2.1/24' is not a network CIDR (or has host bits set). Fix: write e.g. 10.0.0.0/16"
     ],
     "route-no-target": [
-        "network.routes[0]: names no target; a route sends its destination's traffic to one gateway. Fix: set one of "
+        "network.routes[2]: names no target; a route sends its destination's traffic to one gateway. Fix: set one of "
         "transitGatewayId, vpcPeeringConnectionId or vpnGatewayId"
     ],
     "route-two-targets": [
-        "network.routes[0]: names transitGatewayId and vpnGatewayId; a route has exactly one target. Fix: keep one (a destination "
+        "network.routes[2]: names transitGatewayId and vpnGatewayId; a route has exactly one target. Fix: keep one (a destination "
         "has one route; the other gateway needs a destination of its own)"
     ],
     "route-tgw-attachment": [
-        "network.routes[0].transitGatewayId: 'tgw-attach-0a1b2c3d4e5f60718' is a transit gateway attachment id; a VPC route "
+        "network.routes[2].transitGatewayId: 'tgw-attach-0a1b2c3d4e5f60718' is a transit gateway attachment id; a VPC route "
         "targets the transit gateway itself. Fix: write the tgw- id of a transit gateway"
     ],
     "route-tgw-route-table": [
-        "network.routes[0].transitGatewayId: 'tgw-rtb-0a1b2c3d4e5f60718' is a transit gateway route table id; a VPC route "
+        "network.routes[2].transitGatewayId: 'tgw-rtb-0a1b2c3d4e5f60718' is a transit gateway route table id; a VPC route "
         "targets the transit gateway itself. Fix: write the tgw- id of a transit gateway"
     ],
     "route-vpn-connection": [
-        "network.routes[0].vpnGatewayId: 'vpn-0a1b2c3d' is a Site-to-Site VPN connection id; a VPC route targets the virtual "
+        "network.routes[2].vpnGatewayId: 'vpn-0a1b2c3d' is a Site-to-Site VPN connection id; a VPC route targets the virtual "
         "private gateway (vgw-) the connection ends on. Fix: write the vgw- id of a virtual private (VPN) gateway"
     ],
     "route-customer-gateway": [
-        "network.routes[0].vpnGatewayId: 'cgw-0a1b2c3d' is a customer gateway id (your side of the VPN); a VPC route targets "
+        "network.routes[2].vpnGatewayId: 'cgw-0a1b2c3d' is a customer gateway id (your side of the VPN); a VPC route targets "
         "the virtual private gateway (vgw-) on the AWS side. Fix: write the vgw- id of a virtual private (VPN) gateway"
     ],
     "route-tgw-as-peering": [
-        "network.routes[0].vpcPeeringConnectionId: 'tgw-0a1b2c3d4e5f60718' is the id of a transit gateway, not of a VPC "
+        "network.routes[2].vpcPeeringConnectionId: 'tgw-0a1b2c3d4e5f60718' is the id of a transit gateway, not of a VPC "
         "peering connection. Fix: set it as transitGatewayId instead of vpcPeeringConnectionId"
     ],
     "route-peering-not-an-id": [
-        "network.routes[0].vpcPeeringConnectionId: 'peer-1' is not the id of a VPC peering connection. Fix: write pcx-<8 or 17 hex digits>"
+        "network.routes[2].vpcPeeringConnectionId: 'peer-1' is not the id of a VPC peering connection. Fix: write pcx-<8 or 17 hex digits>"
     ],
     "route-vgw-short": [
-        "network.routes[0].vpnGatewayId: 'vgw-0a1b' is not the id of a virtual private (VPN) gateway. Fix: write vgw-<8 or 17 hex digits>"
+        "network.routes[2].vpnGatewayId: 'vgw-0a1b' is not the id of a virtual private (VPN) gateway. Fix: write vgw-<8 or 17 hex digits>"
     ],
     "route-inside-vpc": [
-        "network.routes[0].destinationCidr: 10.50.4.0/24 is inside the VPC (10.50.0.0/16): the VPC's own traffic (nodes, "
+        "network.routes[2].destinationCidr: 10.50.4.0/24 is inside the VPC (10.50.0.0/16): the VPC's own traffic (nodes, "
         f"pods, the control plane) belongs on its local route, and this route would send it out of the VPC. Fix: {_OUTSIDE}"
     ],
     "route-is-the-vpc": [
-        "network.routes[0].destinationCidr: 10.50.0.0/16 is the VPC's CIDR: the VPC's own traffic (nodes, pods, the control "
+        "network.routes[2].destinationCidr: 10.50.0.0/16 is the VPC's CIDR: the VPC's own traffic (nodes, pods, the control "
         f"plane) belongs on its local route, and this route would send it out of the VPC. Fix: {_OUTSIDE}"
     ],
     "route-twice": [
-        "network.routes[1].destinationCidr: 192.0.2.0/24 is already the destination of network.routes[0]; two routes for one "
+        "network.routes[2].destinationCidr: 192.0.2.0/24 is already the destination of network.routes[0]; two routes for one "
         "destination cannot share a route table. Fix: keep one of them"
     ],
     "propagating-vgw-twice": ["network.propagatingVgws: vgw-0a1b2c3d is listed more than once. Fix: list each gateway once"],
@@ -157,43 +157,44 @@ def _route_warnings(mutate: Callable[[dict[str, Any]], object]) -> list[str]:
 def test_a_private_only_endpoint_and_internal_clients_without_routes_warn() -> None:
     # a warning, not an error: the documented first up runs before any route can exist (it creates the VPC that
     # is then attached to the transit or VPN gateway), and the shipped prod stack is in that state
-    assert _route_warnings(lambda d: None) == [NO_ROUTE_TO_DEPLOY, NO_ROUTE_TO_CLIENTS]
+    assert _route_warnings(_routes()) == [NO_ROUTE_TO_DEPLOY, NO_ROUTE_TO_CLIENTS]
+    assert _route_warnings(lambda d: d["network"].pop("routes")) == [NO_ROUTE_TO_DEPLOY, NO_ROUTE_TO_CLIENTS]
 
 
 def test_routes_that_cover_the_networks_clear_the_warnings() -> None:
+    assert _route_warnings(lambda d: None) == []  # the fixture's two routes
     assert _route_warnings(_routes(DEPLOY)) == [NO_ROUTE_TO_CLIENTS]
-    assert _route_warnings(_routes(DEPLOY, CLIENTS)) == []
+    assert _route_warnings(_routes(CLIENTS)) == [NO_ROUTE_TO_DEPLOY]
     # a wider route covers a narrower network; several routes together cover what none covers alone
     wide = {"destinationCidr": "192.0.0.0/16", "vpcPeeringConnectionId": "pcx-0a1b2c3d4e5f60719"}
-    halves = [{"destinationCidr": c, "transitGatewayId": TGW} for c in ("0.0.0.0/5", "8.0.0.0/7", "10.0.0.0/9", "10.128.0.0/9")]
+    halves = [{"destinationCidr": c, "transitGatewayId": TGW} for c in ("10.0.0.0/9", "10.128.0.0/9")]
     assert _route_warnings(_routes(wide, *halves)) == []
-    # 10.0.0.0/11 leaves most of 10.0.0.0/8 unrouted; the two halves of 10.0.0.0/8 route all of it
+    # 10.0.0.0/11 leaves most of 10.0.0.0/8 unrouted
     assert _route_warnings(_routes(DEPLOY, {"destinationCidr": "10.0.0.0/11", "transitGatewayId": TGW})) == [NO_ROUTE_TO_CLIENTS]
-    assert _route_warnings(_routes(DEPLOY, *halves[2:])) == []
 
 
 def test_vpn_route_propagation_clears_the_warnings() -> None:
     # which networks a VPN gateway propagates is only known at run time: no warning then
-    assert _route_warnings(lambda d: d["network"].update(propagatingVgws=[VGW])) == []
+    assert _route_warnings(lambda d: d["network"].update(routes=[], propagatingVgws=[VGW])) == []
 
 
 def test_no_warning_where_replies_have_another_path() -> None:
+    def without_routes(mutate: Callable[[dict[str, Any]], object]) -> Callable[[dict[str, Any]], object]:
+        return lambda d: (d["network"].update(routes=[]), mutate(d))
+
     # a public endpoint: pulumi up from outside the VPC uses it
     public = {"private": True, "public": True, "publicCidrs": ["203.0.113.0/24"], "privateAccessCidrs": ["192.0.2.0/24"]}
-    assert _route_warnings(lambda d: d["cluster"].update(endpoint=public)) == [NO_ROUTE_TO_CLIENTS]
+    assert _route_warnings(without_routes(lambda d: d["cluster"].update(endpoint=public))) == [NO_ROUTE_TO_CLIENTS]
     # an internet-facing ALB answers through the internet gateway of the public subnets
-    assert _route_warnings(lambda d: d["ingress"].update(scheme="internet-facing", allowedCidrs=["198.51.100.0/24"])) == [
-        NO_ROUTE_TO_DEPLOY
-    ]
+    internet = without_routes(lambda d: d["ingress"].update(scheme="internet-facing", allowedCidrs=["198.51.100.0/24"]))
+    assert _route_warnings(internet) == [NO_ROUTE_TO_DEPLOY]
     # callers inside the VPC take its local route
-    assert (
-        _route_warnings(
-            lambda d: (
-                d["cluster"]["endpoint"].update(privateAccessCidrs=["10.50.192.0/24"]),
-                d["ingress"].update(allowedCidrs=["10.50.0.0/16"]),
-            )
+    inside = without_routes(
+        lambda d: (
+            d["cluster"]["endpoint"].update(privateAccessCidrs=["10.50.192.0/24"]),
+            d["ingress"].update(allowedCidrs=["10.50.0.0/16"]),
         )
-        == []
     )
+    assert _route_warnings(inside) == []
     # an existing VPC: its routes are its owner's, nothing to check
     assert _route_warnings(lambda d: d.update(network=dict(EXISTING))) == []
