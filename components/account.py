@@ -16,6 +16,7 @@ from typing import TypeVar
 
 import pulumi
 import pulumi_aws as aws
+from cryptography import x509
 
 from config.checks import account as account_file
 from config.checks import preflight
@@ -225,17 +226,35 @@ def _certificates(r: _Reader, cfg: StackConfig) -> list[Certificate]:
         cert = r.read("certificates", ACM_READS, functools.partial(_certificate, name), None)
         if cert is None:
             continue
+        # The data source returns no alternative names, but an issued certificate's PEM carries them.
+        names = alternative_names(getattr(cert, "certificate", None))
         found.append(
             Certificate(
                 arn=cert.arn,
                 domain=cert.domain,
                 status=cert.status,  # type: ignore[arg-type]
                 region=cfg.region,
-                # a wildcard domain name covers every model host; below it, the lookup cannot see the alternative names
-                alternative_names_visible=False,
+                alternative_names=names or [],
+                alternative_names_visible=names is not None,
             )
         )
     return found
+
+
+def alternative_names(pem: str | None) -> list[str] | None:
+    """The DNS subject alternative names of a PEM certificate; None when there is no PEM (a certificate
+    not yet issued) or it does not parse: then preflight says it cannot see them, never that they are absent."""
+    if not pem:
+        return None
+    try:
+        certificate = x509.load_pem_x509_certificate(pem.encode())
+    except ValueError:
+        return None
+    try:
+        extension = certificate.extensions.get_extension_for_class(x509.SubjectAlternativeName)
+    except x509.ExtensionNotFound:
+        return []
+    return [str(name) for name in extension.value.get_values_for_type(x509.DNSName)]
 
 
 def _certificate(name: str) -> aws.acm.AwaitableGetCertificateResult | None:

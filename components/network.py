@@ -70,7 +70,9 @@ class Network(pulumi.ComponentResource):
         if cfg.availability_zones:
             return [pulumi.Output.from_input(z) for z in cfg.availability_zones]
         azs = aws.get_availability_zones_output(  # regular zones only: no Local or Wavelength zone (they sort first by name)
-            state="available", filters=[{"name": "zone-type", "values": ["availability-zone"]}], opts=pulumi.InvokeOutputOptions(parent=self)
+            state="available",
+            filters=[{"name": "zone-type", "values": ["availability-zone"]}],
+            opts=pulumi.InvokeOutputOptions(parent=self),
         )
         return [azs.names.apply(_nth(i)) for i in range(cfg.az_count)]
 

@@ -68,7 +68,9 @@ def _ami_releases(ssm: Any, family: str, k8s: str) -> list[str]:
 def capture(cfg: StackConfig, client: ClientFactory) -> dict[str, Any]:
     """The account answers for this stack, in the account-file shape (camelCase)."""
     ec2, quotas_client, ssm, eks, iam, acm, sts = (client(s) for s in ("ec2", "service-quotas", "ssm", "eks", "iam", "acm", "sts"))
-    zones = ec2.describe_availability_zones(Filters=[{"Name": "state", "Values": ["available"]}])["AvailabilityZones"]
+    # regular zones only: opted-in Local and Wavelength zones sort first by name (as the program reads them)
+    zone_filters = [{"Name": "state", "Values": ["available"]}, {"Name": "zone-type", "Values": ["availability-zone"]}]
+    zones = ec2.describe_availability_zones(Filters=zone_filters)["AvailabilityZones"]
     types = sorted({t.name for p in cfg.gpu_pools for t in p.resolved_instance_types()})
     offerings: dict[str, list[str]] = {}
     for page in ec2.get_paginator("describe_instance_type_offerings").paginate(

@@ -824,7 +824,7 @@ ROWS: dict[str, Row] = {
         "selects no pod",
     ),
     "WR-6": Row(
-        (f"{T}config/test_fixture_stacks.py::test_prod_loads_without_problems",),
+        (f"{T}config/test_fixture_stacks.py::test_prod_loads_with_only_its_placement_warnings",),
         config_change(_spot_only_prod, PROD, "models[llama-3-1-8b].pool:"),
         "spot-only",
     ),

@@ -100,6 +100,7 @@ KARPENTER_SERIES: Final = frozenset(
         "karpenter_interruption_received_messages_total",
         "operator_nodeclaim_status_condition_current_status_seconds",
         "karpenter_nodeclaims_created_total",
+        "karpenter_nodeclaims_disrupted_total",
     }
 )
 # kube-state-metrics series (kube-prometheus-stack 88.5.3).

@@ -219,6 +219,15 @@ def alert_rules(models: list[ModelWatch], tuning: AlertTuning) -> list[dict[str,
             "A GPU node launched but never became ready: the GPU operator may not tolerate its taints, or the device plugin is failing.",
         ),
         _alert(
+            "KarpenterNodeRegistrationTimeouts",
+            'sum by (nodepool) (increase(karpenter_nodeclaims_disrupted_total{reason="registration_timeout"}[1h])) >= 2',
+            "0m",
+            "warning",
+            "NodePool {{ $labels.nodepool }}: {{ $value }} nodes did not register within Karpenter's 15 minutes in the last hour",
+            "Karpenter terminates and relaunches them. On a MIG pool the boot-time partitioning (a reboot included) may not "
+            "fit in 15 minutes: see docs/upstream-facts.md (NVIDIA GPU operator, item 7).",
+        ),
+        _alert(
             "KarpenterInterruptions",
             "sum by (message_type) (increase(karpenter_interruption_received_messages_total[10m])) > 0",
             "0m",

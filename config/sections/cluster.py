@@ -142,8 +142,9 @@ class ClusterConfig(ConfigModel):
     )
     deploy_role_arn: RoleArn | None = Field(
         default=None,
-        description="The role `pulumi up` runs as in CI (the workflows' `vars.AWS_ROLE_ARN`); must be one of "
-        "adminRoleArns, so CI keeps access whoever created the cluster. Required in prod.",
+        description="The role `pulumi up` runs as in CI (the workflows' `vars.AWS_ROLE_ARN`); run the first `pulumi up` "
+        "as this role, so it creates the cluster and EKS gives it admin access. It must not be listed again in "
+        "adminRoleArns or access (EKS refuses a second access entry for the creator). Required in prod.",
     )
     access: list[AccessGrant] = Field(default_factory=list, description="Further access entries.")
     log_types: list[LogType] = Field(

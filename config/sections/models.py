@@ -197,7 +197,10 @@ class Schedule(ConfigModel):
     """A replica floor for a recurring window (a KEDA cron trigger): pre-warm a known peak."""
 
     timezone: str = Field(default="UTC", description="IANA time zone of start and end, e.g. Europe/Berlin.")
-    start: str = Field(description="Five-field cron expression when the floor begins, e.g. `0 8 * * 1-5`.")
+    start: str = Field(
+        description="Five-field cron expression when the floor begins, e.g. `0 8 * * 1-5` or `0 8 * * mon-fri` "
+        "(names in any case, as KEDA reads them)."
+    )
     end: str = Field(description="Five-field cron expression when it ends, e.g. `0 18 * * 1-5`.")
     replicas: int = Field(ge=1, le=1000, description="Replicas kept at least while the window is open (KEDA requires 1 or more).")
 
@@ -216,7 +219,9 @@ class Schedule(ConfigModel):
         try:
             cron.parse(value)
         except cron.CronError as err:
-            raise config_error(f"'{value}' is not a cron expression KEDA takes: {err}", "write five fields, e.g. `0 8 * * 1-5`") from None
+            raise config_error(
+                f"'{value}' is not a cron expression KEDA takes: {err}", "write five fields, e.g. `0 8 * * mon-fri`"
+            ) from None
         return value
 
     @model_validator(mode="after")

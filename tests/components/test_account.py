@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 import pulumi
 import pytest
 import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
 
 from components import account as reader
 from config.checks import account, preflight
@@ -157,3 +161,66 @@ def test_the_reader_asks_for_regular_availability_zones_only() -> None:
     pulumi.runtime.set_mocks(Recording(region=answers.region, account=answers), project="llm-platform", stack="reader", preview=False)
     reader.read_account(parse(stack_data(DEV)))
     assert [(a.get("state"), a.get("filters")) for a in seen] == [("available", [{"name": "zone-type", "values": ["availability-zone"]}])]
+
+
+def _pem(*names: str) -> str:
+    """A self-signed certificate with these DNS alternative names, as ACM's GetCertificate returns it."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(x509.oid.NameOID.COMMON_NAME, names[0] if names else "example.org")])
+    now = dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
+    builder = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(1)
+        .not_valid_before(now)
+        .not_valid_after(now + dt.timedelta(days=90))
+    )
+    if names:
+        builder = builder.add_extension(x509.SubjectAlternativeName([x509.DNSName(n) for n in names]), critical=False)
+    return builder.sign(key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM).decode()
+
+
+def test_alternative_names_are_read_from_the_certificate_itself() -> None:
+    assert reader.alternative_names(_pem("llm.example.com", "*.llm.example.com")) == ["llm.example.com", "*.llm.example.com"]
+    assert reader.alternative_names(_pem()) == []  # a certificate without the extension has none
+    # no PEM (not issued yet) or one that does not parse: not visible, never "none"
+    assert reader.alternative_names(None) is None
+    assert reader.alternative_names("-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydA==\n-----END CERTIFICATE-----\n") is None
+
+
+class Issuing(RecordingMocks):
+    """ACM as the data source answers for an issued certificate: its domain name and its PEM."""
+
+    def __init__(self, answers: account.AccountFile, arn: str, domain: str, pem: str) -> None:
+        super().__init__(region=answers.region, account=answers)
+        self.arn, self.domain, self.pem = arn, domain, pem
+
+    def call(self, args: Any) -> Any:
+        if args.token == "aws:acm/getCertificate:getCertificate":
+            if args.args.get("domain") != self.domain:
+                raise Exception(f"invoke of {args.token} failed: no certificate for '{args.args.get('domain')}' found")
+            return {"arn": self.arn, "domain": self.domain, "status": "ISSUED", "certificate": self.pem, "id": self.arn}, []
+        return super().call(args)
+
+
+@pytest.mark.parametrize(
+    ("names", "result"),
+    [
+        (("llm.example.com", "*.llm.example.com"), "ok"),  # the usual request: apex as domain name, wildcard as alternative
+        (("llm.example.com", "www.llm.example.com"), "failed"),  # seen, and it does not cover the model hosts
+    ],
+)
+def test_an_apex_certificate_is_judged_by_the_names_in_its_pem(names: tuple[str, ...], result: str) -> None:
+    cfg = parse(stack_data("internet-facing-tls"))
+    answers = _answers()
+    assert cfg.ingress.certificate_arn is not None
+    issuing = Issuing(answers, cfg.ingress.certificate_arn, "llm.example.com", _pem(*names))
+    pulumi.runtime.set_mocks(issuing, project="llm-platform", stack="reader", preview=False)
+    found = reader.read_account(cfg)
+    (certificate,) = found.certificates
+    assert certificate.alternative_names == list(names)
+    assert certificate.alternative_names_visible
+    checks = preflight.run(cfg, found, authoritative=True, addon_versions_complete=False, certificates_complete=False)
+    assert next(c for c in checks if c.name == "certificate").result == result

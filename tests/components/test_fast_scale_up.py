@@ -128,8 +128,9 @@ def test_roles_are_bound_to_their_service_accounts(prod_run: harness.RunResult) 
         trust = json.loads(_one(prod_run, "aws:iam/role:Role", f"model-{MODEL}-{suffix}")["assumeRolePolicy"])
         (statement,) = trust["Statement"]
         assert statement["Principal"] == {"Service": "pods.eks.amazonaws.com"}
-        # even a later association elsewhere could not lend this role to another service account
+        # even a later association elsewhere (another cluster of the account too) could not lend this role to another service account
         assert statement["Condition"]["StringEquals"] == {
+            "aws:RequestTag/eks-cluster-name": "llm-prod",
             "aws:RequestTag/kubernetes-namespace": MODEL,
             "aws:RequestTag/kubernetes-service-account": account,
         }

@@ -84,7 +84,7 @@ def test_region_comes_from_aws_region() -> None:
 
 def test_a_section_that_is_not_a_mapping() -> None:
     assert problems(overrides={f"{P}:network": "10.0.0.0/16"}) == [
-        "network: expected a mapping of keys to values, got a string. Fix: write a YAML mapping"
+        "network: expected a mapping of keys to values, got '10.0.0.0/16'. Fix: write a YAML mapping"
     ]
 
 

@@ -43,7 +43,12 @@ class Clients:
 
 def _stub_dev_account(c: Clients, p_quota: float, spot_role: bool) -> None:
     zones = [{"ZoneName": f"us-east-1{z}", "ZoneId": f"use1-az{i}", "State": "available"} for i, z in ((1, "a"), (2, "b"))]
-    c.stubs["ec2"].add_response("describe_availability_zones", {"AvailabilityZones": zones})
+    c.stubs["ec2"].add_response(
+        "describe_availability_zones",
+        {"AvailabilityZones": zones},
+        # Local and Wavelength zones stay out, as in the program's own read (components/account.py)
+        {"Filters": [{"Name": "state", "Values": ["available"]}, {"Name": "zone-type", "Values": ["availability-zone"]}]},
+    )
     offers = [
         {"InstanceType": t, "LocationType": "availability-zone", "Location": z}
         for z in ("us-east-1a", "us-east-1b")

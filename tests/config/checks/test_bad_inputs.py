@@ -171,7 +171,7 @@ EXPECTED: dict[str, list[str]] = {
         "models[llama-3-1-8b].replica: unknown key (did you mean 'replicas'?); it would otherwise be ignored silently. Fix: correct or remove it (see the config reference in README.md)"
     ],
     "grace-as-string": [
-        "models[llama-3-1-8b].drain.terminationGracePeriodSeconds: expected an integer, got a string. Fix: write a whole number without quotes"
+        "models[llama-3-1-8b].drain.terminationGracePeriodSeconds: expected an integer, got '120'. Fix: write a whole number without quotes"
     ],
     "min-above-max": [
         "models[llama-3-1-8b].replicas: min (5) > max (4); KEDA's webhook would reject the ScaledObject. Fix: raise max or lower min"
@@ -467,8 +467,15 @@ def test_input_values_are_never_echoed() -> None:
     """A secret pasted into the wrong field must not reach the error output (hide_input_in_errors)."""
     token = "hf_SeCrEtToKeN1234567890"
     found = new_problems_after(lambda d: (m0(d).update(maxModelLen=token), d["cluster"].update(logRetentionDays=[token])))
+    why = (
+        "the stack file is plain text that anyone who can read the repository can read, and the value would reach the cluster "
+        "in plain objects. Fix: move it to the hfToken secret: run `pulumi config set --secret hfToken <value>`, and delete it "
+        "here (revoke it if the file was ever committed)"
+    )
+    # refused where it was pasted, naming the secret it belongs in; the type error quotes no part of it
     assert found == [
-        "cluster.logRetentionDays: expected an integer, got a list. Fix: write a whole number without quotes",
-        "models[llama-3-1-8b].maxModelLen: expected an integer, got a string. Fix: write a whole number without quotes",
+        f"cluster.logRetentionDays[0]: holds what looks like a Hugging Face token; {why}",
+        f"models[llama-3-1-8b].maxModelLen: holds what looks like a Hugging Face token; {why}",
+        "cluster.logRetentionDays: expected an integer, got a list of 1 entry. Fix: write a whole number without quotes",
     ]
     assert not any(token in p for p in found)

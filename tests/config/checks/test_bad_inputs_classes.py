@@ -147,7 +147,7 @@ CASES: dict[str, Callable[[dict[str, Any]], object]] = {
         }
     ),
     "schedule-bad-cron-and-zone": lambda d: m0(d).update(
-        autoscaling={"schedules": [{"timezone": "Mars/Olympus", "start": "0 8 * * MON", "end": "0 18 * *", "replicas": 2}]}
+        autoscaling={"schedules": [{"timezone": "Mars/Olympus", "start": "0 8 * * MONDAY", "end": "0 18 * *", "replicas": 2}]}
     ),
     "schedule-on-day-seven": lambda d: m0(d).update(
         autoscaling={"schedules": [{"start": "0 8 * * 7", "end": "0 18 * * 7", "replicas": 2}]}
@@ -215,15 +215,15 @@ EXPECTED: dict[str, list[str]] = {
     ],
     "schedule-bad-cron-and-zone": [
         "models[llama-3-1-8b].autoscaling.schedules[0].timezone: 'Mars/Olympus' is not an IANA time zone. Fix: write e.g. UTC, Europe/Berlin or America/New_York",
-        "models[llama-3-1-8b].autoscaling.schedules[0].start: '0 8 * * MON' is not a cron expression KEDA takes: day of week 'MON' is not a number, range, list or step. Fix: write five fields, e.g. `0 8 * * 1-5`",
-        "models[llama-3-1-8b].autoscaling.schedules[0].end: '0 18 * *' is not a cron expression KEDA takes: '0 18 * *' has 4 fields; cron takes five: minute hour day-of-month month day-of-week. Fix: write five fields, e.g. `0 8 * * 1-5`",
+        "models[llama-3-1-8b].autoscaling.schedules[0].start: '0 8 * * MONDAY' is not a cron expression KEDA takes: day of week 'MONDAY': 'MONDAY' is neither a number (0-6) nor a name (sun-sat, any case). Fix: write five fields, e.g. `0 8 * * mon-fri`",
+        "models[llama-3-1-8b].autoscaling.schedules[0].end: '0 18 * *' is not a cron expression KEDA takes: '0 18 * *' has 4 fields; cron takes five: minute hour day-of-month month day-of-week. Fix: write five fields, e.g. `0 8 * * mon-fri`",
     ],
     "schedule-zero-length": [
         "models[llama-3-1-8b].autoscaling.schedules[0]: start and end are the same; KEDA rejects such a window. Fix: give the window a different end",
     ],
     "schedule-on-day-seven": [
-        "models[llama-3-1-8b].autoscaling.schedules[0].start: '0 8 * * 7' is not a cron expression KEDA takes: day of week '7' is outside 0-6. Fix: write five fields, e.g. `0 8 * * 1-5`",
-        "models[llama-3-1-8b].autoscaling.schedules[0].end: '0 18 * * 7' is not a cron expression KEDA takes: day of week '7' is outside 0-6. Fix: write five fields, e.g. `0 8 * * 1-5`",
+        "models[llama-3-1-8b].autoscaling.schedules[0].start: '0 8 * * 7' is not a cron expression KEDA takes: day of week '7' is outside 0-6. Fix: write five fields, e.g. `0 8 * * mon-fri`",
+        "models[llama-3-1-8b].autoscaling.schedules[0].end: '0 18 * * 7' is not a cron expression KEDA takes: day of week '7' is outside 0-6. Fix: write five fields, e.g. `0 8 * * mon-fri`",
     ],
     "underutilized-consolidation-on-a-serving-pool": [
         "gpuPools[gpu-l4-a10g].disruption.consolidationPolicy: WhenEmptyOrUnderutilized lets Karpenter evict replicas of llama-3-1-8b to repack nodes: each eviction reloads a model and cuts its streams. Fix: use WhenEmpty, or set disruption.allowUnderutilizedConsolidation: true to accept it",

@@ -299,7 +299,7 @@ def test_the_account_file_is_validated_with_paths() -> None:
     with pytest.raises(ConfigError) as err:
         account.parse(data, "mine.yaml")
     assert [str(p) for p in err.value.problems] == [
-        "mine.yaml: quotas.L-417A185B: expected a number, got a string. Fix: write a number without quotes",
+        "mine.yaml: quotas.L-417A185B: expected a number, got 'lots'. Fix: write a number without quotes",
         "mine.yaml: spotServiceLinkedRoll: unknown key (did you mean 'spotServiceLinkedRole'?); it would otherwise be "
         "ignored silently. Fix: correct or remove it (see the config reference in README.md)",
     ]

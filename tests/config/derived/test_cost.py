@@ -26,10 +26,11 @@ def test_prod_shared_gpus_are_charged_by_the_nodes_they_need() -> None:
     qwen = costs["qwen-2-5-7b"]
     assert (qwen.nodes_min, qwen.nodes_max) == (1, 1)
     assert qwen.floor == qwen.ceiling == pytest.approx(PRICE["p4d.24xlarge"])
-    # time-slicing x2: two replicas per g6e node (CPU and memory allow it); 2 -> 1 node, 6 -> 3 nodes
+    # time-slicing x2: two replicas per g6e node (CPU and memory allow it), the minimum spread over two
+    # zones (placement: spread, the default for min >= 2): 2 -> 2 nodes, 6 -> 3 nodes
     small = costs["llama-3-2-3b"]
-    assert (small.nodes_min, small.nodes_max) == (1, 3)
-    assert small.floor == pytest.approx(PRICE["g6e.xlarge"])
+    assert (small.nodes_min, small.nodes_max) == (2, 3)
+    assert small.floor == pytest.approx(2 * PRICE["g6e.xlarge"])
     assert small.ceiling == pytest.approx(3 * PRICE["g6e.4xlarge"])
     # tensor parallel 4 on p5.48xlarge: two replicas per node
     big = costs["llama-3-3-70b"]

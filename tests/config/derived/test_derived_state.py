@@ -255,7 +255,7 @@ def test_models_of_one_name_keep_their_own_facts() -> None:
     assert (derived.pool("gpu-l4-a10g").gpus_at_min, derived.pool("gpu-l4-a10g").gpus_at_peak) == (4, 10)
     limit = [p for p in problems_after(lambda d: d["models"].append(twin)) if ".gpuLimit" in p]
     assert len(limit) == 1
-    assert "at least 10" in limit[0]
+    assert "at least 6" in limit[0]
 
 
 def test_the_quota_minimum_counts_the_cheapest_headroom_node_and_the_limit_the_largest() -> None:

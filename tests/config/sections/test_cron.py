@@ -150,7 +150,7 @@ def test_a_keda_schedule_with_names_is_accepted_and_compared() -> None:
 def test_a_keda_schedule_with_an_unknown_name_is_refused() -> None:
     assert new_problems_after(_schedule("0 8 * * monday", "0 18 * * fri")) == [
         "models[llama-3-1-8b].autoscaling.schedules[0].start: '0 8 * * monday' is not a cron expression KEDA takes: day of "
-        "week 'monday': 'monday' is neither a number (0-6) nor a name (sun-sat, any case). Fix: write five fields, e.g. `0 8 * * 1-5`"
+        "week 'monday': 'monday' is neither a number (0-6) nor a name (sun-sat, any case). Fix: write five fields, e.g. `0 8 * * mon-fri`"
     ]
 
 
