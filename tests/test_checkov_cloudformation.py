@@ -59,9 +59,12 @@ def _pulumi_names(template: dict[str, Any]) -> dict[str, str]:
     return {lid: r["Metadata"]["PulumiName"] for lid, r in template["Resources"].items()}
 
 
+# A break never assumes the property it breaks is there: were the program to stop setting it, the
+# unbroken render's own finding fails test_every_finding_is_fixed_or_explained with its name, instead of
+# the break step crashing the module's fixture on a missing key.
 def _policy(key: str, change: Callable[[dict[str, Any]], object]) -> Callable[[dict[str, Any]], object]:
     def mutate(inputs: dict[str, Any]) -> None:
-        doc = json.loads(inputs[key])
+        doc = json.loads(inputs.get(key) or '{"Version": "2012-10-17", "Statement": [{}]}')
         change(doc)
         inputs[key] = json.dumps(doc)
 
@@ -73,24 +76,24 @@ BREAKS: list[tuple[str, str, Callable[[dict[str, Any]], object], list[str]]] = [
     (
         "aws:ec2/launchTemplate:LaunchTemplate",
         "cluster-system-nodes",
-        lambda i: i["metadataOptions"].update(httpTokens="optional"),
+        lambda i: i.setdefault("metadataOptions", {}).update(httpTokens="optional"),
         ["CKV_AWS_79"],
     ),
-    ("eks:index:Cluster", "cluster-eks", lambda i: i.pop("encryptionConfigKeyArn"), ["CKV_AWS_58"]),
+    ("eks:index:Cluster", "cluster-eks", lambda i: i.pop("encryptionConfigKeyArn", None), ["CKV_AWS_58"]),
     ("aws:kms/key:Key", "cluster-secrets", lambda i: i.update(enableKeyRotation=False), ["CKV_AWS_7"]),
     (
         "aws:iam/role:Role",
         "karpenter-controller",
-        _policy("assumeRolePolicy", lambda d: d["Statement"][0].update(Principal={"AWS": "*"})),
+        _policy("assumeRolePolicy", lambda d: d.setdefault("Statement", [{}])[0].update(Principal={"AWS": "*"})),
         ["CKV_AWS_60"],
     ),
     (
         "aws:iam/rolePolicy:RolePolicy",
         "model-llama-3-1-8b-weights-read",
-        _policy("policy", lambda d: d["Statement"].append({"Effect": "Allow", "Action": "*", "Resource": "*"})),
+        _policy("policy", lambda d: d.setdefault("Statement", []).append({"Effect": "Allow", "Action": "*", "Resource": "*"})),
         ["CKV_AWS_62", "CKV_AWS_107", "CKV_AWS_109", "CKV_AWS_110", "CKV_AWS_111"],
     ),
-    ("aws:cloudwatch/logGroup:LogGroup", "cluster-logs", lambda i: i.pop("kmsKeyId"), ["CKV_AWS_158"]),
+    ("aws:cloudwatch/logGroup:LogGroup", "cluster-logs", lambda i: i.pop("kmsKeyId", None), ["CKV_AWS_158"]),
     (
         "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock",
         "weights",
@@ -164,3 +167,9 @@ def test_every_aws_type_has_a_translation() -> None:
     strange = dataclasses.replace(run.registrations[0], type="aws:ec2/instance:Instance", name="stray", inputs={})
     with pytest.raises(cloudformation.UntranslatedTypeError, match="aws:ec2/instance:Instance"):
         cloudformation.template([*run.registrations, strange])
+
+
+@pytest.mark.parametrize(("type_token", "name", "mutate"), [(t, n, m) for t, n, m, _ in BREAKS], ids=[n for _, n, _, _ in BREAKS])
+def test_a_break_survives_a_render_without_its_property(type_token: str, name: str, mutate: Callable[[dict[str, Any]], object]) -> None:
+    """Each break applies to a resource stripped of every input: it adds the bad value, never raises."""
+    mutate({})

@@ -80,12 +80,13 @@ BROKEN = "broken-prod"
 
 def _containers(pod: dict[str, Any]) -> Iterator[dict[str, Any]]:
     yield from pod.get("initContainers", [])
-    yield from pod["containers"]
+    yield from pod.get("containers", [])
 
 
 def _pod(mutate: Callable[[dict[str, Any]], object]) -> Callable[[dict[str, Any]], object]:
     """A break of an object's pod template spec."""
-    return lambda inputs: mutate(inputs["spec"]["template"]["spec"])
+    # never assumes what it breaks is there (a missing key would crash the module's fixture, not fail a check)
+    return lambda inputs: mutate(inputs.setdefault("spec", {}).setdefault("template", {}).setdefault("spec", {}))
 
 
 def _each_container(mutate: Callable[[dict[str, Any]], object]) -> Callable[[dict[str, Any]], object]:
@@ -102,7 +103,7 @@ def _no_probes(container: dict[str, Any]) -> None:
 
 
 def _no_limits(container: dict[str, Any]) -> None:
-    container["resources"].pop("limits")
+    container.setdefault("resources", {}).pop("limits", None)
 
 
 def _host_and_token(pod: dict[str, Any]) -> None:
@@ -110,11 +111,11 @@ def _host_and_token(pod: dict[str, Any]) -> None:
 
 
 def _as_root(container: dict[str, Any]) -> None:
-    container["securityContext"].update(runAsNonRoot=False, runAsUser=0)
+    container.setdefault("securityContext", {}).update(runAsNonRoot=False, runAsUser=0)
 
 
 def _net_raw(container: dict[str, Any]) -> None:
-    container["securityContext"]["capabilities"] = {"add": ["NET_RAW"]}
+    container.setdefault("securityContext", {})["capabilities"] = {"add": ["NET_RAW"]}
 
 
 BREAKS: list[tuple[str, str, Callable[[dict[str, Any]], object], list[str]]] = [
@@ -123,13 +124,13 @@ BREAKS: list[tuple[str, str, Callable[[dict[str, Any]], object], list[str]]] = [
     (
         DEPLOYMENT,
         "model-llama-3-1-8b-deployment",
-        _each_container(lambda c: c["securityContext"].update(allowPrivilegeEscalation=True)),
+        _each_container(lambda c: c.setdefault("securityContext", {}).update(allowPrivilegeEscalation=True)),
         ["CKV_K8S_20"],
     ),
     (
         DEPLOYMENT,
         "model-llama-3-2-3b-deployment",
-        _each_container(lambda c: c["securityContext"].update(readOnlyRootFilesystem=False)),
+        _each_container(lambda c: c.setdefault("securityContext", {}).update(readOnlyRootFilesystem=False)),
         ["CKV_K8S_22"],
     ),
     (DEPLOYMENT, "model-llama-3-3-70b-deployment", _each_container(_no_limits), ["CKV_K8S_11", "CKV_K8S_13"]),
@@ -250,3 +251,10 @@ def test_a_break_is_caught_by_checkov(type_token: str, name: str, checks: list[s
     broken = scanned.findings(BROKEN) - scanned.findings(PROD)
     for check_id in checks:
         assert (check_id, obj) in broken, (check_id, obj, sorted(broken))
+
+
+@pytest.mark.parametrize(("type_token", "name", "mutate"), [(t, n, m) for t, n, m, _ in BREAKS], ids=[n for _, n, _, _ in BREAKS])
+def test_a_break_survives_an_object_without_its_property(type_token: str, name: str, mutate: Callable[[dict[str, Any]], object]) -> None:
+    """Each break applies to an object stripped of every field, and to a container without a security context."""
+    mutate({})
+    mutate({"spec": {"template": {"spec": {"containers": [{"name": "c"}]}}}})
