@@ -77,24 +77,43 @@ def vllm_series() -> frozenset[str]:
     return frozenset(names)
 
 
-# DCGM exporter default counters (NVIDIA/dcgm-exporter etc/default-counters.csv).
+# DCGM exporter default counters: the uncommented rows of NVIDIA/dcgm-exporter etc/default-counters.csv
+# (checked at tag 4.5.3-4.8.2; the GPU operator's exporter runs with that file unless given its own).
+# DCGM_FI_DRIVER_VERSION is a label there, not a series.
 DCGM_SERIES: Final = frozenset(
     {
-        "DCGM_FI_DEV_GPU_UTIL",
-        "DCGM_FI_DEV_MEM_COPY_UTIL",
-        "DCGM_FI_DEV_FB_USED",
-        "DCGM_FI_DEV_FB_FREE",
+        "DCGM_FI_DEV_SM_CLOCK",
+        "DCGM_FI_DEV_MEM_CLOCK",
+        "DCGM_FI_DEV_MEMORY_TEMP",
         "DCGM_FI_DEV_GPU_TEMP",
         "DCGM_FI_DEV_POWER_USAGE",
-        "DCGM_FI_DEV_SM_CLOCK",
+        "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+        "DCGM_FI_DEV_PCIE_REPLAY_COUNTER",
+        "DCGM_FI_DEV_GPU_UTIL",
+        "DCGM_FI_DEV_MEM_COPY_UTIL",
+        "DCGM_FI_DEV_ENC_UTIL",
+        "DCGM_FI_DEV_DEC_UTIL",
         "DCGM_FI_DEV_XID_ERRORS",
+        "DCGM_FI_DEV_FB_FREE",
+        "DCGM_FI_DEV_FB_USED",
+        "DCGM_FI_DEV_FB_RESERVED",
+        "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL",
+        "DCGM_FI_DEV_VGPU_LICENSE_STATUS",
+        "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
+        "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
+        "DCGM_FI_DEV_ROW_REMAP_FAILURE",
         "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
         "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
         "DCGM_FI_PROF_DRAM_ACTIVE",
+        "DCGM_FI_PROF_PCIE_TX_BYTES",
+        "DCGM_FI_PROF_PCIE_RX_BYTES",
     }
 )
-# KEDA 2.20 operator metrics and Karpenter 1.14 metrics the rules use.
+# KEDA 2.20 operator metrics (keda.sh docs, "Integrate with Prometheus": keda_scaler_detail_errors_total
+# replaced keda_scaler_errors_total) the rules and dashboards use.
 KEDA_SERIES: Final = frozenset({"keda_scaler_detail_errors_total", "keda_scaled_object_errors_total", "keda_scaler_metrics_value"})
+# Karpenter 1.14 metrics (karpenter.sh docs, "Metrics"; the NodeClaim status-condition gauge comes from the
+# operator package Karpenter embeds, hence its `operator_` prefix).
 KARPENTER_SERIES: Final = frozenset(
     {
         "karpenter_interruption_received_messages_total",
@@ -103,7 +122,8 @@ KARPENTER_SERIES: Final = frozenset(
         "karpenter_nodeclaims_disrupted_total",
     }
 )
-# kube-state-metrics series (kube-prometheus-stack 88.5.3).
+# kube-state-metrics series (the v2 release kube-prometheus-stack 88.5.3 installs; kube-state-metrics
+# docs/metrics/workload/*.md and docs/metrics/cluster/node-metrics.md).
 KSM_SERIES: Final = frozenset(
     {
         "kube_pod_status_phase",
@@ -113,12 +133,43 @@ KSM_SERIES: Final = frozenset(
         "kube_deployment_status_replicas_available",
         "kube_pod_container_status_ready",
         "kube_horizontalpodautoscaler_status_desired_replicas",
-        "up",
     }
 )
+# Series Prometheus writes itself for every scrape target (Prometheus docs, "Jobs and instances").
+PROMETHEUS_SERIES: Final = frozenset({"up"})
 
 _VLLM_NAME = re.compile(r"vllm:[a-zA-Z0-9_:]+")
 
 
 def vllm_names_in(expr: str) -> set[str]:
     return set(_VLLM_NAME.findall(expr))
+
+
+def known_series() -> frozenset[str]:
+    """Every series name the tables say exists (vLLM's with their derived suffixes). A query may also
+    read a recording rule the program defines; those are not in this table."""
+    return vllm_series() | DCGM_SERIES | KEDA_SERIES | KARPENTER_SERIES | KSM_SERIES | PROMETHEUS_SERIES
+
+
+_STRING = re.compile(r""""(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|`[^`]*`""")
+_MATCHERS = re.compile(r"\{[^{}]*\}")
+_RANGE = re.compile(r"\[[^\[\]]*\]")
+_LABEL_LIST = re.compile(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^()]*\)")
+_IDENTIFIER = re.compile(r"(?<![\w:.$])([a-zA-Z_:][\w:]*)(?![\w:])(?!\s*\()")
+_NAME_MATCHER = re.compile(r"""__name__\s*=\s*["']([^"']+)["']""")
+_KEYWORDS = frozenset(
+    {"and", "or", "unless", "by", "without", "on", "ignoring", "group_left", "group_right", "offset", "bool", "inf", "nan"}
+)
+
+
+def series_names_in(expr: str) -> set[str]:
+    """The series names a PromQL expression selects: its identifiers once string literals, label
+    matchers (`{...}`), ranges and subqueries (`[...]`) and label lists (`by (...)`, `on (...)`,
+    `group_left (...)`, ...) are removed, less function and aggregation calls (a name before `(`),
+    keywords and numbers; plus the names a `__name__="..."` matcher selects."""
+    named = set(_NAME_MATCHER.findall(expr))
+    text = _STRING.sub('""', expr)
+    text = _MATCHERS.sub(" ", text)
+    text = _RANGE.sub(" ", text)
+    text = _LABEL_LIST.sub(" ", text)
+    return named | {name for name in _IDENTIFIER.findall(text) if name.lower() not in _KEYWORDS}
