@@ -20,9 +20,12 @@ from tests.support.flows import (
     World,
     blocked,
     build_world,
+    job_may_reach,
+    job_reach,
     leaks,
     needed_flows,
     needed_service_flows,
+    populate_jobs,
     undefended_namespaces,
 )
 from tests.validators.netpol import Cluster, Endpoint
@@ -245,3 +248,47 @@ def test_scrapes_need_the_vpc_rule() -> None:
     closed = blocked(_broken("existing-vpc-irsa-bottlerocket", narrow))
     # (its API calls, discovery included, go through the namespace's API server rule)
     assert {"Prometheus scrapes KEDA", "Prometheus scrapes nodes on 9100", "Prometheus scrapes nodes on 10250"} <= set(closed)
+
+
+# -- every workload as a source and a target: the populate Jobs, the interceptor ---------------------------
+
+
+@pytest.mark.parametrize("stack", FIXTURES)
+def test_populate_jobs_reach_only_dns_public_https_s3_and_their_credentials(stack: str) -> None:
+    world = build_world(stack)
+    jobs = populate_jobs(world)
+    assert bool(jobs) == any(m.streams_from_s3 for m in world.cfg.models)
+    for name, job in jobs.items():
+        assert job_reach(world, job) == job_may_reach(world), name
+
+
+def test_every_fixture_with_s3_weights_has_its_jobs_in_the_world() -> None:
+    assert len(populate_jobs(build_world("full-prod"))) >= 2
+    assert populate_jobs(build_world("existing-vpc-irsa-bottlerocket"))
+
+
+def _job_to_every_kubelet(ps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    for p in ps:
+        if p["metadata"]["name"].endswith("-weights"):
+            p["spec"]["egress"].append({"to": [{"ipBlock": {"cidr": "10.0.0.0/8"}}], "ports": [{"protocol": "TCP", "port": 10250}]})
+    return ps
+
+
+def test_a_populate_job_admitted_to_every_kubelet_is_found() -> None:
+    world = _broken("full-prod", _job_to_every_kubelet)
+    jobs = populate_jobs(world)
+    found = leaks(world)
+    assert all(f"{name} reaches other-node on 10250" in found for name in jobs)
+    assert all(("other-node", 10250, "TCP") in job_reach(world, job) - job_may_reach(world) for job in jobs.values())
+
+
+def test_an_interceptor_open_to_the_internet_is_found() -> None:
+    def open_interceptor(ps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for p in ps:
+            if (p["metadata"]["namespace"], p["metadata"]["name"]) == ("keda", "interceptor"):
+                p["spec"]["ingress"][0]["from"].append({"ipBlock": {"cidr": "0.0.0.0/0"}})
+        return ps
+
+    found = leaks(_broken("scale-to-zero-dev", open_interceptor))
+    assert "the internet reaches the interceptor on 8080" in found
+    assert "the internet reaches the interceptor on 9090" in found

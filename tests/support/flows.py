@@ -293,7 +293,60 @@ def forbidden_flows(world: World) -> Iterator[tuple[str, Endpoint, Endpoint, int
     ):
         yield f"the internet reaches {name} on {port}", h["internet"], p[name], port, "TCP"
     yield "a stray pod scrapes Karpenter", p["stranger"], p["karpenter"], netpol.CONTROLLER_METRICS_PORT, "TCP"
+    # the interceptor forwards to vLLM for every model at zero: only the ALB's subnets reach it
+    for port in (INTERCEPTOR_PROXY[1], INTERCEPTOR_ADMIN[1]):
+        yield f"the internet reaches the interceptor on {port}", h["internet"], p["interceptor"], port, "TCP"
+    # a populate Job reaches DNS, HTTPS outside the VPC, the S3 endpoint and the Pod Identity agent only
+    for name, job in populate_jobs(world).items():
+        for why, dst, port, proto in JOB_FORBIDDEN:
+            yield f"{name} reaches {why}", job, _destination(world, dst), port, proto
     yield "a stray pod reaches the GPU operator", p["stranger"], p["dcgm-exporter"], netpol.DCGM_EXPORTER_PORT, "TCP"
+
+
+def populate_jobs(world: World) -> dict[str, Endpoint]:
+    """The weights populate Jobs' pods, by `<namespace>/<job>`."""
+    return {name: pod for name, pod in world.pods.items() if pod.labels.get("app.kubernetes.io/name") == "weights-populate"}
+
+
+JOB_FORBIDDEN: list[tuple[str, str, int, str]] = [
+    # (what, destination: a host or pod name of the world, port, protocol)
+    ("the API server", "api-service", 443, "TCP"),
+    ("the control plane on 443", "control-plane", 443, "TCP"),
+    ("other-node on 443", "other-node", 443, "TCP"),
+    ("other-node on 10250", "other-node", 10250, "TCP"),
+    ("other-node on 22", "other-node", 22, "TCP"),
+    ("instance metadata", "imds", 80, "TCP"),
+    ("another pod on 443", "stranger", 443, "TCP"),
+    ("Prometheus", "prometheus", netpol.PROMETHEUS_PORT, "TCP"),
+    ("the internet on 80", "internet", 80, "TCP"),
+    ("the internet on 22", "internet", 22, "TCP"),
+    ("CoreDNS on 443", "coredns", 443, "TCP"),
+]
+"""What a populate Job must not reach (it takes no traffic and needs only DNS, public HTTPS, S3 and its credentials)."""
+
+
+def _destination(world: World, name: str) -> Endpoint:
+    return world.hosts.get(name) or world.pods[name]
+
+
+def job_reach(world: World, job: Endpoint) -> set[tuple[str, int, str]]:
+    """Every (destination, port, protocol) of a probe grid a Job's policy opens: each host and chart pod
+    of the world and the S3 interface endpoint, on the ports a Job could misuse."""
+    endpoints = netpol.interface_endpoints(world.cfg)
+    targets = {**world.hosts, **{n: p for n, p in world.pods.items() if n in {c[0] for c in CHART_PODS}}}
+    if endpoints:
+        targets["s3-interface-endpoint"] = Endpoint("s3-interface-endpoint", _host(endpoints[0], 10))
+    ports = [(22, "TCP"), (53, "UDP"), (53, "TCP"), (80, "TCP"), (443, "TCP"), (6443, "TCP"), (8080, "TCP"), (9090, "TCP"), (10250, "TCP")]
+    return {(name, port, proto) for name, dst in targets.items() for port, proto in ports if world.cluster.allowed(job, dst, port, proto)}
+
+
+def job_may_reach(world: World) -> set[tuple[str, int, str]]:
+    """The documented reach of a populate Job on that grid: DNS at CoreDNS, HTTPS to the internet and to
+    the S3 interface endpoint (where the VPC has one), the Pod Identity agent."""
+    allowed = {("coredns", 53, "UDP"), ("coredns", 53, "TCP"), ("internet", 443, "TCP"), ("pod-identity-agent", 80, "TCP")}
+    if netpol.interface_endpoints(world.cfg):
+        allowed.add(("s3-interface-endpoint", 443, "TCP"))
+    return allowed
 
 
 def needed_service_flows(world: World) -> Iterator[tuple[str, Endpoint, Service, int, str]]:
