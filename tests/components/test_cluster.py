@@ -273,3 +273,34 @@ def test_a_runner_security_group_gets_its_own_rule() -> None:
 
 def test_a_public_endpoint_needs_no_private_rule(dev_run: harness.RunResult) -> None:
     assert dev_run.of_type(RULE) == []
+
+
+def _expected_scope(namespaces: list[str]) -> dict[str, object]:
+    return {"type": "namespace", "namespaces": list(namespaces)} if namespaces else {"type": "cluster"}
+
+
+@pytest.mark.parametrize("stack", FIXTURES)
+def test_every_access_grant_is_rendered_with_its_scope(stack: str) -> None:
+    """Each config grant's rendered association has the grant's policy and scope (a namespace grant never
+    cluster-wide), each admin role ClusterAdmin on the cluster, and the render has no other entry."""
+    cfg = parse(stack_data(stack)).cluster
+    rendered = {e["principalArn"]: e for e in (values(fixture_run(stack).one(EKS)).get("accessEntries") or {}).values()}
+    expected: dict[str, tuple[str, list[str]]] = {arn: ("ClusterAdmin", []) for arn in cfg.admin_role_arns} | {
+        g.principal_arn: (g.policy, g.namespaces) for g in cfg.access
+    }
+    assert set(rendered) == set(expected)
+    for arn, (policy, namespaces) in expected.items():
+        (association,) = rendered[arn]["accessPolicies"].values()
+        assert association["policyArn"].endswith(f":cluster-access-policy/AmazonEKS{policy}Policy"), arn
+        assert association["accessScope"] == _expected_scope(namespaces), arn
+
+
+def test_a_fixture_renders_a_namespace_scoped_grant() -> None:
+    """The scope check above reads a namespace grant on some fixture (else a cluster-wide rendering would pass)."""
+    scopes = [
+        a["accessScope"]
+        for stack in FIXTURES
+        for e in (values(fixture_run(stack).one(EKS)).get("accessEntries") or {}).values()
+        for a in e["accessPolicies"].values()
+    ]
+    assert {"type": "namespace", "namespaces": ["qwen-2-5-7b"]} in scopes
