@@ -24,18 +24,21 @@ import kubernetes_validate
 import pytest
 
 from builders.karpenter import iam as karpenter_iam
-from builders.observability import metrics
-from config.facts.conventions import KEDA_NAMESPACE, NODE_ROLE_POLICIES, SYSTEM_NODE_LABEL
+from builders.serving.workload import HF_TOKEN_SECRET
+from config.facts.conventions import EBS_CSI_SERVICE_ACCOUNT, KEDA_NAMESPACE, NODE_ROLE_POLICIES, SYSTEM_NODE_LABEL
 from offline.mocks import Registration
 from policy import checks
 from tests.config.checks.test_bad_inputs import ALL_CASES
-from tests.conftest import DEV, PROD, SHARED, edited, fixture_run, parse, problems_after, shared_path, stack_data, values
+from tests.conftest import DEV, FIXTURES, PROD, SHARED, edited, fixture_run, parse, problems_after, shared_path, stack_data, values
 from tests.support import karpenter as karpenter_upstream
-from tests.support.alerts import all_expressions
 from tests.support.flows import build_world, leaks, undefended_namespaces
-from tests.support.iam import node_role_findings, wildcard_writes
+from tests.support.iam import node_role_findings, trust_scoped_findings, wildcard_writes
+from tests.support.karpenter import nodepool_disruption_findings
 from tests.support.mutations import p0
 from tests.support.policy import container, edit_policy, resource_args, stack_of, stack_violations
+from tests.support.program import run_patched
+from tests.support.promql import FAMILIES, rendered_queries, series_in, unknown_series_findings
+from tests.support.workloads import pod_security_findings, pods, secret_env_findings
 from tests.validators import cloudformation as upstream_cfn
 from tests.validators import crds
 
@@ -115,14 +118,21 @@ def policy_check(
 
 
 def _pods(regs: list[Registration]) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
-    """(name, pod template metadata, pod spec) of every Deployment and Job the program renders."""
-    found = []
-    for r in regs:
-        if r.type in ("kubernetes:apps/v1:Deployment", "kubernetes:batch/v1:Job"):
-            doc = values(r)
-            template = doc["spec"]["template"]
-            found.append((f"{doc['metadata']['namespace']}/{doc['metadata']['name']}", template.get("metadata") or {}, template["spec"]))
-    return found
+    """(name, pod template metadata, pod spec) of every workload the program renders, of every kind."""
+    return pods(regs)
+
+
+def program_check(find: Callable[[list[Registration], str], list[str]], stack: str, target: str, edit: Callable[..., Any]) -> Check:
+    """A row's check over the render of every fixture; broken, over a fresh run of the real program
+    on `stack` with the builder `target` changed by `edit` (tests/support/program.py): the break is in
+    code, and the check must see it in what the program renders."""
+
+    def check(broken: bool) -> list[str]:
+        if broken:
+            return find(run_patched(stack, target, edit), stack)
+        return [f"{fixture}: {f}" for fixture in FIXTURES for f in find(_regs(fixture), fixture)]
+
+    return check
 
 
 # -- relational checks over the render -------------------------------------------------------------------
@@ -270,26 +280,6 @@ def psa_findings(regs: list[Registration]) -> list[str]:
     return out
 
 
-def container_security_findings(regs: list[Registration]) -> list[str]:
-    out = []
-    for name, _, pod in _pods(regs):
-        pod_ctx = pod.get("securityContext") or {}
-        for c in [*(pod.get("initContainers") or []), *pod["containers"]]:
-            ctx = {**pod_ctx, **(c.get("securityContext") or {})}
-            where = f"{name}/{c['name']}"
-            if not ctx.get("runAsNonRoot") or int(ctx.get("runAsUser", 0)) < 10000:
-                out.append(f"{where} may run as root or below uid 10000")
-            if ctx.get("allowPrivilegeEscalation") is not False:
-                out.append(f"{where} allows privilege escalation")
-            if (ctx.get("capabilities") or {}).get("drop") != ["ALL"]:
-                out.append(f"{where} keeps capabilities")
-            if (ctx.get("seccompProfile") or {}).get("type") != "RuntimeDefault":
-                out.append(f"{where} has no RuntimeDefault seccomp profile")
-            if ctx.get("readOnlyRootFilesystem") is not True:
-                out.append(f"{where} has a writable root filesystem")
-    return out
-
-
 def service_account_findings(regs: list[Registration]) -> list[str]:
     accounts = {(d["metadata"]["namespace"], d["metadata"]["name"]): d for d in _docs(regs, "kubernetes:core/v1:ServiceAccount")}
     out = []
@@ -383,41 +373,42 @@ def trigger_findings(regs: list[Registration]) -> list[str]:
     return out
 
 
-def metric_name_findings(broken: bool) -> list[str]:
-    exprs = all_expressions() + (["avg(vllm:gpu_cache_usage_perc)"] if broken else [])
-    used = set().union(*(metrics.vllm_names_in(e) for e in exprs))
-    return [f"{n} is not a metric of the pinned vLLM" for n in sorted(used - metrics.vllm_series())]
-
-
 REQUIRED_ALERTS = {
-    "vLLM down or absent": r"\bup\b|absent\(",
-    "queue depth": r"vllm:num_requests_waiting|llm:vllm_requests_waiting",
-    "KEDA scaler errors": r"keda_scaler(_detail)?_errors",
-    "Karpenter nodes not initialized or interrupted": r"karpenter_",
-    "GPU health (DCGM)": r"DCGM_",
+    "vLLM down or absent": (r"\bup\b|absent\(", ("up", "vllm:")),
+    "queue depth": (r"vllm:num_requests_waiting|llm:vllm_requests_waiting", ("vllm:", "llm:")),
+    "KEDA scaler errors": (r"keda_scaler(_detail)?_errors", ("keda_",)),
+    "Karpenter nodes not initialized or interrupted": (r"karpenter_|operator_nodeclaim", ("karpenter_", "operator_")),
+    "GPU health (DCGM)": (r"DCGM_", ("DCGM_",)),
 }
+"""OB-3's alerts: what each watches, the pattern of its expression, and the families it reads."""
 
 
-def alert_findings(regs: list[Registration]) -> list[str]:
-    exprs = [
-        rule["expr"]
+def alert_findings(regs: list[Registration], stack: str = PROD) -> list[str]:
+    """OB-3: each required alert exists and reads only series the pinned versions expose (a KEDA
+    alert on the obsolete keda_scaler_errors_total is no alert: it never fires)."""
+    known = unknown_series_findings(regs)
+    alerts = [
+        (rule["alert"], rule["expr"])
         for d in _docs(regs, "kubernetes:monitoring.coreos.com/v1:PrometheusRule")
         for g in d["spec"]["groups"]
         for rule in g["rules"]
         if "alert" in rule
     ]
-    return [f"no alert on {what}" for what, pattern in REQUIRED_ALERTS.items() if not any(re.search(pattern, e) for e in exprs)]
+    out = [f for f in known if f.startswith("rule ") and f.split(" ", 2)[1] in {a for a, _ in alerts}]
+    live = [(a, e) for a, e in alerts if not any(f.startswith(f"rule {a} reads ") for f in out)]
+    for what, (pattern, families) in REQUIRED_ALERTS.items():
+        if not any(re.search(pattern, e) and any(n.startswith(families) for n in series_in(e)) for _, e in live):
+            out.append(f"no alert on {what}")
+    return out
 
 
-def drop_alerts(pattern: str) -> Callable[[list[Registration]], list[Registration]]:
-    def change(regs: list[Registration]) -> list[Registration]:
-        def mutate(doc: dict[str, Any]) -> None:
-            for g in doc["spec"]["groups"]:
-                g["rules"] = [r for r in g["rules"] if not ("alert" in r and re.search(pattern, r["expr"]))]
-
-        return edited(regs, "kubernetes:monitoring.coreos.com/v1:PrometheusRule", None, mutate)
-
-    return change
+def metric_name_findings(regs: list[Registration], stack: str = PROD) -> list[str]:
+    """AS-3: every series every rendered query reads (alerts, recording rules, dashboards, KEDA
+    triggers; vllm:*, DCGM_*, kube_*, karpenter_*, keda_*, up) is in the pinned versions' tables or
+    recorded by the render's own rules."""
+    assert set(FAMILIES) >= {"vllm:", "DCGM_", "kube_", "karpenter_", "keda_"}
+    assert rendered_queries(regs), "the render has no query"
+    return unknown_series_findings(regs)
 
 
 def network_findings(broken: bool) -> list[str]:
@@ -498,6 +489,57 @@ def _prod_window(seconds: int) -> Callable[[dict[str, Any]], None]:
 def _spot_only_prod(d: dict[str, Any]) -> None:
     pool = next(p for p in d["gpuPools"] if p["name"] == next(m["pool"] for m in d["models"]))
     pool["capacityTypes"] = ["spot"]
+
+
+# -- code breaks: builder outputs changed as a bad commit would change them ------------------------------
+
+
+def _populate_container(job: dict[str, Any]) -> dict[str, Any]:
+    (c,) = job["spec"]["template"]["spec"]["containers"]
+    return c  # type: ignore[no-any-return]
+
+
+def _populate_adds_sys_admin(job: dict[str, Any], *_: Any, **__: Any) -> None:
+    """Mutation M16: the weights populate Job's container adds SYS_ADMIN."""
+    _populate_container(job)["securityContext"].setdefault("capabilities", {})["add"] = ["SYS_ADMIN"]
+
+
+def _populate_reads_the_token_from_env(job: dict[str, Any], *_: Any, **__: Any) -> None:
+    """Mutation M18: the populate Job also gets the HF token as HF_TOKEN through secretKeyRef."""
+    _populate_container(job)["env"].append({"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": HF_TOKEN_SECRET, "key": "token"}}})
+
+
+def _shared_pools_repack(node_pool: dict[str, Any], pool: Any, *_: Any, **__: Any) -> None:
+    """Mutation M31b: the time-sliced and MIG pools' NodePools consolidate WhenEmptyOrUnderutilized."""
+    if pool.sharing.mode != "none":
+        node_pool["spec"]["disruption"]["consolidationPolicy"] = "WhenEmptyOrUnderutilized"
+
+
+def _ebs_csi_trust_unpinned(document: dict[str, Any], cluster: str, namespace: str, account: str) -> None:
+    """The EBS CSI role's Pod Identity trust forgets its service account (any pod of kube-system could assume it)."""
+    if account == EBS_CSI_SERVICE_ACCOUNT:
+        for statement in document["Statement"]:
+            statement["Condition"]["StringEquals"].pop("aws:RequestTag/kubernetes-service-account")
+
+
+def _kv_cache_on_the_removed_name(query: str, *_: Any, **__: Any) -> str:
+    """The KV-cache trigger queries vllm:gpu_cache_usage_perc (removed in vLLM 0.12)."""
+    return query.replace("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
+
+
+def _keda_alert_on_the_obsolete_name(groups: list[dict[str, Any]], *_: Any, **__: Any) -> None:
+    """Mutation M43: KedaScalerErrors reads keda_scaler_errors_total, which KEDA 2.20 no longer exports."""
+    for g in groups:
+        for rule in g["rules"]:
+            rule["expr"] = rule["expr"].replace("keda_scaler_detail_errors_total", "keda_scaler_errors_total")
+
+
+def _nk5(regs: list[Registration], stack: str) -> list[str]:
+    return nodepool_disruption_findings(regs, parse(stack_data(stack)))
+
+
+def _plus(*row_checks: Check) -> Check:
+    return lambda broken: [f for c in row_checks for f in c(broken)]
 
 
 # -- the rows ---------------------------------------------------------------------------------------------
@@ -612,8 +654,11 @@ ROWS: dict[str, Row] = {
             f"{T}config/checks/test_bad_inputs.py::test_bad_input_message",
             f"{T}planner/test_replay.py::test_consolidation_respects_the_disruption_budgets",
         ),
-        config_case("underutilized-consolidation-on-a-serving-pool", "gpuPools["),
-        "allowUnderutilizedConsolidation",
+        _plus(
+            config_case("underutilized-consolidation-on-a-serving-pool", "gpuPools["),
+            program_check(_nk5, PROD, "builders.karpenter.nodepools.node_pool", _shared_pools_repack),
+        ),
+        "WhenEmptyOrUnderutilized under",
     ),
     "NK-6": Row(
         (
@@ -633,15 +678,8 @@ ROWS: dict[str, Row] = {
             f"{T}policy/test_policies.py::test_pod_identity_and_irsa_trusts_are_checked",
             f"{T}test_checkov_cloudformation.py::test_a_break_is_caught_by_checkov",
         ),
-        policy_check(
-            "iam-trust-scoped",
-            "aws:iam/role:Role",
-            "karpenter-controller",
-            lambda p: p.update(
-                assumeRolePolicy=json.dumps({"Statement": [{"Effect": "Allow", "Principal": "*", "Action": "sts:AssumeRole"}]})
-            ),
-        ),
-        "any principal",
+        program_check(lambda regs, _: trust_scoped_findings(regs), PROD, "builders.iam.pod_identity_trust_policy", _ebs_csi_trust_unpinned),
+        "Role cluster-ebs-csi: its Pod Identity trust does not pin the service account",
     ),
     "IAM-2": Row(
         (f"{T}components/test_karpenter.py::test_controller_policies_equal_the_upstream_template",),
@@ -735,8 +773,8 @@ ROWS: dict[str, Row] = {
     ),
     "WS-2": Row(
         (f"{T}components/test_serving.py::test_pod_meets_pod_security_restricted",),
-        render_check(container_security_findings, _deploymentedited(PROD, _container_set("readOnlyRootFilesystem", False))),
-        "writable root filesystem",
+        program_check(lambda regs, _: pod_security_findings(regs), PROD, "builders.serving.populate.job", _populate_adds_sys_admin),
+        "populate adds capabilities ['SYS_ADMIN']",
     ),
     "WS-3": Row(
         (f"{T}components/test_serving.py::test_namespace_is_restricted_and_ready_for_alb_readiness_gates",),
@@ -778,13 +816,18 @@ ROWS: dict[str, Row] = {
             f"{T}offline/test_render.py::test_no_secret_value_is_written",
             f"{T}config/test_load.py::test_plaintext_token_is_refused_without_echoing_it",
         ),
-        policy_check(
-            "secrets-only-from-secrets",
-            "kubernetes:apps/v1:Deployment",
-            "model-llama-3-1-8b-deployment",
-            lambda p: container(p).setdefault("env", []).append({"name": "HF_TOKEN", "value": "hf_x"}),
+        _plus(
+            program_check(
+                lambda regs, _: secret_env_findings(regs), PROD, "builders.serving.populate.job", _populate_reads_the_token_from_env
+            ),
+            policy_check(
+                "secrets-only-from-secrets",
+                "kubernetes:apps/v1:Deployment",
+                "model-llama-3-1-8b-deployment",
+                lambda p: container(p).setdefault("env", []).append({"name": "HF_TOKEN", "value": "hf_x"}),
+            ),
         ),
-        "HF_TOKEN",
+        "reads Secret hf-token/token into env HF_TOKEN",
     ),
     "WR-1": Row(
         (
@@ -866,8 +909,8 @@ ROWS: dict[str, Row] = {
     ),
     "AS-3": Row(
         (f"{T}builders/test_observability_rules.py::test_every_query_uses_only_known_vllm_metric_names",),
-        metric_name_findings,
-        "vllm:gpu_cache_usage_perc",
+        program_check(metric_name_findings, PROD, "builders.serving.scaling.kv_cache_query", _kv_cache_on_the_removed_name),
+        "reads vllm:gpu_cache_usage_perc: removed before vLLM",
     ),
     "AS-4": Row(
         (
@@ -908,8 +951,8 @@ ROWS: dict[str, Row] = {
             f"{T}builders/test_observability_rules.py::test_every_alert_has_unit_tests",
             f"{T}builders/test_observability_rules.py::test_promtool_rejects_a_broken_expression",
         ),
-        render_check(alert_findings, drop_alerts(r"keda_scaler")),
-        "KEDA scaler errors",
+        program_check(alert_findings, PROD, "builders.observability.rules.rule_groups", _keda_alert_on_the_obsolete_name),
+        "no alert on KEDA scaler errors",
     ),
     "OB-4": Row(
         (

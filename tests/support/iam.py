@@ -174,3 +174,26 @@ def irsa_trust_findings(registrations: list[Registration]) -> list[str]:
                     f"Role {r.name}: its IRSA trust does not pin {issuer}:aud to sts.amazonaws.com: build it with builders.iam.irsa_trust_policy."
                 )
     return found
+
+
+def trust_scoped_findings(registrations: list[Registration]) -> list[str]:
+    """IAM-1 on every role of a render: the policy pack's iam-trust-scoped on each role, the Pod
+    Identity and IRSA trusts pinned to one cluster, namespace and service account, and one role per
+    controller (no role lent to two service accounts)."""
+    found: list[str] = []
+
+    def report(message: str, urn: str | None = None) -> None:
+        found.append(message)
+
+    for r in registrations:
+        checks.iam_trust_scoped(resource_args(r), report)
+    found += pod_identity_trust_findings(registrations)
+    found += irsa_trust_findings(registrations)
+    roles = {_role_arn(r): r.name for r in registrations if r.type == "aws:iam/role:Role"}
+    for arn, lent in _associations(registrations).items():
+        accounts = sorted({f"{ns}/{sa}" for _, _, ns, sa in lent})
+        if len(accounts) > 1:
+            found.append(
+                f"Role {roles.get(arn, arn)} is lent to {len(accounts)} service accounts ({', '.join(accounts)}): one role per controller."
+            )
+    return found
