@@ -145,4 +145,4 @@ def test_a_trigger_on_an_unlisted_kube_state_metric_is_found() -> None:
 
 def test_an_undefined_recording_rule_is_found() -> None:
     found = unknown_series(_broken("minimal-dev", "llm:vllm_kv_cache_usage:avg >", "llm:vllm_kv_cache_usage:max >"))
-    assert found == ["rule VllmKvCacheSaturated: llm:vllm_kv_cache_usage:max"]
+    assert "rule VllmKvCacheSaturated: llm:vllm_kv_cache_usage:max" in found

@@ -631,3 +631,12 @@ def test_a_model_at_zero_does_not_page_for_missing_metrics() -> None:
     ]
     result = promtool.test_rules(rules.rule_groups(idle, AlertTuning()), tests)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_every_builder_query_uses_only_known_series_names() -> None:
+    """Every series name (not only vllm:*) of the rule groups and dashboards the builders write is in the
+    metric tables or is a recording rule of those groups (tests/builders/test_metric_names.py reads the renders)."""
+    known = metrics.known_series() | {r["record"] for g in GROUPS for r in g["rules"] if "record" in r}
+    used = set().union(*(metrics.series_names_in(e) for e in all_expressions()))
+    assert used - known == set()
+    assert {"DCGM_FI_DEV_GPU_UTIL", "kube_node_labels", "karpenter_nodeclaims_created_total", "up"} <= used
