@@ -79,7 +79,10 @@ def shared_path(*parts: str) -> Path:
     """A file under ../shared/schemas (CI data); skip the test when it is absent."""
     path = SHARED.joinpath("schemas", *parts)
     if not path.exists():
-        pytest.skip(f"upstream data {path.name} not found: ../shared/schemas is CI data beside the checkout")
+        where = "/".join(parts)
+        if SHARED.joinpath("schemas").is_dir():
+            pytest.skip(f"upstream data {where} is not among ../shared/schemas: add it there (untouched upstream) to run this check")
+        pytest.skip(f"upstream data {where} not found: ../shared/schemas is CI data beside the checkout")
     return path
 
 

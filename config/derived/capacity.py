@@ -193,7 +193,7 @@ def max_num_seqs(model: ModelConfig, pool: GpuPool) -> int:
     (on a pool of mixed GPUs vLLM picks per node; the smaller default is the one to plan with)."""
     if model.max_num_seqs is not None:
         return model.max_num_seqs
-    hosts = [t for t in (replica_hosts(model, pool) or pool.resolved_instance_types()) if t.gpu is not None]
+    hosts = replica_hosts(model, pool) or pool.resolved_instance_types()
     defaults = (default_max_num_seqs(t.gpu, device_for(pool, t).gib) for t in hosts if t.gpu is not None)
     return min(defaults, default=MAX_NUM_SEQS_SMALL)
 

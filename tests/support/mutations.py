@@ -1,4 +1,5 @@
-"""Bad-input mutations' handles on a fixture stack's model input: its first model, its first pool."""
+"""Bad-input mutations' handles on a fixture stack's model input (its first model, its first pool), and the
+existing-VPC network the bad inputs of that mode start from."""
 
 from __future__ import annotations
 
@@ -11,3 +12,13 @@ def m0(d: dict[str, Any]) -> dict[str, Any]:
 
 def p0(d: dict[str, Any]) -> dict[str, Any]:
     return d["gpuPools"][0]  # type: ignore[no-any-return]
+
+
+EXISTING_VPC: dict[str, Any] = {
+    "mode": "existing",
+    "vpcId": "vpc-0a1b2c3d4e5f60718",
+    "vpcCidr": "10.60.0.0/16",
+    "privateSubnetIds": ["subnet-0a1b2c3d4e5f60711", "subnet-0a1b2c3d4e5f60712"],
+    "loadBalancerSubnetCidrs": ["10.60.0.0/18", "10.60.64.0/18"],
+}
+"""A valid `network` of mode existing: each bad input changes one thing of it."""

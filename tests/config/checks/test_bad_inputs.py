@@ -9,7 +9,7 @@ import pytest
 
 from tests.config.checks import test_bad_inputs_classes as classes
 from tests.conftest import new_problems_after
-from tests.support.mutations import m0, p0
+from tests.support.mutations import EXISTING_VPC, m0, p0
 
 ACM = "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
 
@@ -99,7 +99,7 @@ CASES: dict[str, Callable[[dict[str, Any]], object]] = {
     "private-only-endpoint-new-vpc": lambda d: d["cluster"].update(endpoint={"private": True, "public": False}),
     "private-only-endpoint-existing-vpc": lambda d: (
         d["cluster"].update(endpoint={"private": True, "public": False}),
-        d.update(network=dict(classes.EXISTING)),
+        d.update(network=dict(EXISTING_VPC)),
     ),
     "private-access-not-a-security-group": lambda d: d["cluster"]["endpoint"].update(privateAccessSecurityGroupIds=["runner-sg"]),
     "deploy-role-declared-again": lambda d: d["cluster"].update(deployRoleArn="arn:aws:iam::123456789012:role/platform-admin"),

@@ -18,16 +18,9 @@ from config import stack_file
 from config.errors import HIDDEN
 from offline import harness, render
 from tests.conftest import DEV, PROD, ROOT, fixture_input, new_problems_after, parse, stack_data
-from tests.support.mutations import m0, p0
+from tests.support.mutations import EXISTING_VPC, m0, p0
 
 ACM_WEST = "arn:aws:acm:us-west-2:123456789012:certificate/0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
-EXISTING = {
-    "mode": "existing",
-    "vpcId": "vpc-0a1b2c3d4e5f60718",
-    "vpcCidr": "10.60.0.0/16",
-    "privateSubnetIds": ["subnet-0a1b2c3d4e5f60711", "subnet-0a1b2c3d4e5f60712"],
-    "loadBalancerSubnetCidrs": ["10.60.0.0/18", "10.60.64.0/18"],
-}
 
 
 CASES: dict[str, Callable[[dict[str, Any]], object]] = {
@@ -39,11 +32,11 @@ CASES: dict[str, Callable[[dict[str, Any]], object]] = {
     "vllm-too-old": lambda d: m0(d).update(image={"tag": "v0.8.5"}),
     "vllm-not-a-release": lambda d: m0(d).update(image={"tag": "nightly-2026-11-01"}),
     "subnet-listed-twice": lambda d: d.update(
-        network={**EXISTING, "privateSubnetIds": ["subnet-0a1b2c3d4e5f60711", "subnet-0a1b2c3d4e5f60711"]}
+        network={**EXISTING_VPC, "privateSubnetIds": ["subnet-0a1b2c3d4e5f60711", "subnet-0a1b2c3d4e5f60711"]}
     ),
-    "subnet-public-and-private": lambda d: d.update(network={**EXISTING, "publicSubnetIds": ["subnet-0a1b2c3d4e5f60711"]}),
+    "subnet-public-and-private": lambda d: d.update(network={**EXISTING_VPC, "publicSubnetIds": ["subnet-0a1b2c3d4e5f60711"]}),
     "internet-facing-without-public-subnets": lambda d: (
-        d.update(network=dict(EXISTING)),
+        d.update(network=dict(EXISTING_VPC)),
         d.update(
             ingress={
                 "scheme": "internet-facing",
@@ -53,13 +46,13 @@ CASES: dict[str, Callable[[dict[str, Any]], object]] = {
         ),
     ),
     "load-balancer-subnets-outside-the-vpc": lambda d: d.update(
-        network={**EXISTING, "loadBalancerSubnetCidrs": ["10.60.0.0/18", "10.99.0.0/24"]}
+        network={**EXISTING_VPC, "loadBalancerSubnetCidrs": ["10.60.0.0/18", "10.99.0.0/24"]}
     ),
     "interface-endpoints-outside-the-vpc": lambda d: d.update(
-        network={**EXISTING, "secondaryCidrs": ["100.64.0.0/16"], "interfaceEndpointCidrs": ["100.65.0.0/24"]}
+        network={**EXISTING_VPC, "secondaryCidrs": ["100.64.0.0/16"], "interfaceEndpointCidrs": ["100.65.0.0/24"]}
     ),
     "internal-model-without-callers": lambda d: m0(d).update(expose=False),
-    "load-balancer-subnets-not-named": lambda d: d.update(network={**EXISTING, "loadBalancerSubnetCidrs": []}),
+    "load-balancer-subnets-not-named": lambda d: d.update(network={**EXISTING_VPC, "loadBalancerSubnetCidrs": []}),
     "scale-down-without-a-limit": lambda d: m0(d).update(
         autoscaling={"scaleDown": {"stabilizationWindowSeconds": 300, "periodSeconds": 60}}
     ),
@@ -100,7 +93,7 @@ CASES: dict[str, Callable[[dict[str, Any]], object]] = {
         karpenter={"extraValues": {"serviceAccount": {"annotations": {"eks.amazonaws.com/role-arn": "arn:aws:iam::123456789012:role/x"}}}}
     ),
     "pool-zone-id": lambda d: p0(d).update(zones=["use1-az1"]),
-    "single-private-subnet-existing": lambda d: d.update(network={**EXISTING, "privateSubnetIds": ["subnet-0a1b2c3d4e5f60711"]}),
+    "single-private-subnet-existing": lambda d: d.update(network={**EXISTING_VPC, "privateSubnetIds": ["subnet-0a1b2c3d4e5f60711"]}),
     # fast scale-up: weights from S3, the image cache, warm headroom, the scale-up budget
     "s3-with-pt-load-format": lambda d: m0(d).update(weights={"source": "s3"}, extraArgs=["--load-format", "pt"]),
     "s3-with-loader-config": lambda d: m0(d).update(weights={"source": "s3"}, extraArgs=['--model-loader-extra-config={"concurrency": 4}']),
@@ -525,7 +518,7 @@ def test_known_provider_namespaces_are_accepted() -> None:
 
 VALID: dict[str, Callable[[dict[str, Any]], object]] = {
     "existing-vpc-with-public-subnets": lambda d: d.update(
-        network={**EXISTING, "publicSubnetIds": ["subnet-0a1b2c3d4e5f60721", "subnet-0a1b2c3d4e5f60722"]}
+        network={**EXISTING_VPC, "publicSubnetIds": ["subnet-0a1b2c3d4e5f60721", "subnet-0a1b2c3d4e5f60722"]}
     ),
     "bottlerocket-default": lambda d: d.update(karpenter={"defaultAmiFamily": "bottlerocket"}),
     "irsa": lambda d: d.update(karpenter={"identity": "irsa"}),

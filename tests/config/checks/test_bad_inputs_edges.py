@@ -8,14 +8,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import new_problems_after
+from tests.support.mutations import m0
 
 PUBLIC = ["198.51.100.0/24"]
-
-
-def _m0(d: dict[str, Any]) -> dict[str, Any]:
-    model = d["models"][0]
-    assert isinstance(model, dict)
-    return model
 
 
 def test_an_internet_facing_alb_with_an_allow_list_but_no_certificate_is_refused() -> None:
@@ -38,7 +33,7 @@ def test_the_grace_period_must_exceed_the_drain_exactly(grace: int, refused: boo
     audit's off-by-one mutation moved), 61 is the first that holds."""
 
     def mutate(d: dict[str, Any]) -> None:
-        _m0(d)["drain"] = {"preStopSleepSeconds": 15, "shutdownTimeoutSeconds": 45, "terminationGracePeriodSeconds": grace}
+        m0(d)["drain"] = {"preStopSleepSeconds": 15, "shutdownTimeoutSeconds": 45, "terminationGracePeriodSeconds": grace}
 
     found = new_problems_after(mutate)
     if not refused:

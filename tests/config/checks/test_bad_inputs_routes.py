@@ -13,18 +13,12 @@ from typing import Any
 import pytest
 
 from tests.conftest import PROD, new_problems_after, problems_after
+from tests.support.mutations import EXISTING_VPC
 
 TGW = "tgw-0a1b2c3d4e5f60718"
 VGW = "vgw-0a1b2c3d"
 DEPLOY = {"destinationCidr": "192.0.2.0/24", "transitGatewayId": TGW}
 CLIENTS = {"destinationCidr": "10.0.0.0/8", "transitGatewayId": TGW}
-EXISTING = {
-    "mode": "existing",
-    "vpcId": "vpc-0a1b2c3d4e5f60718",
-    "vpcCidr": "10.60.0.0/16",
-    "privateSubnetIds": ["subnet-0a1b2c3d4e5f60711", "subnet-0a1b2c3d4e5f60712"],
-    "loadBalancerSubnetCidrs": ["10.60.0.0/18", "10.60.64.0/18"],
-}
 
 
 def _routes(*routes: dict[str, Any]) -> Callable[[dict[str, Any]], object]:
@@ -53,8 +47,8 @@ CASES: dict[str, Callable[[dict[str, Any]], object]] = {
     "route-twice": _route(destinationCidr="192.0.2.0/24", vpnGatewayId=VGW),
     "propagating-vgw-twice": lambda d: d["network"].update(propagatingVgws=[VGW, VGW]),
     "propagating-not-a-vgw": lambda d: d["network"].update(propagatingVgws=[TGW]),
-    "routes-on-existing-vpc": lambda d: d.update(network={**EXISTING, "routes": [DEPLOY]}),
-    "propagation-on-existing-vpc": lambda d: d.update(network={**EXISTING, "routes": [DEPLOY], "propagatingVgws": [VGW]}),
+    "routes-on-existing-vpc": lambda d: d.update(network={**EXISTING_VPC, "routes": [DEPLOY]}),
+    "propagation-on-existing-vpc": lambda d: d.update(network={**EXISTING_VPC, "routes": [DEPLOY], "propagatingVgws": [VGW]}),
 }
 
 _OUTSIDE = "list only networks outside the VPC (a range that contains it, such as 10.0.0.0/8, is fine: the local route is more specific)"
@@ -197,4 +191,4 @@ def test_no_warning_where_replies_have_another_path() -> None:
     )
     assert _route_warnings(inside) == []
     # an existing VPC: its routes are its owner's, nothing to check
-    assert _route_warnings(lambda d: d.update(network=dict(EXISTING))) == []
+    assert _route_warnings(lambda d: d.update(network=dict(EXISTING_VPC))) == []
