@@ -81,7 +81,9 @@ def interceptor_route(model: ModelConfig, pool: GpuPool, ingress: IngressConfig,
             "target": {"service": model.name, "port": VLLM_PORT},
             # in-flight requests per replica; the vLLM triggers scale beyond one, this one wakes from zero
             "scalingMetric": {"concurrency": {"targetValue": capacity.max_num_seqs(model, pool)}},
-            "rules": [{"hosts": [endpoints.host(model, ingress)]}],
+            # /v1 only, as at the ALB and the gateway: vLLM's other routes (/invocations, /tokenize,
+            # /pooling, /score) are not the model's API and some ignore its key
+            "rules": [{"hosts": [endpoints.host(model, ingress)], "paths": [{"value": endpoints.API_PREFIX}]}],
             "timeouts": {"readiness": f"{readiness_seconds(miss_seconds, ingress.idle_timeout_seconds)}s"},
         },
     }

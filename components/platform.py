@@ -10,7 +10,9 @@ from builders import network_policies, scale_to_zero
 from builders.network import node_subnet_selector_terms
 from builders.observability.rules import ModelWatch
 from builders.serving.workload import Sources
+from builders.ingress import endpoints as ingress_endpoints
 from components.cluster import Cluster, ClusterArgs
+from components.gateway import GatewayCrds, GatewayCrdsArgs
 from components.gpu_operator import GpuOperator, GpuOperatorArgs
 from components.headroom import Headroom, HeadroomArgs
 from components.helm import release
@@ -21,7 +23,7 @@ from components.keda import Keda, KedaArgs
 from components.network import Network, NetworkArgs
 from components.network_policies import PlatformNetworkPolicies, PlatformNetworkPoliciesArgs
 from components.observability import Observability, ObservabilityArgs
-from components.serving import Endpoint, S3Weights, VllmModel, VllmModelArgs
+from components.serving import Endpoint, Gateway, S3Weights, VllmModel, VllmModelArgs
 from components.weights import WeightsBucket, WeightsBucketArgs
 from config.derived import state
 from config.derived.exposure import exposed_models
@@ -137,6 +139,7 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
         else None
     )
     cache = None
+    routed = [m for m in cfg.models if not derived.model(m.name).scales_to_zero]
     upstreams = sorted({u for m in cfg.models if (u := images.upstream_for(m.image.repository))}, key=lambda u: u.prefix)
     if cfg.image_cache.enabled and upstreams:
         cache = ImageCache(
@@ -164,6 +167,13 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
         )
 
     sources = {m.name: sources_of(m) for m in cfg.models}
+    crds = None
+    envoy_image: pulumi.Input[str] = versions.ENVOY_IMAGE
+    if routed:
+        crds = GatewayCrds("gateway-crds", GatewayCrdsArgs(provider=cluster.provider), opts=pulumi.ResourceOptions(depends_on=[cluster]))
+        # Envoy through the cache's Docker Hub rule when the stack has one (the models' images made it)
+        if cache is not None and images.upstream_for(versions.ENVOY_IMAGE) in upstreams:
+            envoy_image = registry.apply(lambda r: images.cached_reference(versions.ENVOY_IMAGE, r, cfg.cluster.name))
     pulls_after: list[pulumi.Resource] = [cache] if cache is not None else []
     if any(p.headroom for p in cfg.gpu_pools):
         Headroom(
@@ -200,6 +210,10 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
                 retired_revision_days=cfg.weights.retired_revision_days,
                 tags=tags,
             )
+        gateway = None
+        if not facts.scales_to_zero:
+            assert crds is not None
+            gateway = Gateway(config=cfg.gateway, envoy_image=envoy_image, after=[crds])
         served = VllmModel(
             f"model-{model.name}",
             VllmModelArgs(
@@ -216,6 +230,7 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
                 api_key=secrets.api_keys.get(model.name),
                 endpoint=endpoint,
                 weights=weights,
+                gateway=gateway,
                 scales_to_zero=facts.scales_to_zero,
                 scale_up_miss_seconds=facts.scale_up.miss,
             ),
@@ -225,6 +240,7 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
             "namespace": served.namespace,
             "service": served.service_name,
             "url": served.url,
+            "host": ingress_endpoints.host(model, cfg.ingress) if facts.scales_to_zero else None,
             "servedModelName": model.name,
             "baseUrl": served.base_url,
             "weightsSource": model.weights.source,

@@ -14,14 +14,20 @@ import pulumi_kubernetes as k8s
 
 from builders import scale_to_zero
 from builders import weights as weights_builders
+from builders.gateway import policies as gateway_policies
+from builders.gateway import prefix
+from builders.gateway import router as gateway_router
 from builders.iam import pod_identity_trust_json
 from builders.ingress import endpoints as ingress_builders
 from builders.serving import populate, scaling
 from builders.serving import workload as builders
 from components import k8s_objects
+from components.helm import release
 from components.options import inherited_depends_on
 from config.derived import capacity
-from config.facts.conventions import populate_service_account
+from config.facts import versions
+from config.facts.conventions import INTERCEPTOR_PROXY, KEDA_NAMESPACE, populate_service_account
+from config.sections.gateway import GatewayConfig
 from config.sections.gpu_pools import GpuPool
 from config.sections.ingress import IngressConfig
 from config.sections.models import ModelConfig
@@ -38,6 +44,18 @@ class Endpoint:
     after: list[pulumi.Resource]
     """What the Ingress, the exposed pods and (at zero) the interceptor route wait for: the load
     balancer controller's release (its webhook adds the readiness gate) and, at zero, the HTTP add-on."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Gateway:
+    """The model's inference gateway (replicas.min >= 1): its router release and what it needs."""
+
+    config: GatewayConfig
+    """The `gateway` section: replicas and sizes of the proxies and pickers, the escape hatch."""
+    envoy_image: pulumi.Input[str]
+    """The Envoy image the proxies pull (through the image cache's Docker Hub rule where the stack has one)."""
+    after: list[pulumi.Resource]
+    """What the release waits for: the router's CRDs (components/gateway.py)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,6 +103,8 @@ class VllmModelArgs:
     """API key (secret) vLLM requires on /v1 requests; None for none."""
     endpoint: Endpoint | None = None
     """The model's Ingress and what it needs; None when the model is not exposed."""
+    gateway: Gateway | None = None
+    """The model's gateway; None for a model at zero (the interceptor holds its requests)."""
     weights: S3Weights | None = None
     """The S3 weights' roles and populate Job; None when the model downloads from Hugging Face."""
     scales_to_zero: bool
@@ -100,6 +120,8 @@ class VllmModelArgs:
             raise ValueError(f"{self.model.name}: weights (S3) must be given exactly when the model streams from S3")
         if self.scales_to_zero and self.endpoint is None:
             raise ValueError(f"{self.model.name}: a model that scales to zero needs its endpoint (the interceptor's route)")
+        if (self.gateway is None) != self.scales_to_zero:
+            raise ValueError(f"{self.model.name}: a model has a gateway exactly when it keeps replicas (replicas.min >= 1)")
 
 
 # Launching a GPU node, initializing its GPUs and pulling the vLLM image (about 10 GB).
@@ -132,7 +154,8 @@ class VllmModel(pulumi.ComponentResource):
         model = args.model
         after = inherited_depends_on(opts)
         base = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=after)
-        namespace = self._object(f"{name}-namespace", builders.namespace(model), base)
+        gateway = args.gateway
+        namespace = self._object(f"{name}-namespace", builders.namespace(model, gateway=gateway is not None), base)
         inside = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*after, namespace])
         self._object(f"{name}-service-account", builders.service_account(model), inside)
         needs: list[pulumi.Resource] = []
@@ -150,17 +173,26 @@ class VllmModel(pulumi.ComponentResource):
                         opts=inside,
                     )
                 )
+        secrets = list(needs)
         endpoint = args.endpoint
         route_after = endpoint.after if endpoint is not None else []
         flows = builders.ModelFlows(
-            endpoint.load_balancer_sources if endpoint is not None else [],
             args.monitoring_namespace,
             args.vpc_cidrs,
             args.interface_endpoints,
             scales_to_zero=args.scales_to_zero,
+            gateway_peers=gateway_policies.gateway_peers(model) if gateway is not None else [],
+            kv_events_port=prefix.KV_EVENTS_PORT if gateway is not None and prefix.precise(model) else None,
         )
         # the allow rules first: a running pod never sees the deny alone
         deny, *allows = builders.network_policies(model, flows)
+        if gateway is not None:
+            allows += gateway_policies.policies(
+                model,
+                load_balancer_sources=endpoint.load_balancer_sources if endpoint is not None else [],
+                monitoring_namespace=args.monitoring_namespace,
+                vpc_cidrs=args.vpc_cidrs,
+            )
         allowed = [self._object(f"{name}-netpol-{p['metadata']['name']}", p, inside) for p in allows]
         self._object(
             f"{name}-netpol-{deny['metadata']['name']}",
@@ -216,6 +248,9 @@ class VllmModel(pulumi.ComponentResource):
         )
         self._object(f"{name}-service", builders.service(model), inside)
         self._object(f"{name}-pdb", builders.pod_disruption_budget(model), inside)
+        front: list[pulumi.Resource] = []
+        if gateway is not None:
+            front.append(self._gateway(name, args, gateway, [*after, namespace, *allowed, *secrets]))
         scaled_after: list[pulumi.Resource] = [deployment]
         if args.scales_to_zero:
             # KEDA must find the route when it first reads the ScaledObject, or it falls back to CPU
@@ -247,7 +282,7 @@ class VllmModel(pulumi.ComponentResource):
                 pulumi.ResourceOptions(
                     parent=self,
                     provider=args.provider,
-                    depends_on=[*after, namespace, *route_after],
+                    depends_on=[*after, namespace, *route_after, *front],
                     custom_timeouts=pulumi.CustomTimeouts(create=ingress_builders.READY_TIMEOUT, update=ingress_builders.READY_TIMEOUT),
                 ),
             )
@@ -255,9 +290,40 @@ class VllmModel(pulumi.ComponentResource):
             status = ingress.status  # type: ignore[attr-defined]
             self.base_url = status.apply(lambda s: ingress_builders.base_url(model, settings, _hostname(s)))
         self.namespace = model.name
-        self.service_name = model.name
-        self.url = f"http://{model.name}.{model.name}.svc.cluster.local:{builders.PORT}/v1"
+        if gateway is not None:
+            # the model's one front door in the cluster too: its gateway's proxies
+            self.service_name = gateway_router.proxy_name(model)
+            self.url = gateway_router.url(model)
+        else:
+            # at zero: the interceptor, which routes on the Host header (the `host` output)
+            proxy, port = INTERCEPTOR_PROXY
+            self.service_name = proxy
+            self.url = f"http://{proxy}.{KEDA_NAMESPACE}.svc.cluster.local:{port}/v1"
         self.register_outputs({"namespace": self.namespace, "url": self.url, "baseUrl": self.base_url})
+
+    def _gateway(self, name: str, args: VllmModelArgs, gateway: Gateway, before: list[pulumi.Resource]) -> pulumi.Resource:
+        """The model's router release (Envoy proxies, Endpoint Pickers, the InferencePool) and the budgets
+        that keep one proxy and one picker up through a node drain."""
+        model = args.model
+        opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*before, *gateway.after])
+        for budget in gateway_policies.disruption_budgets(
+            model, proxy_replicas=gateway.config.proxy_replicas, picker_replicas=gateway.config.epp_replicas or 1
+        ):
+            self._object(f"{name}-pdb-{budget['metadata']['name']}", budget, opts)
+        hf_secret = (builders.HF_TOKEN_SECRET, "token") if args.hf_token is not None and prefix.precise(model) else None
+        values = pulumi.Output.from_input(gateway.envoy_image).apply(
+            lambda image: gateway_router.values(
+                model, gateway.config, alb_idle_timeout_seconds=args.alb_idle_timeout_seconds, envoy_image=image, hf_token_secret=hf_secret
+            )
+        )
+        return release(
+            f"{name}-router",
+            release_name=gateway_router.release_name(model),
+            chart=versions.LLM_D_ROUTER,
+            namespace=model.name,
+            values=values,  # type: ignore[arg-type]
+            opts=opts,
+        )
 
     def _weights(
         self,

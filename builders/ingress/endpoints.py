@@ -8,6 +8,9 @@ controller refuses to reconcile an Ingress of the class in any other namespace. 
 - without: by path prefix, <scheme>://<alb>/<model>/v1, rewritten to /v1 by an ALB URL-rewrite
   transform before it reaches vLLM.
 Only /v1 is routed: /metrics, /health and vLLM's control endpoints never leave the cluster.
+The backend is the model's gateway (builders/gateway/router.py): its Envoy proxies, health-checked
+on their ready listener, which answers 200 only while the model's Endpoint Picker does. A model at
+zero is routed to the HTTP add-on's interceptor instead (builders/scale_to_zero.py).
 """
 
 from __future__ import annotations
@@ -15,8 +18,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from builders.gateway import envoy
+from builders.gateway.router import proxy_name
 from builders.helm import deep_merge
-from builders.serving.workload import PORT
 from config.derived import scaleup
 from config.facts.conventions import (
     INGRESS_CLASS,
@@ -35,6 +39,8 @@ SSL_POLICY = "ELBSecurityPolicy-TLS13-1-2-2021-06"
 # Ingress of the group also waits for the controller's webhook). Pulumi's default is 10 minutes.
 READY_TIMEOUT = "20m"
 A = "alb.ingress.kubernetes.io"
+API_PREFIX = envoy.API_PREFIX
+"""The only path any caller reaches a model on."""
 
 
 def ingress_class_params() -> dict[str, Any]:
@@ -81,7 +87,8 @@ def controller_values(cfg: IngressConfig, cluster_name: Any, region: str, vpc_id
 
 
 def deregistration_delay(model: ModelConfig) -> int:
-    """Seconds the ALB keeps a draining target: at least the preStop sleep, within the grace period."""
+    """Seconds the ALB keeps a draining target (a gateway proxy, or the interceptor at zero): the
+    model's drain, so a stream the target still relays can end."""
     return model.drain.pre_stop_sleep_seconds + model.drain.shutdown_timeout_seconds
 
 
@@ -107,11 +114,12 @@ def ingress(model: ModelConfig, cfg: IngressConfig, vpc_cidrs: list[str]) -> dic
         f"{A}/target-type": "ip",
         f"{A}/backend-protocol": "HTTP",
         f"{A}/inbound-cidrs": ",".join(cidrs),
-        f"{A}/healthcheck-path": "/health",
-        f"{A}/healthcheck-port": "traffic-port",
+        f"{A}/healthcheck-path": envoy.READY_PATH,
+        f"{A}/healthcheck-port": str(envoy.READY_PORT),
         f"{A}/success-codes": "200",
-        # Fast registration: a new replica takes traffic after two passing checks 5 s apart (the
-        # controller's defaults are 15 s apart), a term of the scale-up budget (config/derived/scaleup.py).
+        # A new target (a gateway proxy, or an interceptor at zero) takes traffic after two passing checks
+        # 5 s apart (the controller's defaults are 15 s apart); new vLLM replicas are found by the
+        # gateway, not registered with the ALB (config/derived/scaleup.py, loadBalancer).
         f"{A}/healthcheck-interval-seconds": str(scaleup.ALB_HEALTHCHECK_INTERVAL_SECONDS),
         f"{A}/healthcheck-timeout-seconds": str(scaleup.ALB_HEALTHCHECK_TIMEOUT_SECONDS),
         f"{A}/healthy-threshold-count": str(scaleup.ALB_HEALTHY_THRESHOLD),
@@ -127,7 +135,7 @@ def ingress(model: ModelConfig, cfg: IngressConfig, vpc_cidrs: list[str]) -> dic
         }
     else:
         annotations[f"{A}/listen-ports"] = json.dumps([{"HTTP": 80}])
-    backend = {"service": {"name": model.name, "port": {"number": PORT}}}
+    backend = {"service": {"name": proxy_name(model), "port": {"number": envoy.API_PORT}}}
     rule: dict[str, Any]
     if cfg.domain:
         rule = {"host": host(model, cfg), "http": {"paths": [{"path": "/v1", "pathType": "Prefix", "backend": backend}]}}

@@ -5,10 +5,11 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from builders import network_policies as netpol
+from builders.gateway import prefix
 from builders.k8s import namespace_manifest
 from config.derived import capacity
 from config.derived.sharing import gpu_request
@@ -37,8 +38,6 @@ PORT = VLLM_PORT
 class ModelFlows:
     """Where a model's traffic may come from, resolved from the stack (builders.network_policies)."""
 
-    load_balancer_sources: list[str]
-    """The ALB's subnets; empty when the model is not exposed."""
     monitoring_namespace: str
     vpc_cidrs: list[str]
     """Excluded from 'the internet' in egress rules."""
@@ -46,7 +45,11 @@ class ModelFlows:
     """Subnets of an existing VPC's interface endpoints, reachable on 443 (S3 resolving inside the VPC)."""
     scales_to_zero: bool
     """The model scales to zero (config/derived/state.py ModelState): its requests come through the
-    HTTP add-on's interceptor, not straight from the ALB."""
+    HTTP add-on's interceptor."""
+    gateway_peers: list[dict[str, Any]] = field(default_factory=list)
+    """The model's gateway pods (builders/gateway/policies.py gateway_peers); empty at zero."""
+    kv_events_port: int | None = None
+    """vLLM's KV-event port, open to the gateway's pickers (precise prefix-cache routing)."""
 
 
 RUN_AS = 10001
@@ -118,10 +121,17 @@ def cache_size(model: ModelConfig) -> str:
     return f"{math.ceil(capacity.checkpoint_gib(model) * 1.2) + 10}Gi"
 
 
-def namespace(model: ModelConfig) -> dict[str, Any]:
-    # The load balancer controller holds a rollout until the ALB target is healthy (readiness gate);
-    # the group label admits the model's Ingress to the shared ALB (builders/ingress/endpoints.py).
+def namespace(model: ModelConfig, *, gateway: bool = False) -> dict[str, Any]:
+    """The model's namespace. The load balancer controller holds a rollout until the ALB target is
+    healthy (readiness gate); the group label admits the model's Ingress to the shared ALB
+    (builders/ingress/endpoints.py). Pod Security `restricted` is enforced, except beside a gateway:
+    the router chart (llm-d-router v0.10.0, routerlib `_deployment.yaml`) renders the Endpoint Picker
+    container with no securityContext and has no value to set one, which `restricted` refuses; there
+    `baseline` is enforced and `restricted` still audited and warned, and every container the platform
+    writes itself (vLLM, its init containers, the populate Job) keeps the restricted context."""
     labels = {READINESS_GATE_LABEL: "enabled", MODEL_LABEL: model.name, **INGRESS_GROUP_MEMBER}
+    if gateway:
+        return namespace_manifest(model.name, "baseline", audit="restricted", labels=labels)
     return namespace_manifest(model.name, "restricted", labels=labels)
 
 
@@ -206,6 +216,8 @@ def vllm_args(model: ModelConfig, pool: GpuPool, alb_idle_timeout_seconds: int, 
     if (kv_bytes := capacity.explicit_kv_cache_bytes(model, pool)) is not None:
         # time-sliced replicas must not profile each other's memory (capacity.explicit_kv_cache_bytes)
         args += ["--kv-cache-memory-bytes", str(kv_bytes)]
+    # the gateway's precise prefix-cache routing reads vLLM's KV-cache events (builders/gateway/prefix.py)
+    args += prefix.vllm_args(model)
     return [*args, *model.extra_args]
 
 
@@ -260,7 +272,7 @@ def _env(model: ModelConfig, hf_token: bool, api_key: bool, alb_idle_timeout_sec
         env.append({"name": "HF_TOKEN_PATH", "value": f"{HF_TOKEN_DIR}/token"})
     if api_key:
         env.append({"name": "VLLM_API_KEY", "valueFrom": {"secretKeyRef": {"name": API_KEY_SECRET, "key": "api-key"}}})
-    return env
+    return [*env, *prefix.vllm_env(model)]
 
 
 # The label the Deployment controller puts on each revision's pods: a spread that matches on it counts only
@@ -493,21 +505,21 @@ def pod_disruption_budget(model: ModelConfig) -> dict[str, Any]:
 
 
 def network_policies(model: ModelConfig, flows: ModelFlows) -> list[dict[str, Any]]:
-    """Default deny in the namespace; vLLM's port admits only the load balancer, Prometheus, the
-    model's client namespaces and (at zero) the interceptor."""
-    sources: list[dict[str, Any]] = [netpol.prometheus_peer(flows.monitoring_namespace)]
-    sources += [netpol.namespace_peer(ns) for ns in model.client_namespaces]
+    """Default deny in the namespace; vLLM's port admits only the model's gateway (its proxies send the
+    requests, its pickers read /metrics), Prometheus and, at zero, the interceptor. No load balancer
+    subnet and no client namespace: they reach the gateway, which serves /v1 alone."""
+    sources: list[dict[str, Any]] = [netpol.prometheus_peer(flows.monitoring_namespace), *flows.gateway_peers]
     if flows.scales_to_zero:
         # scaled to zero: requests come through the HTTP add-on's interceptor, in KEDA's namespace
         sources.append({**netpol.namespace_peer(KEDA_NAMESPACE), "podSelector": {"matchLabels": dict(netpol.INTERCEPTOR_POD)}})
-    else:
-        # The ALB targets pod IPs directly (target type ip), from its interfaces in its subnets.
-        sources += netpol.cidr_peers(flows.load_balancer_sources)
+    ingress: list[dict[str, Any]] = [{"from": sources, "ports": netpol.tcp(PORT)}]
+    if flows.kv_events_port is not None and flows.gateway_peers:
+        ingress.append({"from": list(flows.gateway_peers), "ports": netpol.tcp(flows.kv_events_port)})
     vllm = netpol.policy(
         model.name,
         model.name,
         selector(model),
-        [{"from": sources, "ports": netpol.tcp(PORT)}],
+        ingress,
         model_egress(model, flows.vpc_cidrs, flows.interface_endpoints),
     )
     return [netpol.default_deny(model.name), vllm]

@@ -37,17 +37,21 @@ OUTPUTS: tuple[OutputSpec, ...] = (
     ),
     OutputSpec(
         "models",
-        "map of model name to {namespace, service, url, servedModelName, baseUrl, weightsSource, scaleUpSeconds}",
-        "Per model: its namespace and Service, the in-cluster OpenAI-compatible base URL (`url`), the `model` name "
-        "clients send, the base URL through the ALB (`baseUrl`, null when the model is not exposed), where its weights "
-        "come from (`s3` or `huggingface`), and its scale-up budget `{hit, miss, terms}` in seconds from a growing "
-        "queue to a serving replica (`hit`: a warm headroom node is free; `miss`: a node must launch; `terms`: signal, "
-        "nodeLaunch, imagePull, weights, engineStart, probe, loadBalancer).",
+        "map of model name to {namespace, service, url, host, servedModelName, baseUrl, weightsSource, scaleUpSeconds}",
+        "Per model: its namespace, the Service in-cluster callers reach it through and its OpenAI-compatible base URL "
+        "there (`url`). **Changed value:** both now name the model's gateway (the `<model>-proxy` Service, port 8081) "
+        "instead of the vLLM Service on port 8000, which admits only the gateway; for a model at replicas.min 0 they "
+        "name the HTTP add-on's interceptor, and `host` is the Host header to send it (null for other models). Then "
+        "the `model` name clients send, the base URL through the ALB (`baseUrl`, null when the model is not "
+        "exposed), where its weights come from (`s3` or `huggingface`), and its scale-up budget `{hit, miss, terms}` "
+        "in seconds from a growing queue to a serving replica (`hit`: a warm headroom node is free; `miss`: a node "
+        "must launch; `terms`: signal, nodeLaunch, imagePull, weights, engineStart, probe, loadBalancer: the "
+        "gateway's discovery of a new replica, no longer an ALB registration).",
     ),
 )
 
 # The fields of each entry of the `models` output.
-MODEL_FIELDS: tuple[str, ...] = ("namespace", "service", "url", "servedModelName", "baseUrl", "weightsSource", "scaleUpSeconds")
+MODEL_FIELDS: tuple[str, ...] = ("namespace", "service", "url", "host", "servedModelName", "baseUrl", "weightsSource", "scaleUpSeconds")
 
 
 def keys() -> list[str]:

@@ -51,6 +51,34 @@ AWS_LOAD_BALANCER_CONTROLLER: Final = Chart(
     "aws-load-balancer-controller", AWS_LOAD_BALANCER_CONTROLLER_VERSION, AWS_LOAD_BALANCER_CONTROLLER_REPOSITORY
 )
 
+# The inference gateway (docs: ../shared/reference/wave3-facts.md Part A 2.1-2.2). The router's
+# charts are published as OCI artifacts with the "v"; their git values default the EPP image to
+# `main` / Always (the release rewrites it), so the image is pinned here, never left to the chart.
+LLM_D_ROUTER_VERSION: Final = "v0.10.0"
+LLM_D_ROUTER: Final = Chart("oci://ghcr.io/llm-d/charts/llm-d-router-standalone", LLM_D_ROUTER_VERSION)
+EPP_IMAGE: Final = ("ghcr.io/llm-d", "llm-d-router-endpoint-picker", LLM_D_ROUTER_VERSION)
+"""(registry, repository, tag) of the Endpoint Picker (GitHub's registry: no ECR pull-through rule without a GitHub token)."""
+ENVOY_IMAGE: Final = "docker.io/envoyproxy/envoy:distroless-v1.33.2"
+"""The standalone chart's Envoy preset at v0.10.0; through the image cache's Docker Hub rule where the stack has one."""
+GATEWAY_API_INFERENCE_EXTENSION_VERSION: Final = "v1.6.0"
+GATEWAY_CRDS: Final = (
+    (
+        "inferencepools",
+        "https://raw.githubusercontent.com/kubernetes-sigs/gateway-api-inference-extension/"
+        f"{GATEWAY_API_INFERENCE_EXTENSION_VERSION}/config/crd/bases/inference.networking.k8s.io_inferencepools.yaml",
+    ),
+    (
+        "inferenceobjectives",
+        f"https://raw.githubusercontent.com/llm-d/llm-d-router/{LLM_D_ROUTER_VERSION}/config/crd/bases/llm-d.ai_inferenceobjectives.yaml",
+    ),
+    (
+        "inferencemodelrewrites",
+        f"https://raw.githubusercontent.com/llm-d/llm-d-router/{LLM_D_ROUTER_VERSION}/config/crd/bases/llm-d.ai_inferencemodelrewrites.yaml",
+    ),
+)
+"""The CRDs the router needs, read at deploy time from the pinned tags (the chart ships none): the
+Endpoint Picker watches InferencePools and the llm-d.ai objectives and rewrites."""
+
 VLLM_IMAGE_REPOSITORY: Final = "vllm/vllm-openai"
 VLLM_IMAGE_TAG: Final = "v0.33.0"  # metric vllm:kv_cache_usage_perc; entrypoint `vllm serve`
 # The oldest vLLM release known to support every flag and metric the program uses:

@@ -105,3 +105,14 @@ def image_reference(image: Image, registry: str | None, cluster_name: str) -> st
     _, path = split(image.repository)
     ref = f"{registry}/{rule_prefix(cluster_name, upstream)}/{path}:{image.tag}"
     return f"{ref}@{image.digest}" if image.digest else ref
+
+
+def cached_reference(reference: str, registry: str | None, cluster_name: str) -> str:
+    """A plain `repository:tag` reference (a platform image, not a model's) through the stack's cache
+    in `registry` when its registry is cached, else unchanged."""
+    repository, _, tag = reference.rpartition(":")
+    upstream = upstream_for(repository)
+    if registry is None or upstream is None or not repository:
+        return reference
+    _, path = split(repository)
+    return f"{registry}/{rule_prefix(cluster_name, upstream)}/{path}:{tag}"

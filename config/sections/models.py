@@ -11,6 +11,7 @@ from pydantic import Field, field_validator, model_validator
 from config.facts import versions
 from config.sections import cron
 from config.sections.base import ConfigModel
+from config.sections.gateway import RoutingConfig
 from config.sections.observability import Slo
 from config.sections.types import (
     CommitRevision,
@@ -358,8 +359,12 @@ class ModelConfig(ConfigModel):
     expose: bool = Field(default=True, description="Serve the model's /v1 API through the shared ALB.")
     client_namespaces: list[K8sName] = Field(
         default_factory=list,
-        description="Namespaces whose pods may call the model in the cluster (its `url` output, port 8000); every "
-        "other pod is refused by its NetworkPolicy. The platform's Prometheus may always scrape it.",
+        description="Namespaces whose pods may call the model in the cluster (its `url` output: the gateway's Service, "
+        "or the HTTP add-on's interceptor for a model at zero); every other pod is refused by the NetworkPolicies. "
+        "Only /v1 is served; the platform's Prometheus may always scrape the model.",
+    )
+    routing: RoutingConfig = Field(
+        default_factory=RoutingConfig, description="How the gateway picks a replica for each request (models with replicas.min >= 1)."
     )
     extra_args: list[str] = Field(default_factory=list, description="Further vLLM flags (not the ones the platform manages).")
 

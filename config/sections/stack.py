@@ -9,6 +9,7 @@ from pydantic import Field, field_validator, model_validator
 from config.facts.conventions import RESERVED_TAG_KEYS, RESERVED_TAG_PREFIXES
 from config.sections.base import ConfigModel
 from config.sections.cluster import ClusterConfig
+from config.sections.gateway import GatewayConfig
 from config.sections.gpu_operator import GpuOperatorConfig
 from config.sections.gpu_pools import GpuPool
 from config.sections.images import ImageCacheConfig
@@ -38,6 +39,9 @@ class StackConfig(ConfigModel):
     observability: ObservabilityConfig = Field(default_factory=ObservabilityConfig, description="Monitoring stack.")
     keda: KedaConfig = Field(default_factory=KedaConfig, description="KEDA.")
     ingress: IngressConfig = Field(default_factory=IngressConfig, description="Model endpoints.")
+    gateway: GatewayConfig = Field(
+        default_factory=GatewayConfig, description="The inference gateway in front of every model with replicas.min >= 1."
+    )
     models: list[ModelConfig] = Field(default_factory=list, description="Models to serve.")
     weights: WeightsConfig = Field(default_factory=WeightsConfig, description="The weights bucket of models that stream from S3.")
     image_cache: ImageCacheConfig = Field(default_factory=ImageCacheConfig, description="ECR pull-through cache for model images.")
@@ -55,7 +59,7 @@ class StackConfig(ConfigModel):
 
     @model_validator(mode="after")
     def _environment_defaults(self) -> StackConfig:
-        """Fill the defaults that depend on the environment (S3 weights and the image cache in prod)."""
+        """Fill the defaults that depend on the environment (S3 weights, the image cache and a standby Endpoint Picker in prod)."""
         models = [
             m
             if m.weights.source is not None
@@ -65,9 +69,12 @@ class StackConfig(ConfigModel):
         cache = self.image_cache
         if cache.enabled is None:
             cache = cache.model_copy(update={"enabled": self.is_prod})
-        if models == self.models and cache is self.image_cache:
+        gateway = self.gateway
+        if gateway.epp_replicas is None:
+            gateway = gateway.model_copy(update={"epp_replicas": 2 if self.is_prod else 1})
+        if models == self.models and cache is self.image_cache and gateway is self.gateway:
             return self
-        return self.model_copy(update={"models": models, "image_cache": cache})
+        return self.model_copy(update={"models": models, "image_cache": cache, "gateway": gateway})
 
     @property
     def uses_s3_weights(self) -> bool:

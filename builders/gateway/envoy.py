@@ -1,0 +1,258 @@
+"""The gateway's Envoy configuration, written here instead of the chart's preset. Pure.
+
+The preset (llm-d-router-standalone v0.10.0, `router.proxy.presets.envoy.configMap`) routes every
+path (`/`) with a one-day route timeout, connection timeouts of 1000 s and more, and Envoy's default
+idle timeouts (an hour upstream); this one serves `/v1` only and derives every timeout from the ALB's
+(builders/gateway/timeouts.py). The parts the Endpoint Picker relies on stay as upstream has them:
+the ext_proc filter with streamed bodies both ways, and an ORIGINAL_DST cluster that sends each
+request to the pod the picker names in `x-gateway-destination-endpoint`.
+
+Listeners: 8081, the API (the ALB's targets and the in-cluster Service); 19001, `/ready` only (the
+kubelet's readiness probe and the ALB's health check): ready while the Endpoint Picker answers its
+gRPC health check, so a gateway without a picker takes no traffic; 19002, `/stats/prometheus` only,
+for Prometheus. The admin interface listens on loopback.
+
+The chart renders the text through Helm's `tpl`: it must hold no template braces (it holds none).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from builders.gateway.timeouts import Chain
+
+API_PORT = 8081
+READY_PORT = 19001
+METRICS_PORT = 19002
+ADMIN_PORT = 19000
+EXT_PROC_PORT = 9002
+READY_PATH = "/ready"
+METRICS_PATH = "/stats/prometheus"
+API_PREFIX = "/v1"
+DESTINATION_HEADER = "x-gateway-destination-endpoint"
+"""Where the Endpoint Picker writes the chosen pod's address (the ORIGINAL_DST cluster reads it)."""
+EXT_PROC_CLUSTER = "ext_proc"
+ENDPOINT_CLUSTER = "original_destination_cluster"
+STATUS_ON_PICKER_ERROR = 503
+"""What a caller gets at once when the Endpoint Picker is unreachable or fails (fail closed): a
+retryable 503, never a request sent to no one in particular."""
+CONNECT_TIMEOUT = "5s"
+"""To a vLLM pod or the picker, both in the cluster: seconds, not the preset's 1000 s."""
+# Envoy's own bounds on a model's concurrent streams, well above what its replicas admit
+# (replicas.max x --max-num-queued-reqs), so vLLM, not Envoy, decides what is refused.
+CIRCUIT_LIMIT = 40_000
+MAX_CONCURRENT_STREAMS = 100
+BUFFER_LIMIT_BYTES = 32_768
+
+
+def _seconds(value: int) -> str:
+    return f"{value}s"
+
+
+def _typed(kind: str, **fields: Any) -> dict[str, Any]:
+    return {"@type": f"type.googleapis.com/{kind}", **fields}
+
+
+def _address(address: str, port: int) -> dict[str, Any]:
+    return {"socket_address": {"address": address, "port_value": port}}
+
+
+def _listener(name: str, port: int, manager: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return {
+        "name": name,
+        "address": _address("0.0.0.0", port),
+        **extra,
+        "filter_chains": [{"filters": [{"name": "envoy.filters.network.http_connection_manager", "typed_config": manager}]}],
+    }
+
+
+HCM = "envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager"
+ROUTER = {"name": "envoy.filters.http.router", "typed_config": _typed("envoy.extensions.filters.http.router.v3.Router")}
+
+
+def _ready_listener() -> dict[str, Any]:
+    """`/ready`: answered by Envoy itself, 200 only while every Endpoint Picker host is healthy."""
+    health = {
+        "name": "envoy.filters.http.health_check",
+        "typed_config": _typed(
+            "envoy.extensions.filters.http.health_check.v3.HealthCheck",
+            pass_through_mode=False,
+            headers=[{"name": ":path", "string_match": {"exact": READY_PATH}}],
+            cluster_min_healthy_percentages={EXT_PROC_CLUSTER: {"value": 100.0}},
+        ),
+    }
+    manager = _typed(
+        HCM,
+        stat_prefix="ready",
+        route_config={"name": "ready", "virtual_hosts": [{"name": "ready", "domains": ["*"], "routes": [_not_found()]}]},
+        http_filters=[health, ROUTER],
+    )
+    return _listener("ready", READY_PORT, manager)
+
+
+def _metrics_listener() -> dict[str, Any]:
+    """`/stats/prometheus` of the admin interface, and nothing else of it."""
+    route = {"match": {"path": METRICS_PATH}, "route": {"cluster": "admin"}}
+    manager = _typed(
+        HCM,
+        stat_prefix="metrics",
+        route_config={"name": "metrics", "virtual_hosts": [{"name": "metrics", "domains": ["*"], "routes": [route, _not_found()]}]},
+        http_filters=[ROUTER],
+    )
+    return _listener("metrics", METRICS_PORT, manager)
+
+
+def _not_found() -> dict[str, Any]:
+    return {"match": {"prefix": "/"}, "direct_response": {"status": 404, "body": {"inline_string": "not found\n"}}}
+
+
+def _api_listener(timeouts: Chain) -> dict[str, Any]:
+    """The API: `/v1` and below to the pod the Endpoint Picker chose; every other path 404 from Envoy
+    itself (vLLM's /invocations, /tokenize, /pooling, /score, /metrics never reached). Paths are
+    normalized first, so `/v1/../invocations` is `/invocations`."""
+    ext_proc = {
+        "name": "envoy.filters.http.ext_proc",
+        "typed_config": _typed(
+            "envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor",
+            failure_mode_allow=False,
+            status_on_error={"code": STATUS_ON_PICKER_ERROR},
+            grpc_service={"envoy_grpc": {"cluster_name": EXT_PROC_CLUSTER}},
+            processing_mode={
+                "request_header_mode": "SEND",
+                "response_header_mode": "SEND",
+                "request_body_mode": "FULL_DUPLEX_STREAMED",
+                "response_body_mode": "FULL_DUPLEX_STREAMED",
+                "request_trailer_mode": "SEND",
+                "response_trailer_mode": "SEND",
+            },
+            message_timeout=_seconds(timeouts.ext_proc_message),
+        ),
+    }
+    api = {
+        "match": {"path_separated_prefix": API_PREFIX},
+        "route": {
+            "cluster": ENDPOINT_CLUSTER,
+            # no total deadline (a streamed answer may run long); silence is bounded by the idle timeout
+            "timeout": "0s",
+            "idle_timeout": _seconds(timeouts.envoy_stream_idle),
+        },
+    }
+    # Paths outside /v1 never reach the picker either.
+    no_picker = {"envoy.filters.http.ext_proc": _typed("envoy.config.route.v3.FilterConfig", disabled=True)}
+    manager = _typed(
+        HCM,
+        stat_prefix="api",
+        route_config={
+            "name": "api",
+            "virtual_hosts": [{"name": "api", "domains": ["*"], "routes": [api, {**_not_found(), "typed_per_filter_config": no_picker}]}],
+        },
+        http_filters=[ext_proc, ROUTER],
+        stream_idle_timeout=_seconds(timeouts.envoy_stream_idle),
+        request_timeout="0s",
+        common_http_protocol_options={
+            "idle_timeout": _seconds(timeouts.envoy_downstream_idle),
+            "headers_with_underscores_action": "REJECT_REQUEST",
+        },
+        http2_protocol_options={"max_concurrent_streams": MAX_CONCURRENT_STREAMS},
+        # the ALB is the only hop in front: its X-Forwarded-For names the caller
+        use_remote_address=True,
+        xff_num_trusted_hops=1,
+        normalize_path=True,
+        merge_slashes=True,
+        path_with_escaped_slashes_action="UNESCAPE_AND_REDIRECT",
+    )
+    return _listener("api", API_PORT, manager, per_connection_buffer_limit_bytes=BUFFER_LIMIT_BYTES)
+
+
+def _circuit() -> dict[str, Any]:
+    return {"thresholds": [{"max_connections": CIRCUIT_LIMIT, "max_pending_requests": CIRCUIT_LIMIT, "max_requests": CIRCUIT_LIMIT}]}
+
+
+def _endpoint_cluster(timeouts: Chain) -> dict[str, Any]:
+    """vLLM pods, one per request as the picker names it; HTTP/1.1 (uvicorn), idle connections
+    closed before vLLM's keep-alive ends."""
+    return {
+        "name": ENDPOINT_CLUSTER,
+        "type": "ORIGINAL_DST",
+        "lb_policy": "CLUSTER_PROVIDED",
+        "connect_timeout": CONNECT_TIMEOUT,
+        "circuit_breakers": _circuit(),
+        "original_dst_lb_config": {"use_http_header": True, "http_header_name": DESTINATION_HEADER},
+        "typed_extension_protocol_options": {
+            "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": _typed(
+                "envoy.extensions.upstreams.http.v3.HttpProtocolOptions",
+                common_http_protocol_options={"idle_timeout": _seconds(timeouts.envoy_upstream_idle)},
+                explicit_http_config={"http_protocol_options": {}},
+            )
+        },
+    }
+
+
+def _ext_proc_cluster(picker_host: str) -> dict[str, Any]:
+    """The Endpoint Picker's Service (only its leader is ready behind it), over TLS (the picker serves
+    its own certificate; nothing outside the namespace's policies reaches the port) and HTTP/2, with
+    the gRPC health check the ready listener counts."""
+    return {
+        "name": EXT_PROC_CLUSTER,
+        "type": "STRICT_DNS",
+        "lb_policy": "LEAST_REQUEST",
+        "connect_timeout": CONNECT_TIMEOUT,
+        "circuit_breakers": _circuit(),
+        "health_checks": [
+            {
+                "timeout": "2s",
+                "interval": "5s",
+                "unhealthy_threshold": 2,
+                "healthy_threshold": 1,
+                "reuse_connection": True,
+                "grpc_health_check": {"service_name": "envoy.service.ext_proc.v3.ExternalProcessor"},
+                "tls_options": {"alpn_protocols": ["h2"]},
+            }
+        ],
+        "transport_socket": {
+            "name": "envoy.transport_sockets.tls",
+            "typed_config": _typed(
+                "envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext", common_tls_context={"alpn_protocols": ["h2"]}
+            ),
+        },
+        "typed_extension_protocol_options": {
+            "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": _typed(
+                "envoy.extensions.upstreams.http.v3.HttpProtocolOptions", explicit_http_config={"http2_protocol_options": {}}
+            )
+        },
+        "load_assignment": {
+            "cluster_name": EXT_PROC_CLUSTER,
+            "endpoints": [{"lb_endpoints": [{"endpoint": {"address": _address(picker_host, EXT_PROC_PORT)}}]}],
+        },
+    }
+
+
+def config(picker_host: str, timeouts: Chain) -> dict[str, Any]:
+    """The whole bootstrap: admin on loopback, the three listeners, the three clusters."""
+    return {
+        "admin": {"address": _address("127.0.0.1", ADMIN_PORT)},
+        "static_resources": {
+            "listeners": [_api_listener(timeouts), _ready_listener(), _metrics_listener()],
+            "clusters": [
+                _endpoint_cluster(timeouts),
+                _ext_proc_cluster(picker_host),
+                {
+                    "name": "admin",
+                    "type": "STATIC",
+                    "connect_timeout": "0.25s",
+                    "load_assignment": {
+                        "cluster_name": "admin",
+                        "endpoints": [{"lb_endpoints": [{"endpoint": {"address": _address("127.0.0.1", ADMIN_PORT)}}]}],
+                    },
+                },
+            ],
+        },
+    }
+
+
+def config_text(picker_host: str, timeouts: Chain) -> str:
+    text = yaml.safe_dump(config(picker_host, timeouts), sort_keys=False, width=200)
+    assert "{{" not in text and "}}" not in text, "the chart renders envoy.yaml through tpl"
+    return text

@@ -1,0 +1,93 @@
+"""The gateway's NetworkPolicies and disruption budgets, in the model's namespace. Pure.
+
+The model namespace denies everything by default (builders/serving/workload.py); these open exactly
+the gateway's paths:
+- proxies: the API port from the ALB's subnets (when exposed) and the model's client namespaces; the
+  ready port from the ALB's subnets (its health check); the metrics port from Prometheus; out to the
+  Endpoint Picker's ext_proc port and to vLLM's port, and DNS (the picker's Service name);
+- pickers: ext_proc from the proxies; metrics from Prometheus; out to vLLM's port (its /metrics,
+  every 50 ms), the API server (it watches the pool's pods), DNS; with the precise prefix cache also
+  vLLM's KV-event port, and HTTPS to the internet (the tokenizer sidecar downloads the tokenizer).
+vLLM's own policy then admits the gateway's pods, not the ALB or any client.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from builders import network_policies as netpol
+from builders.gateway import envoy, router
+from builders.serving.workload import selector
+from config.facts.conventions import VLLM_PORT
+from config.sections.models import ModelConfig
+
+
+def _pods(labels: dict[str, str]) -> dict[str, Any]:
+    return {"podSelector": {"matchLabels": dict(labels)}}
+
+
+def gateway_peers(model: ModelConfig) -> list[dict[str, Any]]:
+    """The gateway's pods, as vLLM's policy admits them: proxies (requests) and pickers (/metrics)."""
+    return [_pods(router.proxy_pods(model)), _pods(router.picker_pods(model))]
+
+
+def proxy_policy(model: ModelConfig, *, load_balancer_sources: list[str], monitoring_namespace: str) -> dict[str, Any]:
+    callers = [*netpol.cidr_peers(load_balancer_sources), *(netpol.namespace_peer(ns) for ns in model.client_namespaces)]
+    ingress: list[dict[str, Any]] = []
+    if callers:
+        ingress.append({"from": callers, "ports": netpol.tcp(envoy.API_PORT)})
+    if load_balancer_sources:
+        ingress.append({"from": netpol.cidr_peers(load_balancer_sources), "ports": netpol.tcp(envoy.READY_PORT)})
+    ingress.append({"from": [netpol.prometheus_peer(monitoring_namespace)], "ports": netpol.tcp(envoy.METRICS_PORT)})
+    egress = [
+        netpol.dns_egress(),
+        {"to": [_pods(router.picker_pods(model))], "ports": netpol.tcp(router.EPP_EXT_PROC_PORT)},
+        {"to": [_pods(selector(model))], "ports": netpol.tcp(VLLM_PORT)},
+    ]
+    return netpol.policy(router.proxy_name(model), model.name, router.proxy_pods(model), ingress, egress)
+
+
+def picker_policy(model: ModelConfig, *, monitoring_namespace: str, vpc_cidrs: list[str]) -> dict[str, Any]:
+    ingress = [
+        {"from": [_pods(router.proxy_pods(model))], "ports": netpol.tcp(router.EPP_EXT_PROC_PORT)},
+        {"from": [netpol.prometheus_peer(monitoring_namespace)], "ports": netpol.tcp(router.EPP_METRICS_PORT)},
+    ]
+    vllm_ports = [VLLM_PORT, *([router.KV_EVENTS_PORT] if router.precise(model) else [])]
+    egress = [
+        netpol.dns_egress(),
+        netpol.api_server_egress(vpc_cidrs),
+        {"to": [_pods(selector(model))], "ports": netpol.tcp(*vllm_ports)},
+    ]
+    if router.precise(model):
+        egress += netpol.internet_https_egress(vpc_cidrs)
+    return netpol.policy(router.picker_name(model), model.name, router.picker_pods(model), ingress, egress)
+
+
+def policies(
+    model: ModelConfig, *, load_balancer_sources: list[str], monitoring_namespace: str, vpc_cidrs: list[str]
+) -> list[dict[str, Any]]:
+    return [
+        proxy_policy(model, load_balancer_sources=load_balancer_sources, monitoring_namespace=monitoring_namespace),
+        picker_policy(model, monitoring_namespace=monitoring_namespace, vpc_cidrs=vpc_cidrs),
+    ]
+
+
+def disruption_budgets(model: ModelConfig, *, proxy_replicas: int, picker_replicas: int) -> list[dict[str, Any]]:
+    """The chart renders none. A node drain takes one proxy at a time (the other keeps serving) and,
+    with a standby, one picker at a time; a single picker or proxy may be evicted (nothing to keep)."""
+    out = []
+    for name, labels, replicas in (
+        (router.proxy_name(model), router.proxy_pods(model), proxy_replicas),
+        (router.picker_name(model), router.picker_pods(model), picker_replicas),
+    ):
+        if replicas < 2:
+            continue
+        out.append(
+            {
+                "apiVersion": "policy/v1",
+                "kind": "PodDisruptionBudget",
+                "metadata": {"name": name, "namespace": model.name},
+                "spec": {"maxUnavailable": 1, "selector": {"matchLabels": dict(labels)}},
+            }
+        )
+    return out
