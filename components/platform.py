@@ -7,10 +7,10 @@ from typing import Any
 import pulumi
 
 from builders import network_policies, scale_to_zero
+from builders.ingress import endpoints as ingress_endpoints
 from builders.network import node_subnet_selector_terms
 from builders.observability.rules import ModelWatch
 from builders.serving.workload import Sources
-from builders.ingress import endpoints as ingress_endpoints
 from components.cluster import Cluster, ClusterArgs
 from components.gateway import GatewayCrds, GatewayCrdsArgs
 from components.gpu_operator import GpuOperator, GpuOperatorArgs
@@ -172,7 +172,7 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
     if routed:
         crds = GatewayCrds("gateway-crds", GatewayCrdsArgs(provider=cluster.provider), opts=pulumi.ResourceOptions(depends_on=[cluster]))
         # Envoy through the cache's Docker Hub rule when the stack has one (the models' images made it)
-        if cache is not None and images.upstream_for(versions.ENVOY_IMAGE) in upstreams:
+        if registry is not None and images.upstream_for(versions.ENVOY_IMAGE) in upstreams:
             envoy_image = registry.apply(lambda r: images.cached_reference(versions.ENVOY_IMAGE, r, cfg.cluster.name))
     pulls_after: list[pulumi.Resource] = [cache] if cache is not None else []
     if any(p.headroom for p in cfg.gpu_pools):

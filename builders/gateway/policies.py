@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from builders import network_policies as netpol
-from builders.gateway import envoy, router
+from builders.gateway import envoy, prefix, router
 from builders.serving.workload import selector
 from config.facts.conventions import VLLM_PORT
 from config.sections.models import ModelConfig
@@ -52,13 +52,13 @@ def picker_policy(model: ModelConfig, *, monitoring_namespace: str, vpc_cidrs: l
         {"from": [_pods(router.proxy_pods(model))], "ports": netpol.tcp(router.EPP_EXT_PROC_PORT)},
         {"from": [netpol.prometheus_peer(monitoring_namespace)], "ports": netpol.tcp(router.EPP_METRICS_PORT)},
     ]
-    vllm_ports = [VLLM_PORT, *([router.KV_EVENTS_PORT] if router.precise(model) else [])]
+    vllm_ports = [VLLM_PORT, *([prefix.KV_EVENTS_PORT] if prefix.precise(model) else [])]
     egress = [
         netpol.dns_egress(),
         netpol.api_server_egress(vpc_cidrs),
         {"to": [_pods(selector(model))], "ports": netpol.tcp(*vllm_ports)},
     ]
-    if router.precise(model):
+    if prefix.precise(model):
         egress += netpol.internet_https_egress(vpc_cidrs)
     return netpol.policy(router.picker_name(model), model.name, router.picker_pods(model), ingress, egress)
 

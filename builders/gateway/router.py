@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from builders.gateway import envoy, timeouts
-from builders.gateway.prefix import KV_EVENTS_PORT, PREFIX_BLOCK_SIZE, precise
+from builders.gateway.prefix import PREFIX_BLOCK_SIZE, precise
 from builders.helm import deep_merge
 from builders.serving.workload import selector
 from config.facts import versions

@@ -292,28 +292,30 @@ def rule_system_capacity(cfg: StackConfig) -> Iterator[Problem]:
         f"with one of its {group.min_size} nodes lost, {short.nodes} x {short.instance.name} leave "
         f"{short.room.cpu_millis}m CPU and {short.room.memory_mib} MiB for the system pods, which request "
         f"{short.need.cpu_millis}m CPU and {short.need.memory_mib} MiB (Karpenter, Prometheus, KEDA, the GPU "
-        "operator, CoreDNS, the CSI controller; see config/facts/system_capacity.py): pods would stay Pending and "
+        "operator, CoreDNS, the CSI controller, the models' gateways; see config/facts/system_capacity.py): pods "
+        "would stay Pending and "
         f"nothing scales this group. Fix: {fix}",
     )
 
 
 def _system_fix(cfg: StackConfig) -> str:
-    """The smallest change that fits: a larger catalog type at the same size, or more nodes."""
+    """The smallest change that fits: more nodes first (the group grows in place), else a larger catalog
+    type (a managed node group whose instance types change is replaced, every system pod moved)."""
     group = cfg.cluster.system_node_group
     options = []
-    for t in sorted(catalog.cpu_instance_types(), key=lambda t: t.price_per_hour):
-        trial = cfg.model_copy(
-            update={"cluster": cfg.cluster.model_copy(update={"system_node_group": group.model_copy(update={"instance_types": [t.name]})})}
-        )
-        if system_capacity.shortfall(trial) is None:
-            options.append(f"set instanceTypes to [{t.name}]")
-            break
     for size in range(group.min_size + 1, group.min_size + 6):
         sized = group.model_copy(
             update={"min_size": size, "desired_size": max(size, group.desired_size), "max_size": max(size, group.max_size)}
         )
         trial = cfg.model_copy(update={"cluster": cfg.cluster.model_copy(update={"system_node_group": sized})})
         if system_capacity.shortfall(trial) is None:
-            options.append(f"raise minSize to {size}")
+            options.append(f"raise minSize and desiredSize to {size}")
+            break
+    for t in sorted(catalog.cpu_instance_types(), key=lambda t: t.price_per_hour):
+        trial = cfg.model_copy(
+            update={"cluster": cfg.cluster.model_copy(update={"system_node_group": group.model_copy(update={"instance_types": [t.name]})})}
+        )
+        if system_capacity.shortfall(trial) is None:
+            options.append(f"set instanceTypes to [{t.name}] (replaces the node group)")
             break
     return " or ".join(options) if options else "use larger instance types"

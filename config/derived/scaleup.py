@@ -11,7 +11,8 @@ Every term comes from the config or from a published figure in `config/facts/spe
 - weights: the checkpoint over its source's rate (S3 through the streamer, or Hugging Face);
 - engine start: vLLM's profiling and KV-cache allocation, plus torch.compile unless --enforce-eager;
 - probe: at worst one startup-probe period after the server answers;
-- load balancer: an exposed model's new target passes the ALB's healthy-threshold health checks.
+- load balancer: the model's gateway finds the new replica among its pool's pods (models at zero:
+  none, the interceptor forwards at once); the ALB's targets are the gateway's proxies, not replicas.
 
 `hit`: a headroom node is free (a placeholder steps aside at once); `miss`: a node must launch.
 """
@@ -58,13 +59,14 @@ class ScaleUpBudget:
         return {"hit": self.hit, "miss": self.miss, "terms": dict(self.terms)}
 
 
-def budget(model: ModelConfig, *, scrape_interval: str, exposed: bool) -> ScaleUpBudget:
+def budget(model: ModelConfig, *, scrape_interval: str) -> ScaleUpBudget:
     signal = duration_seconds(scrape_interval) + speed.HPA_SYNC_PERIOD.value + model.autoscaling.scale_up.stabilization_window_seconds
     node = speed.KARPENTER_BATCH_IDLE.value + speed.NODE_READY.value
     image = speed.IMAGE_SIZE_GB.value / speed.IMAGE_PULL_RATE.value
-    # A model at zero is reached through the interceptor, which forwards as soon as the replica is
-    # ready: no load-balancer registration in its path.
-    balancer = ALB_HEALTHCHECK_INTERVAL_SECONDS * ALB_HEALTHY_THRESHOLD if exposed and model.replicas.min > 0 else 0
+    # A model with replicas is reached through its gateway, which finds a new replica from the pool's
+    # pods (no ALB registration: the ALB's targets are the gateway's proxies); a model at zero through
+    # the interceptor, which forwards as soon as the replica is ready. In-cluster callers take the same path.
+    balancer = speed.GATEWAY_ENDPOINT_DISCOVERY.value if model.replicas.min > 0 else 0
     raw = {
         "signal": signal,
         "nodeLaunch": node,

@@ -206,7 +206,7 @@ def _model(cfg: StackConfig, model: ModelConfig) -> ModelState:
         gpus_at_max=at_max * peak.gpu_count if peak else 0,
         surge_gpus=surge * peak.gpu_count if peak else 0,
         vcpus_at_min=at_min * hosts[0].vcpus if hosts else 0,
-        scale_up=scaleup.budget(model, scrape_interval=cfg.observability.vllm_scrape_interval, exposed=exp.exposed),
+        scale_up=scaleup.budget(model, scrape_interval=cfg.observability.vllm_scrape_interval),
         scales_to_zero=model.replicas.min == 0,
         exposure=exp,
     )

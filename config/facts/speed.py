@@ -57,6 +57,14 @@ S3_STREAM_RATE: Final = Figure(
 HUGGING_FACE_RATE: Final = Figure(
     16.1 / 250, "GB/s", "weights downloaded from Hugging Face", "g5, an 8B bf16 checkpoint (16.1 GB) in ~250 s", PLATFORM_WRITEUP
 )
+GATEWAY_ENDPOINT_DISCOVERY: Final = Figure(
+    1,
+    "s",
+    "the gateway learns a newly ready vLLM pod (the Endpoint Picker watches the pool's pods; no per-pod "
+    "load-balancer registration)",
+    "an in-cluster gateway in front of static ALB targets",
+    "../shared/reference/wave3-facts.md Part B 3.6 (in-cluster gateway: ~1 s from the endpoint change)",
+)
 ENGINE_INIT: Final = Figure(48, "s", "vLLM engine start: profiling and KV-cache allocation", "g5, an 8B model", PLATFORM_WRITEUP)
 TORCH_COMPILE: Final = Figure(
     34, "s", "torch.compile and CUDA graph capture on a first pod (skipped with --enforce-eager)", "g5, an 8B model", PLATFORM_WRITEUP
@@ -78,6 +86,7 @@ CATALOG: Final = {
     "s3StreamRate": S3_STREAM_RATE,
     "huggingFaceRate": HUGGING_FACE_RATE,
     "engineInit": ENGINE_INIT,
+    "gatewayEndpointDiscovery": GATEWAY_ENDPOINT_DISCOVERY,
     "torchCompile": TORCH_COMPILE,
     **{f"torchCompile{int(gb)}GB": f for gb, f in TORCH_COMPILE_BY_SIZE[1:]},
 }

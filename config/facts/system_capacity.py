@@ -174,6 +174,37 @@ def workloads(cfg: StackConfig) -> list[SystemWorkload]:
                 (HTTP_ADD_ON, ("interceptor", "resources", "requests")),
             ),
         ]
+    rows += gateway_rows(cfg)
+    return rows
+
+
+def gateway_rows(cfg: StackConfig) -> list[SystemWorkload]:
+    """Per model with a gateway (replicas.min >= 1): its Endpoint Pickers (with the tokenizer sidecar
+    under precise prefix-cache routing) and its Envoy proxies, sized by `gateway` (config/sections/gateway.py)."""
+    from builders.gateway.router import TOKENIZER_RESOURCES  # builders read this module; import late
+
+    gw = cfg.gateway
+    derived = state.of(cfg)
+    rows: list[SystemWorkload] = []
+    tokenizer = Requests(TOKENIZER_RESOURCES["requests"]["cpu"], TOKENIZER_RESOURCES["requests"]["memory"])
+    for m in cfg.models:
+        if derived.model(m.name).scales_to_zero:
+            continue
+        picker = Requests(gw.epp_resources.cpu, gw.epp_resources.memory)
+        if m.routing.prefix_cache == "precise":
+            picker = Requests(
+                f"{picker.cpu_millis + tokenizer.cpu_millis}m", f"{picker.memory_mib + tokenizer.memory_mib}Mi"
+            )
+        rows += [
+            SystemWorkload(f"{m.name}-epp", "Deployment", gw.epp_replicas or 1, picker, "gateway.eppResources (builders/gateway/router.py)"),
+            SystemWorkload(
+                f"{m.name}-proxy",
+                "Deployment",
+                gw.proxy_replicas,
+                Requests(gw.proxy_resources.cpu, gw.proxy_resources.memory),
+                "gateway.proxyResources (builders/gateway/router.py)",
+            ),
+        ]
     return rows
 
 

@@ -111,7 +111,7 @@ def test_replicas_admit_the_interceptor(run: harness.RunResult) -> None:
 def test_every_wait_covers_a_cold_start_and_none_outlives_the_alb() -> None:
     cfg = parse(stack_data(STACK))
     model = cfg.models[0]
-    miss = scaleup.budget(model, scrape_interval=cfg.observability.vllm_scrape_interval, exposed=True).miss
+    miss = scaleup.budget(model, scrape_interval=cfg.observability.vllm_scrape_interval).miss
     run = fixture_run(STACK)
     release = _doc(run, "kubernetes:helm.sh/v3:Release", "keda-http-add-on")["values"]["interceptor"]
     route = _doc(run, "kubernetes:http.keda.sh/v1beta1:InterceptorRoute", f"model-{MODEL}-interceptor-route")

@@ -30,7 +30,7 @@ def test_every_figure_names_its_source_and_setup() -> None:
 
 def test_the_8b_model_from_s3_term_by_term() -> None:
     model = _model(PROD, "llama-3-1-8b")
-    budget = scaleup.budget(model, scrape_interval="10s", exposed=True)
+    budget = scaleup.budget(model, scrape_interval="10s")
     checkpoint_gb = 8.03e9 * 2 / 1e9
     assert budget.terms == {
         "signal": 10 + 15 + 0,  # scrape, HPA sync, scale-up stabilization window
@@ -39,7 +39,7 @@ def test_the_8b_model_from_s3_term_by_term() -> None:
         "weights": math.ceil(checkpoint_gb / (10.4 / 5.0)),
         "engineStart": 48 + 34,
         "probe": 10,
-        "loadBalancer": 5 * 2,  # two passing ALB health checks 5 s apart
+        "loadBalancer": 1,  # the gateway finds the new replica among its pool's pods (speed.GATEWAY_ENDPOINT_DISCOVERY)
     }
     assert budget.hit == budget.miss - 151 - 49
     assert budget.as_output() == {"hit": budget.hit, "miss": budget.miss, "terms": budget.terms}
@@ -47,13 +47,16 @@ def test_the_8b_model_from_s3_term_by_term() -> None:
 
 def test_each_config_knob_moves_its_own_term() -> None:
     model = _model(PROD, "llama-3-1-8b")
-    base = scaleup.budget(model, scrape_interval="10s", exposed=True)
-    assert scaleup.budget(model, scrape_interval="10s", exposed=False).terms["loadBalancer"] == 0
-    assert scaleup.budget(model, scrape_interval="30s", exposed=True).terms["signal"] == base.terms["signal"] + 20
+    base = scaleup.budget(model, scrape_interval="10s")
+    # the gateway's discovery of the new replica, exposed or not; a model at zero has no gateway in its path
+    assert base.terms["loadBalancer"] == speed.GATEWAY_ENDPOINT_DISCOVERY.value
+    at_zero = model.model_copy(update={"replicas": model.replicas.model_copy(update={"min": 0})})
+    assert scaleup.budget(at_zero, scrape_interval="10s").terms["loadBalancer"] == 0
+    assert scaleup.budget(model, scrape_interval="30s").terms["signal"] == base.terms["signal"] + 20
     eager = model.model_copy(update={"extra_args": ["--enforce-eager"]})
-    assert scaleup.budget(eager, scrape_interval="10s", exposed=True).terms["engineStart"] == 48
+    assert scaleup.budget(eager, scrape_interval="10s").terms["engineStart"] == 48
     downloaded = model.model_copy(update={"weights": model.weights.model_copy(update={"source": "huggingface"})})
-    assert scaleup.budget(downloaded, scrape_interval="10s", exposed=True).terms["weights"] == math.ceil(16.06 / (16.1 / 250))
+    assert scaleup.budget(downloaded, scrape_interval="10s").terms["weights"] == math.ceil(16.06 / (16.1 / 250))
     slow = model.model_copy(
         update={
             "autoscaling": model.autoscaling.model_copy(
@@ -61,7 +64,7 @@ def test_each_config_knob_moves_its_own_term() -> None:
             )
         }
     )
-    assert scaleup.budget(slow, scrape_interval="10s", exposed=True).terms["signal"] == base.terms["signal"] + 60
+    assert scaleup.budget(slow, scrape_interval="10s").terms["signal"] == base.terms["signal"] + 60
 
 
 def test_the_startup_probe_allows_the_expected_load_with_margin() -> None:
