@@ -13,7 +13,6 @@ release name lower-cased, cut to 40 characters, plus `-epp`; `llm-d-router.proxy
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import yaml
@@ -24,13 +23,11 @@ from builders.helm import deep_merge
 from builders.serving.workload import selector
 from config.facts import versions
 from config.facts.conventions import SYSTEM_NODE_LABEL, VLLM_PORT
-from config.sections.gateway import GatewayConfig
+from config.sections.gateway import TOKENIZER_RESOURCES, GatewayConfig
 from config.sections.models import ModelConfig
 
 NAME_LIMIT = 40
 """The chart cuts the release name to this many characters before adding -epp / -proxy."""
-RELEASE_NAME_MAX = 53
-"""Helm refuses longer release names."""
 EPP_CONFIG_FILE = "llm-platform.yaml"
 EPP_EXT_PROC_PORT = 9002
 EPP_HEALTH_PORT = 9003
@@ -38,8 +35,6 @@ EPP_METRICS_PORT = 9090
 EPP_METRICS_PORT_NAME = "metrics"
 """The EPP container's port names (routerlib `_deployment.yaml`)."""
 TOKENIZER_PORT = 8000
-TOKENIZER_RESOURCES = {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memory": "4Gi"}}
-"""The render sidecar tokenizes each prompt (the chart asks 4 CPU / 8Gi, sized for large pools)."""
 PICKER_SELECTOR_KEY = "llm-d-router-gateway"
 PROXY_SELECTOR_KEY = "llm-d-router-proxy"
 MODE_LABEL = ("llm-d.ai/igw-mode", "llm-d-router-gateway")
@@ -239,7 +234,7 @@ def values(
             "port": TOKENIZER_PORT,
             "extraArgs": ["--revision", model.revision],
             "env": env,
-            "resources": copy.deepcopy(TOKENIZER_RESOURCES),
+            "resources": TOKENIZER_RESOURCES.as_values(),
         }
     return deep_merge({"router": router}, cfg.extra_values)
 

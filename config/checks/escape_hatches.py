@@ -59,6 +59,28 @@ DERIVED_VALUES: dict[tuple[str, tuple[str, ...]], str] = {
         )
     },
     ("observability", ("grafana", "admin")): "the grafanaAdminPassword secret",
+    **{
+        ("gateway", ("router", *path)): reason
+        for path, reason in (
+            (("modelServers",), "nothing: the pool selects the model's own pods on the labels they carry"),
+            (("inferencePool",), "nothing: the pool is created and fails closed, as the proxies do"),
+            (("proxy", "failOpen"), "nothing: a caller gets a 503 when the Endpoint Picker is down, never an unpicked request"),
+            (("proxy", "mode"), "nothing: the proxies run as their own Deployment, the ALB's targets"),
+            (("proxy", "proxyType"), "nothing: the platform writes the Envoy configuration"),
+            (("proxy", "presets"), "nothing: the Envoy configuration serves /v1 only, with timeouts derived from the ALB's"),
+            (("proxy", "replicas"), "gateway.proxyReplicas"),
+            (("proxy", "resources"), "gateway.proxyResources"),
+            (("epp", "replicas"), "gateway.eppReplicas"),
+            (("epp", "resources"), "gateway.eppResources"),
+            (("epp", "image"), "nothing: the Endpoint Picker's image is pinned (config/facts/versions.py)"),
+            (("epp", "affinity"), "nothing: the Endpoint Pickers run on the system nodes, whose capacity counts them"),
+            (("epp", "pluginsConfigFile"), "models[].routing"),
+            (("epp", "pluginsCustomConfig"), "models[].routing"),
+            (("monitoring",), "nothing: Prometheus scrapes the pickers through the namespace's NetworkPolicies"),
+            (("extraServicePorts",), "nothing: the proxies' Service is the model's front door, on port 8081"),
+            (("tokenizer",), "models[].routing.prefixCache"),
+        )
+    },
     ("gpuOperator", ("devicePlugin", "config")): "gpuPools[].sharing (the device-plugin configs are rendered from the pools)",
     ("gpuOperator", ("mig", "strategy")): "nothing: MIG slices are requested as nvidia.com/mig-<profile> (mixed strategy)",
 }
@@ -70,6 +92,7 @@ _SECTION_VALUES = {
     "keda": lambda cfg: cfg.keda.extra_values,
     "observability": lambda cfg: cfg.observability.extra_values,
     "gpuOperator": lambda cfg: cfg.gpu_operator.extra_values,
+    "gateway": lambda cfg: cfg.gateway.extra_values,
 }
 
 

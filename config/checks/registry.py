@@ -3,7 +3,7 @@
 Each rule returns Problems instead of raising, so one run reports everything at once; problems are
 reported in this order. Rules live by topic: names and references (structure), fit and limits
 (fit), scaling and disruption (scaling), network, exposure and cluster access (network), escape
-hatches (escape_hatches), weights and images (artifacts). A config field is checked by one rule.
+hatches (escape_hatches), weights and images (artifacts), the gateway's routing (gateway). A config field is checked by one rule.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from config.checks import artifacts, escape_hatches, fit, network, scaling, structure
+from config.checks import artifacts, escape_hatches, fit, gateway, network, scaling, structure
 from config.errors import Problem
 from config.sections.stack import StackConfig
 
@@ -33,6 +33,8 @@ RULES: tuple[Rule, ...] = (
     Rule(structure.rule_pool_catalog, "a pool's instance types are in the catalog, so capacity and cost can be checked"),
     Rule(structure.rule_unique_names, "two models or pools of one name would replace each other's objects"),
     Rule(structure.rule_model_names, "a model's namespace is not one the platform owns, and KEDA's HPA name fits"),
+    Rule(structure.rule_gateway_names, "a model's router release name fits Helm's limit"),
+    Rule(gateway.rule_precise_routing, "precise prefix routing would subscribe to events vLLM does not publish, or hash blocks vLLM does not"),
     Rule(structure.rule_pools_exist, "every model names a pool it can run on"),
     Rule(fit.rule_fit, "a replica fits its GPU or slice (weights + KV cache), time-slices share memory safely, and its node"),
     Rule(scaling.rule_spot_drain, "a drain on a spot pool finishes inside the two-minute notice"),

@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from config.checks.common import catalog_problems, model_path, models_with_pools
+from config.derived import state
 from config.errors import Problem
 from config.facts.conventions import HPA_PREFIX, K8S_NAME_MAX, hpa_name, reserved_namespaces
+from config.sections.gateway import RELEASE_NAME_MAX
 from config.sections.stack import StackConfig
 
 
@@ -50,6 +52,18 @@ def rule_model_names(cfg: StackConfig) -> Iterator[Problem]:
                 f"{path}.name",
                 f"name too long: KEDA names the HPA {hpa[:20]}... ({len(hpa)} characters), which must "
                 f"be at most {K8S_NAME_MAX}. Fix: use at most {K8S_NAME_MAX - len(HPA_PREFIX)} characters",
+            )
+
+
+def rule_gateway_names(cfg: StackConfig) -> Iterator[Problem]:
+    """models[].name: a model with a gateway names its router's Helm release, which Helm caps."""
+    derived = state.of(cfg)
+    for path, m, _ in models_with_pools(cfg):
+        if not derived.model(m.name).scales_to_zero and len(m.name) > RELEASE_NAME_MAX:
+            yield Problem(
+                f"{path}.name",
+                f"name too long for a model with a gateway: its router's Helm release is named after it ({len(m.name)} "
+                f"characters) and Helm allows {RELEASE_NAME_MAX}. Fix: use at most {RELEASE_NAME_MAX} characters",
             )
 
 

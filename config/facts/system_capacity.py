@@ -22,6 +22,7 @@ from typing import Literal
 from config.derived import state
 from config.derived.exposure import exposed_models
 from config.facts import catalog, versions
+from config.sections.gateway import TOKENIZER_RESOURCES
 from config.sections.stack import StackConfig
 from config.sections.types import parse_quantity
 
@@ -181,15 +182,13 @@ def workloads(cfg: StackConfig) -> list[SystemWorkload]:
 def gateway_rows(cfg: StackConfig) -> list[SystemWorkload]:
     """Per model with a gateway (replicas.min >= 1): its Endpoint Pickers (with the tokenizer sidecar
     under precise prefix-cache routing) and its Envoy proxies, sized by `gateway` (config/sections/gateway.py)."""
-    from builders.gateway.router import TOKENIZER_RESOURCES  # builders read this module; import late
-
     gw = cfg.gateway
     derived = state.of(cfg)
     rows: list[SystemWorkload] = []
-    tokenizer = Requests(TOKENIZER_RESOURCES["requests"]["cpu"], TOKENIZER_RESOURCES["requests"]["memory"])
+    tokenizer = Requests(TOKENIZER_RESOURCES.cpu, TOKENIZER_RESOURCES.memory)
     for m in cfg.models:
         if derived.model(m.name).scales_to_zero:
-            continue
+            continue  # no gateway: the interceptor holds its requests
         picker = Requests(gw.epp_resources.cpu, gw.epp_resources.memory)
         if m.routing.prefix_cache == "precise":
             picker = Requests(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from config.sections.base import ConfigModel
 from config.sections.types import Quantity, config_error, parse_quantity
@@ -29,6 +29,15 @@ class GatewayResources(ConfigModel):
             raise config_error(f"'{value}' is not a positive quantity", "request e.g. cpu 500m, memory 512Mi")
         return value
 
+    @model_validator(mode="after")
+    def _limit(self) -> GatewayResources:
+        if parse_quantity(self.memory_limit) < parse_quantity(self.memory):
+            raise config_error(
+                f"memoryLimit {self.memory_limit} is below the memory request {self.memory}; Kubernetes refuses the pod",
+                "set memoryLimit to at least the request",
+            )
+        return self
+
     def as_values(self) -> dict[str, Any]:
         return {"requests": {"cpu": self.cpu, "memory": self.memory}, "limits": {"memory": self.memory_limit}}
 
@@ -40,8 +49,13 @@ class GatewayResources(ConfigModel):
 # Envoy relays streams with 32 KiB per-connection buffers. Both get no CPU limit (a throttled
 # data path adds latency to every token); raise them under `gateway` for a model with hundreds of
 # requests per second.
-EPP_RESOURCES = GatewayResources(cpu="500m", memory="512Mi", memory_limit="1Gi")
-PROXY_RESOURCES = GatewayResources(cpu="200m", memory="128Mi", memory_limit="512Mi")
+EPP_RESOURCES = GatewayResources(cpu="250m", memory="512Mi", memory_limit="1Gi")
+PROXY_RESOURCES = GatewayResources(cpu="100m", memory="128Mi", memory_limit="512Mi")
+TOKENIZER_RESOURCES = GatewayResources(cpu="1", memory="2Gi", memory_limit="4Gi")
+"""The render sidecar beside each picker under precise prefix-cache routing: it tokenizes every prompt
+(the chart asks 4 CPU / 8Gi, sized for large pools)."""
+RELEASE_NAME_MAX = 53
+"""Helm refuses longer release names; each router release is named after its model."""
 
 
 class GatewayConfig(ConfigModel):

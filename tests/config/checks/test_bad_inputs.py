@@ -188,6 +188,7 @@ EXPECTED: dict[str, list[str]] = {
     ],
     "hpa-name-too-long": [
         "models[mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm].name: name too long: KEDA names the HPA keda-hpa-mmmmmmmmmmm... (64 characters), which must be at most 63. Fix: use at most 54 characters",
+        "models[mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm].name: name too long for a model with a gateway: its router's Helm release is named after it (55 characters) and Helm allows 53. Fix: use at most 53 characters",
         "ingress.certificateArn: is not set: mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm is served over plain HTTP inside the VPC. Fix: set an ACM certificate ARN to serve HTTPS (HTTP then redirects)",
     ],
     "scale-to-zero-without-a-host-route": [
@@ -331,9 +332,10 @@ EXPECTED: dict[str, list[str]] = {
     ],
     "system-group-too-small": [
         "cluster.systemNodeGroup: with one of its 2 nodes lost, 1 x m7i.large leave 1745m CPU and 6719 MiB for the system "
-        "pods, which request 2530m CPU and 4648 MiB (Karpenter, Prometheus, KEDA, the GPU operator, CoreDNS, the CSI "
-        "controller; see config/facts/system_capacity.py): pods would stay Pending and nothing scales this group. Fix: set "
-        "instanceTypes to [m6i.xlarge] or raise minSize to 4",
+        "pods, which request 2980m CPU and 5416 MiB (Karpenter, Prometheus, KEDA, the GPU operator, CoreDNS, the CSI "
+        "controller, the models' gateways; see config/facts/system_capacity.py): pods would stay Pending and nothing "
+        "scales this group. Fix: raise minSize and desiredSize to 4 or set instanceTypes to [m6i.xlarge] (replaces the "
+        "node group)",
     ],
     "scheduler-alerts-back-on": [
         "observability.extraValues.kubeScheduler.enabled: EKS does not expose this component to scrape, so its Down alert "

@@ -229,7 +229,7 @@ EXPECTED: dict[str, list[str]] = {
         "karpenter: volumeThroughputMibps 1000 needs at least 4000 volumeIops (gp3 allows 0.25 MiB/s per IOPS); EC2 would refuse to launch the nodes. Fix: raise volumeIops to 4000 or lower volumeThroughputMibps"
     ],
     "scale-down-window-below-budget": [
-        "models[llama-3-1-8b].autoscaling.scaleDown.stabilizationWindowSeconds: 60 s is shorter than the model's scale-up budget on a new node (577 s): a replica removed after a burst takes longer to come back than the calm that removed it. Fix: raise it to at least 577"
+        "models[llama-3-1-8b].autoscaling.scaleDown.stabilizationWindowSeconds: 60 s is shorter than the model's scale-up budget on a new node (568 s): a replica removed after a burst takes longer to come back than the calm that removed it. Fix: raise it to at least 568"
     ],
     "region-is-a-zone": [
         "region: 'us-east-1a' is an availability zone, not a region. Fix: set aws:region to us-east-1",

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import inspect
 
-from config.checks import artifacts, escape_hatches, fit, network, registry, scaling, structure
+from config.checks import artifacts, escape_hatches, fit, gateway, network, registry, scaling, structure
 
-TOPICS = (structure, fit, scaling, network, escape_hatches, artifacts)
+TOPICS = (structure, fit, scaling, network, escape_hatches, artifacts, gateway)
 
 
 def test_every_rule_of_every_topic_is_registered_once() -> None:
