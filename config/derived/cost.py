@@ -130,3 +130,34 @@ def summarize(cfg: StackConfig) -> CostSummary:
         models=models,
         headroom=warm,
     )
+
+
+@dataclass(frozen=True)
+class GatewayCost:
+    """What one model's gateway (pickers and proxies) takes of the system nodes, already paid in the floor."""
+
+    name: str
+    cpu_millis: int
+    memory_mib: int
+    per_hour: float
+    """Its share of the cheapest system instance type: the larger of its CPU and memory fractions of a node."""
+
+
+def gateway_costs(cfg: StackConfig) -> list[GatewayCost]:
+    """Per model with a gateway, from the system-capacity rows (config/facts/system_capacity.py gateway_rows)."""
+    from config.facts.system_capacity import gateway_rows  # the capacity table reads this layer's state
+
+    group = cfg.cluster.system_node_group
+    types = [catalog.INSTANCE_TYPES[t] for t in group.instance_types if t in catalog.INSTANCE_TYPES]
+    if not types:
+        return []
+    node = min(types, key=lambda t: t.price_per_hour)
+    totals: dict[str, tuple[int, int]] = {}
+    for row in gateway_rows(cfg):
+        model = row.name.removesuffix("-epp").removesuffix("-proxy")
+        cpu, memory = totals.get(model, (0, 0))
+        totals[model] = (cpu + row.replicas * row.requests.cpu_millis, memory + row.replicas * row.requests.memory_mib)
+    return [
+        GatewayCost(name, cpu, memory, node.price_per_hour * max(cpu / (node.vcpus * 1000), memory / (node.memory_gib * 1024)))
+        for name, (cpu, memory) in totals.items()
+    ]

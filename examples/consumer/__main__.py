@@ -28,7 +28,7 @@ k8s.core.v1.ConfigMap(
     "llm-endpoint",
     metadata={"name": "llm-endpoint", "namespace": namespace_name},
     data={
-        # In-cluster URL: traffic stays inside the VPC (port 8000, admitted for clientNamespaces only).
+        # In-cluster URL: the model's gateway, inside the VPC (admitted for clientNamespaces only; /v1 alone is served).
         "OPENAI_BASE_URL": endpoint.apply(lambda e: e["url"]),
         "OPENAI_MODEL": endpoint.apply(lambda e: e["servedModelName"]),
     },

@@ -200,8 +200,9 @@ def test_prod_ingress_exactly(prod_run: harness.RunResult) -> None:
         f"{A}/target-type": "ip",
         f"{A}/backend-protocol": "HTTP",
         f"{A}/inbound-cidrs": "10.0.0.0/8",
-        f"{A}/healthcheck-path": "/health",
-        f"{A}/healthcheck-port": "traffic-port",
+        # the gateway proxies' ready listener: 200 while the model's Endpoint Picker answers
+        f"{A}/healthcheck-path": "/ready",
+        f"{A}/healthcheck-port": "19001",
         f"{A}/success-codes": "200",
         f"{A}/healthcheck-interval-seconds": "5",
         f"{A}/healthcheck-timeout-seconds": "3",
@@ -220,7 +221,7 @@ def test_prod_ingress_exactly(prod_run: harness.RunResult) -> None:
                 "host": "llama-3-1-8b.llm.internal.example.com",
                 "http": {
                     "paths": [
-                        {"path": "/v1", "pathType": "Prefix", "backend": {"service": {"name": "llama-3-1-8b", "port": {"number": 8000}}}}
+                        {"path": "/v1", "pathType": "Prefix", "backend": {"service": {"name": "llama-3-1-8b-proxy", "port": {"number": 8081}}}}
                     ]
                 },
             }

@@ -50,7 +50,8 @@ def test_the_route_validates_against_the_upstream_crd(run: harness.RunResult) ->
     route = _doc(run, "kubernetes:http.keda.sh/v1beta1:InterceptorRoute", f"model-{MODEL}-interceptor-route")
     assert crds.errors(route, shared_path("crds", "http.keda.sh_interceptorroutes.yaml")) == []
     assert route["spec"]["target"] == {"service": MODEL, "port": 8000}
-    assert route["spec"]["rules"] == [{"hosts": [f"{MODEL}.llm.dev.corp.internal"]}]
+    # the host and /v1 only: vLLM's other routes (/invocations, /tokenize, ...) are not reachable through it
+    assert route["spec"]["rules"] == [{"hosts": [f"{MODEL}.llm.dev.corp.internal"], "paths": [{"value": "/v1"}]}]
     # #1692 guard: concurrency on an InterceptorRoute, never requestRate or an HTTPScaledObject
     assert set(route["spec"]["scalingMetric"]) == {"concurrency"}
     assert run.of_type("kubernetes:http.keda.sh/v1alpha1:HTTPScaledObject") == []

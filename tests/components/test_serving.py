@@ -381,9 +381,14 @@ def _labels_match(selector: dict[str, str], labels: dict[str, str]) -> bool:
 @pytest.mark.parametrize("stack", FIXTURES)
 def test_selectors_are_consistent(stack: str) -> None:
     run = fixture_run(stack)
-    monitor = values(run.one("kubernetes:monitoring.coreos.com/v1:PodMonitor"))["spec"]
+    monitor = values(run.one("kubernetes:monitoring.coreos.com/v1:PodMonitor", "observability-vllm"))["spec"]
     for model in parse(stack_data(stack)).models:
-        objects = {d["kind"]: d for d in _model_objects(run, model.name).values() if d["kind"] != "NetworkPolicy"}
+        # the model's own objects (its gateway's budgets beside them have names of their own)
+        objects = {
+            d["kind"]: d
+            for d in _model_objects(run, model.name).values()
+            if d["kind"] != "NetworkPolicy" and d["metadata"]["name"] == model.name
+        }
         pod_labels = objects["Deployment"]["spec"]["template"]["metadata"]["labels"]
         container_ports = objects["Deployment"]["spec"]["template"]["spec"]["containers"][0]["ports"]
         ports, port_names = {p["containerPort"] for p in container_ports}, {p["name"] for p in container_ports}
@@ -410,7 +415,7 @@ def test_network_policies(dev_run: harness.RunResult) -> None:
     deny = policies["model-llama-3-1-8b-netpol-default-deny"]["spec"]
     assert deny == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
     vllm = policies["model-llama-3-1-8b-netpol-llama-3-1-8b"]["spec"]
-    # an internal ALB: its interfaces are in the private subnets (not the whole 10.40.0.0/16); Prometheus' pods only
+    # Prometheus' pods and the model's gateway (its proxies and pickers) only: no load balancer subnet, no client
     assert vllm["ingress"] == [
         {
             "from": [
@@ -418,11 +423,18 @@ def test_network_policies(dev_run: harness.RunResult) -> None:
                     "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
                     "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}},
                 },
-                {"ipBlock": {"cidr": "10.40.0.0/18"}},
-                {"ipBlock": {"cidr": "10.40.64.0/18"}},
+                {"podSelector": {"matchLabels": {"llm-d-router-proxy": "llama-3-1-8b-proxy"}}},
+                {"podSelector": {"matchLabels": {"llm-d-router-gateway": "llama-3-1-8b-epp"}}},
             ],
             "ports": [{"protocol": "TCP", "port": 8000}],
         }
+    ]
+    # the ALB (an internal one: its interfaces in the private subnets, not the whole 10.40.0.0/16) reaches the proxies
+    proxy = policies["model-llama-3-1-8b-netpol-llama-3-1-8b-proxy"]["spec"]
+    assert proxy["podSelector"] == {"matchLabels": {"llm-d-router-proxy": "llama-3-1-8b-proxy"}}
+    assert proxy["ingress"][:2] == [
+        {"from": [{"ipBlock": {"cidr": "10.40.0.0/18"}}, {"ipBlock": {"cidr": "10.40.64.0/18"}}], "ports": [{"protocol": "TCP", "port": 8081}]},
+        {"from": [{"ipBlock": {"cidr": "10.40.0.0/18"}}, {"ipBlock": {"cidr": "10.40.64.0/18"}}], "ports": [{"protocol": "TCP", "port": 19001}]},
     ]
     # HTTPS to public addresses only: nothing in the VPC, the cluster or link-local
     https = vllm["egress"][1]
@@ -434,7 +446,9 @@ def test_network_policies(dev_run: harness.RunResult) -> None:
 
 def test_namespace_is_restricted_and_ready_for_alb_readiness_gates(dev_run: harness.RunResult) -> None:
     labels = values(dev_run.one("kubernetes:core/v1:Namespace", "model-llama-3-1-8b-namespace"))["metadata"]["labels"]
-    assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
+    # beside a gateway: baseline enforced (the router chart gives the picker no securityContext), restricted audited and warned
+    assert labels["pod-security.kubernetes.io/enforce"] == "baseline"
+    assert labels["pod-security.kubernetes.io/audit"] == labels["pod-security.kubernetes.io/warn"] == "restricted"
     assert labels["elbv2.k8s.aws/pod-readiness-gate-inject"] == "enabled"
     sa = values(dev_run.one("kubernetes:core/v1:ServiceAccount"))
     assert sa["automountServiceAccountToken"] is False
@@ -454,14 +468,15 @@ def test_model_waits_for_its_dependencies(prod_run: harness.RunResult) -> None:
 def test_models_output(prod_run: harness.RunResult) -> None:
     assert prod_run.outputs["models"]["qwen-2-5-7b"] == {
         "namespace": "qwen-2-5-7b",
-        "service": "qwen-2-5-7b",
-        "url": "http://qwen-2-5-7b.qwen-2-5-7b.svc.cluster.local:8000/v1",
+        "service": "qwen-2-5-7b-proxy",
+        "url": "http://qwen-2-5-7b-proxy.qwen-2-5-7b.svc.cluster.local:8081/v1",
+        "host": None,
         "servedModelName": "qwen-2-5-7b",
         "baseUrl": "https://qwen-2-5-7b.llm.internal.example.com/v1",
         "weightsSource": "s3",
         "scaleUpSeconds": {
-            "hit": 135,
-            "miss": 335,
+            "hit": 126,
+            "miss": 326,
             "terms": {
                 "signal": 25,
                 "nodeLaunch": 151,
@@ -469,7 +484,7 @@ def test_models_output(prod_run: harness.RunResult) -> None:
                 "weights": 8,
                 "engineStart": 82,
                 "probe": 10,
-                "loadBalancer": 10,
+                "loadBalancer": 1,
             },
         },
     }

@@ -1,5 +1,5 @@
-"""VllmModelArgs says the modes: an exposed model's endpoint and S3 weights are sub-objects, present
-or absent as a whole, and the component builds exactly what a present mode asks for.
+"""VllmModelArgs says the modes: an exposed model's endpoint, S3 weights and the gateway are sub-objects,
+present or absent as a whole, and the component builds exactly what a present mode asks for.
 
 Each case runs a small program that creates one VllmModel under the recording mocks, with its
 modes set by hand (the platform's wiring of them is covered by the golden renders).
@@ -27,7 +27,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from builders.serving.workload import Sources
-from components.serving import Endpoint, S3Weights, VllmModel, VllmModelArgs
+from components.serving import Endpoint, Gateway, S3Weights, VllmModel, VllmModelArgs
 from config.derived import state
 from tests.conftest import parse, stack_data
 
@@ -36,6 +36,7 @@ model = cfg.models[0]
 provider = k8s.Provider("k8s", kubeconfig="{{}}")
 marker = k8s.core.v1.ConfigMap("marker", metadata={{"name": "marker"}}, opts=pulumi.ResourceOptions(provider=provider))
 endpoint = Endpoint(ingress=cfg.ingress, load_balancer_sources=["10.0.96.0/24"], after=[marker])
+gateway = Gateway(config=cfg.gateway, envoy_image="envoy:test", after=[marker])
 weights = S3Weights(
     bucket_arn="arn:aws:s3:::weights", cluster_name="the-cluster", models=list(cfg.models), retired_revision_days=3, tags={{"mode": "s3"}}
 )
@@ -53,6 +54,7 @@ VllmModel(
         hf_token=None,
         endpoint=endpoint if {endpoint} else None,
         weights=weights if {weights} else None,
+        gateway=gateway,
         scales_to_zero=False,
         scale_up_miss_seconds=state.of(cfg).model(model.name).scale_up.miss,
     ),
@@ -70,13 +72,13 @@ def _of(registrations: list[Registration], kind: str) -> list[Registration]:
     return [r for r in registrations if r.type == kind]
 
 
-def _vllm_sources(registrations: list[Registration]) -> list[dict[str, object]]:
+def _sources(registrations: list[Registration], policy: str) -> list[dict[str, object]]:
+    """Every peer the named NetworkPolicy admits, over its rules."""
     for r in _of(registrations, "kubernetes:networking.k8s.io/v1:NetworkPolicy"):
         doc = values(r)
-        if doc["spec"].get("ingress"):
-            sources: list[dict[str, object]] = doc["spec"]["ingress"][0]["from"]
-            return sources
-    raise AssertionError("no NetworkPolicy admits vLLM's port")
+        if doc["metadata"]["name"] == policy:
+            return [peer for rule in doc["spec"].get("ingress", []) for peer in rule["from"]]
+    raise AssertionError(f"no NetworkPolicy {policy}")
 
 
 def test_without_modes_there_is_no_ingress_no_role_and_no_load_balancer_source(tmp_path: Path) -> None:
@@ -84,7 +86,8 @@ def test_without_modes_there_is_no_ingress_no_role_and_no_load_balancer_source(t
     assert _of(found, "kubernetes:networking.k8s.io/v1:Ingress") == []
     assert _of(found, "aws:iam/role:Role") == []
     assert _of(found, "kubernetes:batch/v1:Job") == []
-    assert {"ipBlock": {"cidr": "10.0.96.0/24"}} not in _vllm_sources(found)
+    assert {"ipBlock": {"cidr": "10.0.96.0/24"}} not in _sources(found, "llama-3-1-8b")
+    assert {"ipBlock": {"cidr": "10.0.96.0/24"}} not in _sources(found, "llama-3-1-8b-proxy")
     # without a route the pods wait for nothing outside the model (no load balancer controller to wait for)
     deployment = _of(found, "kubernetes:apps/v1:Deployment")[0]
     assert deployment.dependencies == ["kubernetes:core/v1:Namespace::model-namespace"]
@@ -96,8 +99,26 @@ def test_an_endpoint_brings_the_ingress_its_sources_and_what_it_waits_for(tmp_pa
     assert "kubernetes:core/v1:ConfigMap::marker" in ingress.dependencies
     # the exposed pods wait for the controller's webhook too (the readiness gate)
     assert "kubernetes:core/v1:ConfigMap::marker" in _of(found, "kubernetes:apps/v1:Deployment")[0].dependencies
-    assert {"ipBlock": {"cidr": "10.0.96.0/24"}} in _vllm_sources(found)
+    # the load balancer reaches the gateway's proxies, never vLLM; the Ingress waits for the gateway's release
+    assert {"ipBlock": {"cidr": "10.0.96.0/24"}} in _sources(found, "llama-3-1-8b-proxy")
+    assert {"ipBlock": {"cidr": "10.0.96.0/24"}} not in _sources(found, "llama-3-1-8b")
+    assert "kubernetes:helm.sh/v3:Release::model-router" in ingress.dependencies
     assert _of(found, "aws:iam/role:Role") == []
+
+
+def test_a_gateway_brings_its_release_policies_and_budgets_after_what_it_needs(tmp_path: Path) -> None:
+    found = _run(tmp_path, DEV, endpoint=True, weights=False)
+    (release,) = _of(found, "kubernetes:helm.sh/v3:Release")
+    assert release.name == "model-router"
+    assert values(release)["name"] == values(release)["namespace"] == "llama-3-1-8b"
+    # the CRDs (given as `after`), the namespace and the policies that open its paths come first
+    assert "kubernetes:core/v1:ConfigMap::marker" in release.dependencies
+    assert "kubernetes:core/v1:Namespace::model-namespace" in release.dependencies
+    assert "kubernetes:networking.k8s.io/v1:NetworkPolicy::model-netpol-llama-3-1-8b-proxy" in release.dependencies
+    assert "kubernetes:networking.k8s.io/v1:NetworkPolicy::model-netpol-llama-3-1-8b-epp" in release.dependencies
+    budgets = sorted(values(r)["metadata"]["name"] for r in _of(found, "kubernetes:policy/v1:PodDisruptionBudget"))
+    # two proxies: one may go at a time; a single picker (dev) has no budget to keep
+    assert budgets == ["llama-3-1-8b", "llama-3-1-8b-proxy"]
 
 
 def test_s3_weights_bring_the_roles_their_associations_and_the_populate_job(tmp_path: Path) -> None:
@@ -116,7 +137,7 @@ def test_s3_weights_bring_the_roles_their_associations_and_the_populate_job(tmp_
 
 # -- the args' shape ----------------------------------------------------------------------------------
 
-ARGS = (serving.VllmModelArgs, serving.Endpoint, serving.S3Weights)
+ARGS = (serving.VllmModelArgs, serving.Endpoint, serving.S3Weights, serving.Gateway)
 
 
 @pytest.mark.parametrize("cls", ARGS, ids=lambda c: c.__name__)
@@ -141,7 +162,7 @@ def test_the_only_optional_fields_are_whole_modes_secrets_and_the_scale_to_zero_
     # the annotations are strings (postponed evaluation), as written in components/serving.py
     optional = sorted(f.name for f in dataclasses.fields(serving.VllmModelArgs) if str(f.type).endswith("| None"))
     # a new optional field is a mode: give it its own sub-object, not a flat field and an assert
-    assert optional == ["api_key", "endpoint", "hf_token", "scale_up_miss_seconds", "weights"]
+    assert optional == ["api_key", "endpoint", "gateway", "hf_token", "scale_up_miss_seconds", "weights"]
 
 
 @pytest.mark.parametrize(
@@ -150,6 +171,7 @@ def test_the_only_optional_fields_are_whole_modes_secrets_and_the_scale_to_zero_
         (DEV, True, False, False, "weights (S3) must be given exactly when the model streams from S3"),
         (PROD, False, False, False, "weights (S3) must be given exactly when the model streams from S3"),
         (DEV, False, True, False, "a model that scales to zero needs its endpoint"),
+        (DEV, False, False, False, "a model has a gateway exactly when it keeps replicas"),
     ],
 )
 def test_args_refuse_modes_the_model_does_not_have(stack: str, weights: bool, zero: bool, endpoint: bool, expected: str) -> None:
@@ -170,4 +192,5 @@ def test_args_refuse_modes_the_model_does_not_have(stack: str, weights: bool, ze
             endpoint=None,
             weights=s3 if weights else None,
             scales_to_zero=zero,
+            gateway=None,
         )

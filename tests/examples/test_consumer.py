@@ -28,12 +28,12 @@ def _run(prod_run: harness.RunResult, model: str, key: str | None = KEY) -> harn
 
 def test_consumer_wires_an_app_to_a_model(prod_run: harness.RunResult) -> None:
     run = _run(prod_run, "qwen-2-5-7b")
-    assert run.outputs["openaiBaseUrl"] == "http://qwen-2-5-7b.qwen-2-5-7b.svc.cluster.local:8000/v1"
+    assert run.outputs["openaiBaseUrl"] == "http://qwen-2-5-7b-proxy.qwen-2-5-7b.svc.cluster.local:8081/v1"
     assert run.outputs["externalBaseUrl"] == "https://qwen-2-5-7b.llm.internal.example.com/v1"
     assert run.outputs["clusterName"] == "llm-prod"
     config_map = values(run.one("kubernetes:core/v1:ConfigMap"))
     assert config_map["data"] == {
-        "OPENAI_BASE_URL": "http://qwen-2-5-7b.qwen-2-5-7b.svc.cluster.local:8000/v1",
+        "OPENAI_BASE_URL": "http://qwen-2-5-7b-proxy.qwen-2-5-7b.svc.cluster.local:8081/v1",
         "OPENAI_MODEL": "qwen-2-5-7b",
     }
     provider = run.one("pulumi:providers:kubernetes")
@@ -73,15 +73,21 @@ def test_the_app_gets_the_key_as_a_secret_never_in_the_config_map(prod_run: harn
 
 def test_the_model_it_calls_requires_a_key_and_admits_its_namespace(prod_run: harness.RunResult) -> None:
     """Against prod, as the example's README says: the model has a key (every exposed prod model does),
-    and its NetworkPolicy admits the example's namespace on vLLM's port (the fixture lists it)."""
+    and its gateway's NetworkPolicy admits the example's namespace on the gateway's port (the fixture lists
+    it); vLLM's own port admits no client namespace."""
     cfg = parse(stack_data(PROD))
     model = next(m for m in cfg.models if m.name == "qwen-2-5-7b")
     assert model in models_needing_api_keys(cfg)
     assert "team-chat" in model.client_namespaces
     policies = [values(r) for r in prod_run.of_type("kubernetes:networking.k8s.io/v1:NetworkPolicy")]
-    vllm = next(p for p in policies if (p["metadata"]["name"], p["metadata"]["namespace"]) == ("qwen-2-5-7b", "qwen-2-5-7b"))
-    peers = [peer for rule in vllm["spec"]["ingress"] for peer in rule["from"]]
-    assert {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "team-chat"}}} in peers
+    team = {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "team-chat"}}}
+
+    def peers(name: str, port: int) -> list[dict[str, object]]:
+        policy = next(p for p in policies if (p["metadata"]["name"], p["metadata"]["namespace"]) == (name, "qwen-2-5-7b"))
+        return [peer for rule in policy["spec"]["ingress"] if {"protocol": "TCP", "port": port} in rule["ports"] for peer in rule["from"]]
+
+    assert team in peers("qwen-2-5-7b-proxy", 8081)
+    assert team not in peers("qwen-2-5-7b", 8000)
 
 
 def test_the_example_documents_what_it_needs() -> None:

@@ -130,7 +130,7 @@ def test_no_module_outside_the_derived_layer_recomputes_a_derived_fact() -> None
 @pytest.mark.parametrize(
     ("snippet", "hit"),
     [
-        ("from config.derived import scaleup\nscaleup.budget(m, scrape_interval='15s', exposed=True)", "config.derived.scaleup.budget()"),
+        ("from config.derived import scaleup\nscaleup.budget(m, scrape_interval='15s')", "config.derived.scaleup.budget()"),
         ("from config.derived import capacity as c\nc.nodes_for(m, p, t, 3)", "config.derived.capacity.nodes_for()"),
         ("from config.derived.capacity import packing_hosts\npacking_hosts(m, p)", "config.derived.capacity.packing_hosts()"),
         ("import config.derived.headroom\n", None),
