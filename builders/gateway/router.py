@@ -165,7 +165,10 @@ def epp_config(model: ModelConfig) -> dict[str, Any]:
 def envoy_preset(model: ModelConfig, image: str, alb_idle_timeout_seconds: int) -> dict[str, Any]:
     """The preset's parts replaced: the image (pinned, through the image cache where it applies), the
     config, the ports and the readiness probe (on the ready listener)."""
-    text = envoy.config_text(picker_host(model, model.name), timeouts.chain(alb_idle_timeout_seconds))
+    chain = timeouts.chain(alb_idle_timeout_seconds)
+    if problems := chain.problems():
+        raise ValueError(f"{model.name}: the gateway's timeout chain does not hold: {'; '.join(problems)}")
+    text = envoy.config_text(picker_host(model, model.name), chain)
     return {
         "image": image,
         "configMap": {"name": "envoy", "data": {"envoy.yaml": text}},
