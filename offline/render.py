@@ -2,10 +2,10 @@
 
     python -m offline.render dev [--out build] [--counts] [--sources]
 
-Writes resources.json, manifests/, helm/<release>.yaml, outputs.json and preflight.json, and
-prints a summary: the models, the compute cost floor and ceiling, the warnings, the scale-up
-budgets, then the resource total (--counts lists them by type; --sources lists the published
-figures behind the scale-up terms) and the preflight table.
+Writes resources.json, manifests/ (with the InferencePool each router release's chart will create),
+helm/<release>.yaml, outputs.json and preflight.json, and prints a summary: the models, the compute
+cost floor and ceiling, the warnings, the scale-up budgets, then the resource total (--counts lists
+them by type; --sources lists the published figures behind the scale-up terms) and the preflight table.
 A bad config prints every problem and exits 2 without writing anything. No cloud credentials
 and no Pulumi CLI are needed; secrets appear as "[secret]".
 """
@@ -26,12 +26,13 @@ from typing import Any
 
 import yaml
 
+from builders.gateway import router as gateway_router
 from components import account
 from config import load as config_load
 from config.checks import preflight
 from config.derived import cost, scaleup
 from config.errors import ConfigError, format_report
-from config.facts import catalog
+from config.facts import catalog, versions
 from config.sections.stack import StackConfig
 from offline import harness
 from offline.mocks import Registration, redact
@@ -53,7 +54,11 @@ def _sorted(value: Any) -> Any:
 
 def manifest(r: Registration) -> dict[str, Any]:
     """A Kubernetes object: apiVersion, kind, metadata first, then the rest, keys sorted."""
-    body = _sorted(redact(r.inputs))
+    return _ordered(redact(r.inputs))
+
+
+def _ordered(doc: dict[str, Any]) -> dict[str, Any]:
+    body = _sorted(doc)
     head = {k: body.pop(k) for k in ("apiVersion", "kind", "metadata") if k in body}
     return {**head, **body}
 
@@ -78,6 +83,17 @@ def helm_release(r: Registration) -> tuple[str, dict[str, Any]]:
     }
 
 
+def chart_objects(name: str, release: dict[str, Any]) -> list[dict[str, Any]]:
+    """What a release's chart will create that a reviewer must see beside its values: a router
+    release's InferencePool (the model's pods the Endpoint Picker picks from), rebuilt from the values."""
+    if release["chart"] != versions.LLM_D_ROUTER.name:
+        return []
+    chart_values = release["values"]
+    if (chart_values["router"].get("inferencePool") or {}).get("create") is False:
+        return []  # the chart renders no pool then (routerlib `_inferencepool.yaml`)
+    return [gateway_router.inference_pool(chart_values, name, release["namespace"])]
+
+
 class _Dumper(yaml.SafeDumper):
     """Multi-line strings (embedded configs, dashboards) as literal blocks."""
 
@@ -94,8 +110,12 @@ def _dump(doc: Any) -> str:
     return yaml.dump(doc, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=120)
 
 
+CHART_RENDERED = "# Rendered by the chart of helm/{release}.yaml, not by the program: rebuilt here from its values.\n"
+
+
 def write(result: harness.RunResult, out: Path) -> None:
-    """Write the four outputs into out (which must not exist yet)."""
+    """Write the four outputs into out (which must not exist yet); the objects a chart renders that
+    matter for review (chart_objects) go to manifests/ too, marked as the chart's."""
     (out / "manifests").mkdir(parents=True)
     (out / "helm").mkdir()
     resources = sorted((r.redacted() for r in result.registrations), key=lambda d: (d["type"], d["name"]))
@@ -109,6 +129,10 @@ def write(result: harness.RunResult, out: Path) -> None:
         elif r.type == "kubernetes:helm.sh/v3:Release":
             name, doc = helm_release(r)
             (out / "helm" / f"{name}.yaml").write_text(_dump(doc))
+            for obj in chart_objects(name, doc):
+                path = out / "manifests" / manifest_path(obj, name)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(CHART_RENDERED.format(release=name) + _dump(_ordered(obj)))
     (out / "outputs.json").write_text(json.dumps(result.redacted_outputs(), indent=2, sort_keys=True) + "\n")
 
 

@@ -42,3 +42,26 @@ def unknown_keys(values: Any, upstream: Any, allowed: tuple[str, ...] = (), pref
             continue
         unknown += unknown_keys(value, upstream[key], allowed, path)
     return unknown
+
+
+def _placeholder(value: Any) -> bool:
+    return value is None or value == {} or value == []
+
+
+def union(*trees: Any) -> Any:
+    """The keys valid in any of several values files of one chart (a parent chart's own file and its
+    library's, e.g. llm-d-router-standalone over routerlib under `router`): mappings merged key by key.
+
+    Where one file has a mapping and another only a placeholder (null, {} or []; a key whose children
+    are all comments), the mapping's keys count, not "anything goes": the placeholder stands for the
+    same block, and free-form would hide a misspelled key under it. Otherwise the first file wins."""
+    found = [t for t in trees if not _placeholder(t)]
+    if not found:
+        return trees[0] if trees else None
+    maps = [t for t in found if isinstance(t, dict)]
+    if not maps:
+        return found[0]
+    merged: dict[str, Any] = {}
+    for key in dict.fromkeys(k for m in maps for k in m):
+        merged[key] = union(*(m[key] for m in maps if key in m))
+    return merged
