@@ -24,7 +24,7 @@ class ObservabilityArgs:
     config: ObservabilityConfig
     """The `observability` section."""
     models: list[rules.ModelWatch]
-    """Served models: their metrics-absent alerts and SLO thresholds."""
+    """Served models: their metrics-absent and gateway alerts, SLO thresholds, and whether any has a gateway to scrape."""
     grafana_admin_password: pulumi.Input[str]
     """Grafana admin password (a secret Output)."""
     gpu_operator_namespace: str
@@ -34,7 +34,7 @@ class ObservabilityArgs:
 
 
 class Observability(pulumi.ComponentResource):
-    """Prometheus, Alertmanager and Grafana (all ClusterIP), with vLLM, GPU and Karpenter monitoring."""
+    """Prometheus, Alertmanager and Grafana (all ClusterIP), with vLLM, gateway, GPU and Karpenter monitoring."""
 
     namespace: str
     prometheus_url: str
@@ -69,6 +69,11 @@ class Observability(pulumi.ComponentResource):
         )
         crds = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[self.release])
         k8s_objects.create(f"{name}-vllm", builders.vllm_pod_monitor(ns, cfg.vllm_scrape_interval), crds)
+        # The gateway's monitors only beside a gateway (a model with replicas.min >= 1), as its CRDs and
+        # releases are: a stack whose models all idle at zero runs no picker or proxy to scrape.
+        if any(m.has_gateway for m in args.models):
+            k8s_objects.create(f"{name}-gateway-epp", builders.gateway_picker_pod_monitor(ns, cfg.vllm_scrape_interval), crds)
+            k8s_objects.create(f"{name}-gateway-proxy", builders.gateway_proxy_pod_monitor(ns, cfg.vllm_scrape_interval), crds)
         k8s_objects.create(f"{name}-dcgm", builders.dcgm_service_monitor(ns, args.gpu_operator_namespace), crds)
         k8s_objects.create(f"{name}-karpenter", builders.karpenter_service_monitor(ns), crds)
         k8s_objects.create(f"{name}-rules", builders.prometheus_rule(ns, rules.rule_groups(args.models, cfg.alerts)), crds)

@@ -10,6 +10,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from builders.gateway import envoy as envoy_config
+from builders.observability.rules import GATEWAY_PICKER_JOB, GATEWAY_PROXY_JOB, VLLM_CONTAINER
 from config.facts.conventions import CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, POOL_LABEL, PROJECT, hpa_name
 
 
@@ -35,6 +37,13 @@ class Panel:
     unit: str = "short"
     kind: str = "timeseries"
     description: str = ""
+    repeat: str = ""
+    """A row only: the template variable the row (and the panels under it) repeats for, one row per value."""
+
+
+def row(title: str, *, repeat: str = "") -> Panel:
+    """A row header: the panels after it, up to the next row, are its panels."""
+    return Panel(title, (), kind="row", repeat=repeat)
 
 
 @dataclass(frozen=True)
@@ -59,6 +68,134 @@ def _quantile_panel(title: str, histogram: str) -> Panel:
         unit="s",
     )
 
+
+def _gateway_quantiles(histogram: str) -> tuple[tuple[str, str], ...]:
+    return tuple(
+        (
+            f"histogram_quantile({q}, sum by (namespace, le) (rate({histogram}_bucket{{{GATEWAY}}}[{RATE}])))",
+            f"p{int(float(q) * 100)} {{{{namespace}}}}",
+        )
+        for q in ("0.5", "0.95", "0.99")
+    )
+
+
+# The gateway's series (Endpoint Picker, Envoy) carry the namespace of their target: each model runs in
+# the namespace named after it, so the model variable selects them by namespace. Names and labels:
+# metrics.py EPP_* and ENVOY_* (llm-d router v0.10.0, Envoy 1.33).
+GATEWAY = 'namespace=~"$model"'
+API_STAT_PREFIX = "api"
+"""The API listener's stat_prefix in the proxies' config (builders/gateway/envoy.py; a test ties the two)."""
+_API = f'envoy_http_conn_manager_prefix="{API_STAT_PREFIX}"'
+_ENDPOINTS = f'envoy_cluster_name="{envoy_config.ENDPOINT_CLUSTER}"'
+_PICKERS = f'envoy_cluster_name="{envoy_config.EXT_PROC_CLUSTER}"'
+
+GATEWAY_PANELS = (
+    row("Gateway: $model", repeat="model"),
+    Panel(
+        "Requests picked per replica",
+        (
+            (
+                f"sum by (namespace, endpoint_name) (rate(llm_d_epp_scheduler_attempts_total{{{GATEWAY}, "
+                f'status="success", endpoint_name!=""}}[{RATE}]))',
+                "{{endpoint_name}}",
+            ),
+        ),
+        unit="reqps",
+        description="Requests the Endpoint Picker sent to each vLLM pod. An even spread is the queue and KV-cache "
+        "scorers balancing; one pod well ahead is prefix-cache affinity (or the others missing from its endpoints).",
+    ),
+    Panel(
+        "Prefix-cache hit rate",
+        (
+            (
+                f"sum by (model_name) (rate(vllm:prefix_cache_hits_total{{{MODEL}}}[{RATE}])) / "
+                f"sum by (model_name) (rate(vllm:prefix_cache_queries_total{{{MODEL}}}[{RATE}]))",
+                "vLLM cache hits {{model_name}}",
+            ),
+            (
+                f"sum by (namespace) (rate(llm_d_epp_prefix_indexer_hit_ratio_sum{{{GATEWAY}}}[{RATE}])) / "
+                f"sum by (namespace) (rate(llm_d_epp_prefix_indexer_hit_ratio_count{{{GATEWAY}}}[{RATE}]))",
+                "picker prefix match {{namespace}}",
+            ),
+        ),
+        unit="percentunit",
+        description="vLLM's prompt tokens served from its prefix cache over those looked up: what cache-aware routing "
+        "achieves. The picker's mean matched share of each prompt's prefix is there in the approximate mode only.",
+    ),
+    Panel(
+        "Endpoint Picker scheduling latency",
+        (
+            *_gateway_quantiles("llm_d_epp_scheduler_e2e_duration_seconds"),
+            (
+                f"histogram_quantile(0.99, sum by (namespace, le) "
+                f"(rate(llm_d_epp_request_processing_duration_seconds_bucket{{{GATEWAY}}}[{RATE}])))",
+                "p99 request handling {{namespace}}",
+            ),
+        ),
+        unit="s",
+        description="Time to pick a pod per request, and the picker's whole handling of the request body (the "
+        "overhead the gateway adds before vLLM sees the request).",
+    ),
+    Panel(
+        "Request latency at the gateway",
+        _gateway_quantiles("llm_d_epp_request_duration_seconds"),
+        unit="s",
+        description="End-to-end request latency as the Endpoint Picker records it (streamed responses included).",
+    ),
+    Panel(
+        "Gateway errors per second",
+        (
+            (
+                f"sum by (namespace, error_code) (rate(llm_d_epp_request_error_total{{{GATEWAY}}}[{RATE}]))",
+                "picker error {{error_code}}",
+            ),
+            (
+                f'sum by (namespace) (rate(llm_d_epp_scheduler_attempts_total{{{GATEWAY}, status="failure"}}[{RATE}]))',
+                "no pod picked",
+            ),
+            (
+                f'sum by (namespace) (rate(envoy_http_downstream_rq_xx{{{GATEWAY}, {_API}, envoy_response_code_class="5"}}[{RATE}]))',
+                "5xx to callers (Envoy)",
+            ),
+            (
+                f"sum by (namespace) (rate(envoy_cluster_upstream_rq_xx{{{GATEWAY}, {_ENDPOINTS}, "
+                f'envoy_response_code_class="5"}}[{RATE}]))',
+                "5xx from vLLM (Envoy)",
+            ),
+            (
+                f'sum by (namespace) (rate(llm_d_epp_datalayer_poll_errors_total{{{GATEWAY}, source_type="metrics-data-source"}}[{RATE}]))',
+                "picker scrapes of vLLM failed",
+            ),
+        ),
+        unit="reqps",
+        description="Envoy answers 503 itself when the picker fails (fail closed); vLLM's own 503s (admission bound) "
+        "pass through. Failed scrapes leave pods out of the picker's endpoints (alert EppCannotScrapePod).",
+    ),
+    Panel(
+        "Ready endpoints: the picker's view and vLLM's",
+        (
+            (f"max by (namespace) (llm_d_epp_ready_endpoints{{{GATEWAY}}})", "picker's endpoints {{namespace}}"),
+            (
+                f"count by (namespace) (max by (namespace, pod) "
+                f'(kube_pod_container_status_ready{{{GATEWAY}, container="{VLLM_CONTAINER}"}}) == 1)',
+                "ready vLLM pods {{namespace}}",
+            ),
+        ),
+        description="The picker counts the pods whose metrics it scraped in the last 2 s; fewer than the ready vLLM "
+        "pods means some take no gateway traffic.",
+    ),
+    Panel(
+        "Gateway replicas ready",
+        (
+            ('sum by (deployment) (kube_deployment_status_replicas_ready{deployment=~"$model-(epp|proxy)"})', "ready {{deployment}}"),
+            (f"sum by (namespace) (envoy_cluster_membership_healthy{{{GATEWAY}, {_PICKERS}}})", "pickers healthy to Envoy"),
+            (f'sum by (namespace) (up{{job="{GATEWAY_PROXY_JOB}", {GATEWAY}}})', "proxies scraped"),
+            (f'sum by (namespace) (up{{job="{GATEWAY_PICKER_JOB}", {GATEWAY}}})', "pickers scraped"),
+        ),
+        description="With more than one picker only the leader is ready (leader election); every proxy reports "
+        "the pickers its health check passes.",
+    ),
+)
 
 VLLM = Dashboard(
     uid=f"{PROJECT}-vllm",
@@ -103,6 +240,7 @@ VLLM = Dashboard(
                 ('max by (deployment) (kube_deployment_status_replicas_ready{deployment=~"$model"})', "ready {{deployment}}"),
             ),
         ),
+        *GATEWAY_PANELS,
     ),
 )
 
@@ -199,8 +337,20 @@ def expressions(dashboard: Dashboard) -> list[str]:
 
 
 def grafana_json(dashboard: Dashboard) -> dict[str, Any]:
-    panels = []
+    panels: list[dict[str, Any]] = []
+    y, column = 0, 0
     for i, panel in enumerate(dashboard.panels):
+        if panel.kind == "row":
+            if column:
+                y, column = y + 8, 0
+            header: dict[str, Any] = {"id": i + 1, "type": "row", "title": panel.title, "collapsed": False, "panels": []}
+            if panel.repeat:
+                header["repeat"] = panel.repeat
+            panels.append({**header, "gridPos": {"h": 1, "w": 24, "x": 0, "y": y}})
+            y += 1
+            continue
+        position = {"h": 8, "w": 12, "x": column * 12, "y": y}
+        y, column = (y + 8, 0) if column else (y, 1)
         panels.append(
             {
                 "id": i + 1,
@@ -208,7 +358,7 @@ def grafana_json(dashboard: Dashboard) -> dict[str, Any]:
                 "title": panel.title,
                 "description": panel.description,
                 "datasource": {"type": "prometheus", "uid": "${datasource}"},
-                "gridPos": {"h": 8, "w": 12, "x": (i % 2) * 12, "y": (i // 2) * 8},
+                "gridPos": position,
                 "fieldConfig": {"defaults": {"unit": panel.unit}, "overrides": []},
                 "targets": [
                     {

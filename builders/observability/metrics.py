@@ -138,6 +138,108 @@ KSM_SERIES: Final = frozenset(
 # Series Prometheus writes itself for every scrape target (Prometheus docs, "Jobs and instances").
 PROMETHEUS_SERIES: Final = frozenset({"up"})
 
+EPP_VERSION: Final = "v0.10.0"
+"""The llm-d router's Endpoint Picker (config/facts/versions.py EPP_IMAGE)."""
+# The Endpoint Picker's own series under the `llm_d_epp_` subsystem (llm-d/llm-d-router at v0.10.0:
+# pkg/epp/metrics/llm_d_router_metrics.go; the approximate prefix index's in
+# pkg/epp/framework/plugins/requestcontrol/dataproducer/approximateprefix/metrics.go; catalogue in
+# docs/metrics.md). Counters carry `_total` in their registered names. Labels, as registered:
+# request_*: model_name, target_model_name, fairness_id, priority (request_error_total adds error_code);
+# ready_endpoints, average_*: name (the InferencePool); scheduler_attempts_total: status (success,
+# failure), target_model_name, endpoint_name, namespace, port (the chosen pod, empty on failure);
+# datalayer_poll_errors_total: source_type (the data source plugin, `metrics-data-source` for vLLM's
+# /metrics); prefix_indexer_*: plugin_name, plugin_type; scheduler_e2e_duration_seconds and
+# request_processing_duration_seconds: none. ready_endpoints counts the pool's pods whose scraped metrics
+# are fresh (pkg/epp/datalayer/logger/logger.go: within --metrics-staleness-threshold, 2 s, refreshed every
+# --refresh-prometheus-metrics-interval, 5 s), so a ready pod the picker cannot scrape is not among them.
+EPP_COUNTERS: Final = frozenset(
+    {
+        "llm_d_epp_request_total",
+        "llm_d_epp_request_error_total",
+        "llm_d_epp_scheduler_attempts_total",
+        "llm_d_epp_datalayer_poll_errors_total",
+        "llm_d_epp_datalayer_extract_errors_total",
+    }
+)
+EPP_GAUGES: Final = frozenset(
+    {
+        "llm_d_epp_ready_endpoints",
+        "llm_d_epp_request_running",
+        "llm_d_epp_average_queue_size",
+        "llm_d_epp_average_kv_cache_utilization",
+        "llm_d_epp_prefix_indexer_size",
+    }
+)
+EPP_HISTOGRAMS: Final = frozenset(
+    {
+        "llm_d_epp_request_duration_seconds",
+        "llm_d_epp_scheduler_e2e_duration_seconds",
+        "llm_d_epp_request_processing_duration_seconds",
+        "llm_d_epp_prefix_indexer_hit_ratio",
+    }
+)
+# The deprecated twins v0.10.0 still emits beside each of the above (docs/metrics.md, "Deprecated series"):
+# they go with the deprecation window, so a query using one is a bug.
+EPP_DEPRECATED: Final = frozenset(
+    {
+        "inference_objective_request_total",
+        "inference_objective_request_error_total",
+        "inference_objective_request_duration_seconds_bucket",
+        "inference_pool_ready_pods",
+        "inference_extension_scheduler_e2e_duration_seconds_bucket",
+        "inference_extension_scheduler_attempts_total",
+        "inference_extension_prefix_indexer_hit_ratio_bucket",
+        "llm_d_inference_scheduler_datalayer_poll_errors_total",
+    }
+)
+
+
+def _histogram_series(names: frozenset[str]) -> frozenset[str]:
+    return frozenset(f"{h}{s}" for h in names for s in ("_bucket", "_sum", "_count"))
+
+
+def epp_series() -> frozenset[str]:
+    """Every Endpoint Picker series name the table holds (histograms with their suffixes)."""
+    return EPP_COUNTERS | EPP_GAUGES | _histogram_series(EPP_HISTOGRAMS)
+
+
+ENVOY_VERSION: Final = "1.33"
+"""The gateway's proxies (config/facts/versions.py ENVOY_IMAGE)."""
+# Envoy's statistics as its admin `/stats/prometheus` writes them: `envoy_` plus the tag-extracted stat
+# name with every character outside [a-zA-Z0-9_] made `_`; counters get no `_total`, histograms `_bucket`,
+# `_sum`, `_count` (envoyproxy/envoy source/server/admin/prometheus_stats.cc). Stat names:
+# docs/root/configuration/http/http_conn_man/stats.rst (`http.<stat_prefix>.*`, downstream_rq_time in ms),
+# docs/root/configuration/upstream/cluster_manager/cluster_stats.rst (`cluster.<name>.*`) and
+# docs/root/configuration/observability/statistics.rst (`server.live`); read on the stored sources, which
+# have not changed these names across 1.x. Default tags (source/common/config/well_known_names.cc):
+# envoy_http_conn_manager_prefix (the listener's stat_prefix, `api` for the API listener,
+# builders/gateway/envoy.py), envoy_cluster_name (`ext_proc`, the Endpoint Picker; `original_destination_cluster`,
+# the vLLM pods), envoy_response_code_class (`5` of `downstream_rq_5xx`, on the `*_rq_xx` names).
+ENVOY_COUNTERS: Final = frozenset(
+    {
+        "envoy_http_downstream_rq_total",
+        "envoy_http_downstream_rq_xx",
+        "envoy_cluster_upstream_rq_total",
+        "envoy_cluster_upstream_rq_xx",
+        "envoy_cluster_upstream_cx_connect_fail",
+    }
+)
+ENVOY_GAUGES: Final = frozenset(
+    {
+        "envoy_http_downstream_rq_active",
+        "envoy_cluster_membership_healthy",
+        "envoy_cluster_membership_total",
+        "envoy_server_live",
+    }
+)
+ENVOY_HISTOGRAMS: Final = frozenset({"envoy_http_downstream_rq_time", "envoy_cluster_upstream_rq_time"})
+
+
+def envoy_series() -> frozenset[str]:
+    """Every Envoy series name the table holds (histograms with their suffixes)."""
+    return ENVOY_COUNTERS | ENVOY_GAUGES | _histogram_series(ENVOY_HISTOGRAMS)
+
+
 _VLLM_NAME = re.compile(r"vllm:[a-zA-Z0-9_:]+")
 
 
@@ -148,7 +250,7 @@ def vllm_names_in(expr: str) -> set[str]:
 def known_series() -> frozenset[str]:
     """Every series name the tables say exists (vLLM's with their derived suffixes). A query may also
     read a recording rule the program defines; those are not in this table."""
-    return vllm_series() | DCGM_SERIES | KEDA_SERIES | KARPENTER_SERIES | KSM_SERIES | PROMETHEUS_SERIES
+    return vllm_series() | DCGM_SERIES | KEDA_SERIES | KARPENTER_SERIES | KSM_SERIES | PROMETHEUS_SERIES | epp_series() | envoy_series()
 
 
 _STRING = re.compile(r""""(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|`[^`]*`""")

@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from builders.gateway import envoy, router
 from config.facts import catalog
-from config.facts.conventions import HEADROOM_NAMESPACE, PROJECT
+from config.facts.conventions import HEADROOM_NAMESPACE, PROJECT, VLLM_PORT
 from config.sections.observability import AlertTuning, Slo
 from config.sections.types import duration_seconds
 
@@ -21,6 +22,12 @@ VLLM_JOB = "vllm"
 VLLM_CONTAINER = "vllm"
 """The serving container of a model's pods (builders/serving/workload.py; a test ties the two)."""
 RECORDING_INTERVAL = "15s"
+GATEWAY_PICKER_JOB = "gateway-epp"
+GATEWAY_PROXY_JOB = "gateway-proxy"
+"""The `job` of the gateway's scrape targets: their PodMonitors set it (builders/observability/values.py),
+one for every model's pickers and one for every model's proxies; `namespace` tells the models apart."""
+GATEWAY_DOWN_FOR = "3m"
+EPP_BLIND_FOR = "5m"
 
 
 @dataclass(frozen=True)
@@ -32,6 +39,26 @@ class ModelWatch:
     slo: Slo
     scales_to_zero: bool = False
     """replicas.min 0: no metrics is normal while no replica is available."""
+
+    @property
+    def has_gateway(self) -> bool:
+        """A model that keeps replicas (replicas.min >= 1) is served through its own gateway; one at
+        zero has none (components/serving.py holds the two together)."""
+        return not self.scales_to_zero
+
+    @property
+    def picker(self) -> str:
+        """The Endpoint Picker's Deployment: the chart's name for the release named after the model
+        (builders/gateway/router.py picker_name; a test ties the two)."""
+        return f"{self._release_base()}-epp"
+
+    @property
+    def proxy(self) -> str:
+        """The Envoy proxies' Deployment (builders/gateway/router.py proxy_name)."""
+        return f"{self._release_base()}-proxy"
+
+    def _release_base(self) -> str:
+        return self.name.lower().strip()[: router.NAME_LIMIT]
 
 
 def _metrics_absent(m: ModelWatch) -> str:
@@ -60,6 +87,84 @@ def _target_down() -> str:
     """
     ready = f'max by (namespace, pod) (kube_pod_container_status_ready{{container="{VLLM_CONTAINER}"}}) == 1'
     return f'(up{{job="{VLLM_JOB}"}} == 0) and on (namespace, pod) ({ready})'
+
+
+def _gateway_down(m: ModelWatch, deployment: str, job: str) -> str:
+    """None of the component's pods is ready (kube-state-metrics), or Prometheus scrapes none of them:
+    every target down, or no target at all (the Deployment or its pods are gone, or the PodMonitor misses
+    them). Without kube-state-metrics series only the second half can fire, so its absence pages no one."""
+    ready = f'max(kube_deployment_status_replicas_ready{{namespace="{m.namespace}", deployment="{deployment}"}}) < 1'
+    scraped = f'(max(up{{job="{job}", namespace="{m.namespace}"}}) or vector(0)) < 1'
+    return f"({ready}) or ({scraped})"
+
+
+def _epp_blind(m: ModelWatch) -> str:
+    """Ready vLLM pods that are not among the Endpoint Picker's endpoints.
+
+    llm_d_epp_ready_endpoints counts the pool's pods whose metrics the picker scraped within its
+    staleness threshold (2 s); the picker routes only to those. A ready vLLM container (kube-state-metrics,
+    deduplicated per pod) beyond that count is a pod the picker cannot scrape or does not select. The max
+    over picker replicas: with leader election a standby may see fewer. A picker that is up but reports no
+    endpoints at all (it has not found its InferencePool) counts every ready pod. Without the picker's or
+    kube-state-metrics' series the alert stays silent (GatewayUnavailable covers a picker that is down).
+    """
+    ns = m.namespace
+    ready = f'count(max by (pod) (kube_pod_container_status_ready{{namespace="{ns}", container="{VLLM_CONTAINER}"}}) == 1)'
+    seen = f'max(llm_d_epp_ready_endpoints{{job="{GATEWAY_PICKER_JOB}", namespace="{ns}"}})'
+    picker_up = f'max(up{{job="{GATEWAY_PICKER_JOB}", namespace="{ns}"}}) == 1'
+    return f"(({ready}) - ({seen}) > 0) or ((({ready}) unless on () ({seen})) and on () ({picker_up}))"
+
+
+def gateway_alerts(m: ModelWatch) -> list[dict[str, Any]]:
+    """The alerts of one model's gateway; none for a model without one."""
+    if not m.has_gateway:
+        return []
+    labels = {"namespace": m.namespace, "model_name": m.name}
+    ns = m.namespace
+    return [
+        _alert(
+            "GatewayUnavailable",
+            _gateway_down(m, m.proxy, GATEWAY_PROXY_JOB),
+            GATEWAY_DOWN_FOR,
+            "critical",
+            f"Gateway of model {m.name} is down: no ready, scraped Envoy proxy ({m.proxy})",
+            f"Callers of {m.name} get errors: the ALB has no healthy target and the in-cluster Service no endpoint. "
+            f"Likely cause: the proxies fail /ready because the Endpoint Picker {m.picker} is not ready (see the picker's "
+            f"GatewayUnavailable), or they are Pending (system-node capacity) or crash-looping on their config "
+            f"(kubectl -n {ns} describe deployment {m.proxy}; its logs). If the pods are ready but not scraped, Prometheus "
+            f"cannot reach port {envoy.METRICS_PORT}: check the NetworkPolicy {m.proxy} and the {GATEWAY_PROXY_JOB} PodMonitor. "
+            "Fix that cause; the proxies take traffic again once /ready passes.",
+            labels={**labels, "component": "proxy"},
+        ),
+        _alert(
+            "GatewayUnavailable",
+            _gateway_down(m, m.picker, GATEWAY_PICKER_JOB),
+            GATEWAY_DOWN_FOR,
+            "critical",
+            f"Gateway of model {m.name} is down: no ready, scraped Endpoint Picker ({m.picker})",
+            f"Envoy fails closed without its picker: every request to {m.name} gets a 503 at once. Likely cause: the picker "
+            f"crash-loops on its config or cannot watch its InferencePool and pods (API-server egress, RBAC: "
+            f"kubectl -n {ns} logs deployment/{m.picker}), or it is Pending for lack of system-node CPU. If it is ready but "
+            f"not scraped, Prometheus cannot reach port {router.EPP_METRICS_PORT}: check the NetworkPolicy {m.picker} and the "
+            f"{GATEWAY_PICKER_JOB} PodMonitor. Fix that cause; the proxies turn ready again with the picker.",
+            labels={**labels, "component": "picker"},
+        ),
+        _alert(
+            "EppCannotScrapePod",
+            _epp_blind(m),
+            EPP_BLIND_FOR,
+            "warning",
+            "{{ $value }} ready vLLM pods of model " + m.name + " are not among its Endpoint Picker's endpoints",
+            f"The picker {m.picker} routes only to pods whose /metrics it scraped in the last 2 s: these hold GPUs and "
+            f"take no gateway traffic. Likely cause: the NetworkPolicy {m.picker} (egress) or the model's vLLM policy "
+            f"(ingress) does not admit the picker to port {VLLM_PORT}, vLLM's /metrics answers slower than the picker's "
+            f"1 s timeout, or the pods' labels no longer match the InferencePool {m.name} (a picker with no endpoints at "
+            "all has not found its pool). Fix: compare kubectl -n "
+            f"{ns} get inferencepool {m.name} -o yaml with the pods' labels and both policies; the picker's "
+            "llm_d_epp_datalayer_poll_errors_total counts its failed scrapes.",
+            labels=labels,
+        ),
+    ]
 
 
 def _quantiles(record: str, histogram: str) -> list[dict[str, Any]]:
@@ -146,6 +251,7 @@ def alert_rules(models: list[ModelWatch], tuning: AlertTuning) -> list[dict[str,
             )
             for m in models
         ],
+        *[alert for m in models for alert in gateway_alerts(m)],
         _alert(
             "VllmQueueBacklog",
             f"llm:vllm_requests_waiting:sum / on ({BY}) llm:vllm_replicas:count > {tuning.queue_backlog_per_replica:g}",

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from builders.gateway import envoy, router
 from builders.helm import deep_merge
-from builders.observability import dashboards
+from builders.observability import dashboards, rules
 from config.facts.conventions import (
     CAPACITY_TYPE_LABEL,
     INSTANCE_TYPE_LABEL,
@@ -92,6 +93,67 @@ def vllm_pod_monitor(namespace: str, interval: str) -> dict[str, Any]:
             "namespaceSelector": {"any": True},
             "selector": {"matchLabels": dict(VLLM_APP_LABEL)},
             "podMetricsEndpoints": [{"port": VLLM_PORT_NAME, "path": "/metrics", "interval": interval, "scrapeTimeout": "5s"}],
+        },
+    }
+
+
+ENVOY_METRICS_PORT_NAME = "envoy-metrics"
+"""The proxies' container port for /stats/prometheus (builders/gateway/router.py envoy_preset; a test ties the two)."""
+
+
+def _job(job: str) -> list[dict[str, Any]]:
+    """Relabel every target's `job` to one fixed name (the operator's own relabelings, which set `job` to
+    `<namespace>/<monitor>`, run first): the gateway's alerts select their targets by it."""
+    return [{"targetLabel": "job", "replacement": job}]
+
+
+def gateway_picker_pod_monitor(namespace: str, interval: str) -> dict[str, Any]:
+    """One PodMonitor for every model's Endpoint Pickers: the mode label the router chart puts on every
+    picker pod, in any namespace; their `metrics` port serves /metrics without auth
+    (`router.monitoring.prometheus.auth.enabled: false`, builders/gateway/router.py), so no token is sent.
+    At the vLLM interval: the picker's endpoint count is compared with vLLM's readiness (EppCannotScrapePod)
+    and its panels sit beside vLLM's."""
+    key, value = router.MODE_LABEL
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PodMonitor",
+        "metadata": {"name": rules.GATEWAY_PICKER_JOB, "namespace": namespace},
+        "spec": {
+            "namespaceSelector": {"any": True},
+            "selector": {"matchLabels": {key: value}},
+            "podMetricsEndpoints": [
+                {
+                    "port": router.EPP_METRICS_PORT_NAME,
+                    "path": "/metrics",
+                    "interval": interval,
+                    "scrapeTimeout": "5s",
+                    "relabelings": _job(rules.GATEWAY_PICKER_JOB),
+                }
+            ],
+        },
+    }
+
+
+def gateway_proxy_pod_monitor(namespace: str, interval: str) -> dict[str, Any]:
+    """One PodMonitor for every model's Envoy proxies: pods that carry the chart's proxy selector key (its
+    value is the release's proxy name), in any namespace; /stats/prometheus on the metrics listener, the
+    only path it serves (builders/gateway/envoy.py)."""
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PodMonitor",
+        "metadata": {"name": rules.GATEWAY_PROXY_JOB, "namespace": namespace},
+        "spec": {
+            "namespaceSelector": {"any": True},
+            "selector": {"matchExpressions": [{"key": router.PROXY_SELECTOR_KEY, "operator": "Exists"}]},
+            "podMetricsEndpoints": [
+                {
+                    "port": ENVOY_METRICS_PORT_NAME,
+                    "path": envoy.METRICS_PATH,
+                    "interval": interval,
+                    "scrapeTimeout": "5s",
+                    "relabelings": _job(rules.GATEWAY_PROXY_JOB),
+                }
+            ],
         },
     }
 

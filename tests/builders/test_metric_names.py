@@ -1,7 +1,7 @@
 """Every series name in every PromQL expression the program renders is one that exists: an entry of
 the tables in builders/observability/metrics.py (vLLM's with their derived _total/_bucket/_sum/_count
-names, DCGM's default counters, KEDA, Karpenter, kube-state-metrics, Prometheus' own `up`) or a
-recording rule the same render defines. Read from the render of every fixture: the PrometheusRule's
+names, DCGM's default counters, KEDA, Karpenter, kube-state-metrics, Prometheus' own `up`, the gateway's
+Endpoint Picker and Envoy) or a recording rule the same render defines. Read from the render of every fixture: the PrometheusRule's
 alert and recording rules, every ScaledObject's Prometheus triggers, every Grafana dashboard's panel
 queries and template variables. A query on a series that does not exist returns nothing, which KEDA
 reads as 0 and Grafana shows as "No data".
@@ -111,12 +111,37 @@ def test_every_scaled_object_query_is_read(stack: str) -> None:
 
 
 def test_the_tables_do_not_overlap_and_hold_no_removed_name() -> None:
-    tables = [metrics.vllm_series(), metrics.DCGM_SERIES, metrics.KEDA_SERIES, metrics.KARPENTER_SERIES, metrics.KSM_SERIES]
+    tables = [
+        metrics.vllm_series(),
+        metrics.DCGM_SERIES,
+        metrics.KEDA_SERIES,
+        metrics.KARPENTER_SERIES,
+        metrics.KSM_SERIES,
+        metrics.epp_series(),
+        metrics.envoy_series(),
+    ]
     assert sum(len(t) for t in tables) + len(metrics.PROMETHEUS_SERIES) == len(metrics.known_series())
-    assert not metrics.known_series() & metrics.VLLM_REMOVED
+    assert not metrics.known_series() & (metrics.VLLM_REMOVED | metrics.EPP_DEPRECATED)
     assert all(n.startswith("DCGM_FI_") for n in metrics.DCGM_SERIES)
     assert all(n.startswith("kube_") for n in metrics.KSM_SERIES)
     assert all(n.startswith("keda_") for n in metrics.KEDA_SERIES)
+    # v0.10.0's current names: the `llm_d_epp_` subsystem, counters registered with their `_total`
+    assert all(n.startswith("llm_d_epp_") for n in metrics.epp_series())
+    assert all(n.endswith("_total") for n in metrics.EPP_COUNTERS)
+    # Envoy's Prometheus names: `envoy_` + the tag-extracted stat name, counters without an added `_total`
+    assert all(n.startswith("envoy_") for n in metrics.envoy_series())
+    assert {"envoy_http_downstream_rq_xx", "envoy_cluster_upstream_rq_xx"} <= metrics.ENVOY_COUNTERS
+
+
+@pytest.mark.parametrize("stack", FIXTURES)
+def test_the_gateway_series_are_read_from_the_tables(stack: str) -> None:
+    """Every render queries the picker's and Envoy's series (the dashboard's gateway row at least), only
+    current ones."""
+    used = {name for _, expr in rendered_queries(fixture_run(stack)) for name in metrics.series_names_in(expr)}
+    assert {"llm_d_epp_ready_endpoints", "llm_d_epp_scheduler_attempts_total", "envoy_http_downstream_rq_xx"} <= used
+    assert used & metrics.epp_series()
+    assert used & metrics.envoy_series()
+    assert not used & metrics.EPP_DEPRECATED
 
 
 def _broken(stack: str, old: str, new: str) -> harness.RunResult:
@@ -146,3 +171,15 @@ def test_a_trigger_on_an_unlisted_kube_state_metric_is_found() -> None:
 def test_an_undefined_recording_rule_is_found() -> None:
     found = unknown_series(_broken("minimal-dev", "llm:vllm_kv_cache_usage:avg >", "llm:vllm_kv_cache_usage:max >"))
     assert "rule VllmKvCacheSaturated: llm:vllm_kv_cache_usage:max" in found
+
+
+def test_a_deprecated_picker_name_is_found() -> None:
+    """inference_pool_ready_pods is v0.10.0's deprecated twin of llm_d_epp_ready_endpoints: still emitted, going away."""
+    found = unknown_series(_broken("full-prod", "llm_d_epp_ready_endpoints", "inference_pool_ready_pods"))
+    assert any(f.startswith("rule EppCannotScrapePod") and f.endswith(": inference_pool_ready_pods") for f in found)
+    assert any(" panel Ready endpoints" in f for f in found)
+
+
+def test_an_envoy_name_with_an_invented_suffix_is_found() -> None:
+    found = unknown_series(_broken("full-prod", "envoy_http_downstream_rq_xx", "envoy_http_downstream_rq_xx_total"))
+    assert "llm-platform-vllm.json panel Gateway errors per second: envoy_http_downstream_rq_xx_total" in found

@@ -125,13 +125,57 @@ def test_monitors_and_rules_validate_against_the_crds(kind: str, crd: str, prod_
 
 
 def test_vllm_pod_monitor(prod_run: harness.RunResult) -> None:
-    monitor = values(prod_run.one(f"{MON}:PodMonitor"))
+    monitor = values(prod_run.one(f"{MON}:PodMonitor", "observability-vllm"))
     assert monitor["spec"] == {
         "jobLabel": "app.kubernetes.io/name",
         "namespaceSelector": {"any": True},
         "selector": {"matchLabels": {"app.kubernetes.io/name": "vllm"}},
         "podMetricsEndpoints": [{"port": "http", "path": "/metrics", "interval": "10s", "scrapeTimeout": "5s"}],
     }
+
+
+def test_gateway_pod_monitors(prod_run: harness.RunResult) -> None:
+    """Every model's pickers and proxies, at the vLLM interval, their job fixed for the gateway alerts
+    (tests/builders/test_gateway_observability.py ties selectors, ports and jobs to the router and policies)."""
+    picker = values(prod_run.one(f"{MON}:PodMonitor", "observability-gateway-epp"))
+    proxy = values(prod_run.one(f"{MON}:PodMonitor", "observability-gateway-proxy"))
+    assert picker["metadata"] == {"name": "gateway-epp", "namespace": "monitoring"}
+    assert picker["spec"] == {
+        "namespaceSelector": {"any": True},
+        "selector": {"matchLabels": {"llm-d.ai/igw-mode": "llm-d-router-gateway"}},
+        "podMetricsEndpoints": [
+            {
+                "port": "metrics",
+                "path": "/metrics",
+                "interval": "10s",
+                "scrapeTimeout": "5s",
+                "relabelings": [{"targetLabel": "job", "replacement": "gateway-epp"}],
+            }
+        ],
+    }
+    assert proxy["metadata"] == {"name": "gateway-proxy", "namespace": "monitoring"}
+    assert proxy["spec"] == {
+        "namespaceSelector": {"any": True},
+        "selector": {"matchExpressions": [{"key": "llm-d-router-proxy", "operator": "Exists"}]},
+        "podMetricsEndpoints": [
+            {
+                "port": "envoy-metrics",
+                "path": "/stats/prometheus",
+                "interval": "10s",
+                "scrapeTimeout": "5s",
+                "relabelings": [{"targetLabel": "job", "replacement": "gateway-proxy"}],
+            }
+        ],
+    }
+
+
+def test_no_gateway_monitors_without_a_gateway() -> None:
+    """scale-to-zero-dev: its one model idles at zero, behind the interceptor, with no gateway."""
+    run = fixture_run("scale-to-zero-dev")
+    assert [r.name for r in run.of_type(f"{MON}:PodMonitor")] == ["observability-vllm"]
+    assert not run.of_type("kubernetes:helm.sh/v3:Release") or all(
+        "llm-d-router" not in values(r)["chart"] for r in run.of_type("kubernetes:helm.sh/v3:Release")
+    )
 
 
 def test_dcgm_and_karpenter_monitors(prod_run: harness.RunResult) -> None:
@@ -154,7 +198,7 @@ def test_three_dashboards_for_the_sidecar(prod_run: harness.RunResult) -> None:
         (body,) = m["data"].values()
         dashboard = json.loads(body)
         assert dashboard["panels"]
-        assert all(p["targets"] for p in dashboard["panels"])
+        assert all(p["targets"] for p in dashboard["panels"] if p["type"] != "row")
         kubernetes_validate.validate(m, "1.35", strict=True)
 
 
@@ -169,6 +213,14 @@ def test_vllm_dashboard_has_the_panels_operators_need() -> None:
         "Tokens per second",
         "Preemptions per second",
         "Replicas: desired vs ready",
+        "Gateway: $model",
+        "Requests picked per replica",
+        "Prefix-cache hit rate",
+        "Endpoint Picker scheduling latency",
+        "Request latency at the gateway",
+        "Gateway errors per second",
+        "Ready endpoints: the picker's view and vLLM's",
+        "Gateway replicas ready",
     ]
     ttft = dashboards.VLLM.panels[2]
     assert [legend.split()[0] for _, legend in ttft.queries] == ["p50", "p95", "p99"]
