@@ -13,11 +13,17 @@ from typing import Any
 from config.facts.conventions import VLLM_PORT
 from config.sections.models import ModelConfig
 
-KV_EVENTS_PORT = 5556
-"""vLLM publishes KV-cache events here (ZMQ) when routing on the precise prefix cache."""
+KV_EVENTS_PORT = 5557
+"""vLLM publishes KV-cache events here (ZMQ) when routing on the precise prefix cache: the port the picker
+dials on each pod unless told otherwise (llm-d-router v0.10.0 pkg/kvevents/pool.go DefaultPodReconcilerConfig,
+SocketPort 5557; ai-on-eks' 5556 needs the picker configured to match). The default is relied on rather than
+set: the producer decodes its kvEventsConfig over upstream defaults, and a partial one would be a guess at
+how the decoder merges."""
 PREFIX_BLOCK_SIZE = 64
-"""Tokens per KV block when routing on the precise prefix cache: vLLM's --block-size and the picker's
-tokenProcessorConfig.blockSize must be equal (wave 3 facts A 2.3, ai-on-eks manifests)."""
+"""Tokens per KV block when routing on the precise prefix cache, passed to vLLM (--block-size) and to the
+picker (tokenProcessorConfig.blockSize) alike, as ai-on-eks does (wave 3 facts A 2.3). Upstream's
+preciseprefixcache README says the two need not match; one value keeps the picker's block keys the
+engine's own."""
 PYTHON_HASH_SEED = "42"
 """vLLM's block hashes must not vary per process for the picker to match them."""
 

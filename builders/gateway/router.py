@@ -250,7 +250,15 @@ def inference_pool(release_values: dict[str, Any], release: str, namespace: str)
     pool: dict[str, Any] = {
         "apiVersion": "inference.networking.k8s.io/v1",
         "kind": "InferencePool",
-        "metadata": {"name": release, "namespace": namespace},
+        # routerlib `llm-d-router.labels`: the picker's name, and the chart's appVersion (set at packaging)
+        "metadata": {
+            "name": release,
+            "namespace": namespace,
+            "labels": {
+                "app.kubernetes.io/name": f"{release.lower().strip()[:NAME_LIMIT]}-epp",
+                "app.kubernetes.io/version": versions.LLM_D_ROUTER_VERSION,
+            },
+        },
         "spec": {
             "targetPorts": [{"number": p["number"]} for p in servers["targetPorts"]],
             "selector": {"matchLabels": {k: str(v) for k, v in servers["matchLabels"].items()}},

@@ -60,8 +60,7 @@ HUGGING_FACE_RATE: Final = Figure(
 GATEWAY_ENDPOINT_DISCOVERY: Final = Figure(
     1,
     "s",
-    "the gateway learns a newly ready vLLM pod (the Endpoint Picker watches the pool's pods; no per-pod "
-    "load-balancer registration)",
+    "the gateway learns a newly ready vLLM pod (the Endpoint Picker watches the pool's pods; no per-pod load-balancer registration)",
     "an in-cluster gateway in front of static ALB targets",
     "../shared/reference/wave3-facts.md Part B 3.6 (in-cluster gateway: ~1 s from the endpoint change)",
 )

@@ -191,11 +191,11 @@ def gateway_rows(cfg: StackConfig) -> list[SystemWorkload]:
             continue  # no gateway: the interceptor holds its requests
         picker = Requests(gw.epp_resources.cpu, gw.epp_resources.memory)
         if m.routing.prefix_cache == "precise":
-            picker = Requests(
-                f"{picker.cpu_millis + tokenizer.cpu_millis}m", f"{picker.memory_mib + tokenizer.memory_mib}Mi"
-            )
+            picker = Requests(f"{picker.cpu_millis + tokenizer.cpu_millis}m", f"{picker.memory_mib + tokenizer.memory_mib}Mi")
         rows += [
-            SystemWorkload(f"{m.name}-epp", "Deployment", gw.epp_replicas or 1, picker, "gateway.eppResources (builders/gateway/router.py)"),
+            SystemWorkload(
+                f"{m.name}-epp", "Deployment", gw.epp_replicas or 1, picker, "gateway.eppResources (builders/gateway/router.py)"
+            ),
             SystemWorkload(
                 f"{m.name}-proxy",
                 "Deployment",

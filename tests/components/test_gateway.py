@@ -166,7 +166,12 @@ def test_the_pool_validates_against_the_inference_pool_crd(stack: str, model: st
     assert (pool["apiVersion"], pool["kind"], pool["metadata"]) == (
         "inference.networking.k8s.io/v1",
         "InferencePool",
-        {"name": model, "namespace": model},
+        {
+            "name": model,
+            "namespace": model,
+            # routerlib `llm-d-router.labels`
+            "labels": {"app.kubernetes.io/name": f"{model}-epp", "app.kubernetes.io/version": "v0.10.0"},
+        },
     )
 
 
@@ -628,12 +633,6 @@ SUBSCRIBER_DEFAULT_PORT = 5557
 pkg/epp/framework/plugins/requestcontrol/dataproducer/preciseprefixcache/extractor.go ensureSubscriber)."""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug, builders/gateway/router.py epp_config: the precise-prefix-cache-producer sets no "
-    "kvEventsConfig.podDiscoveryConfig.socketPort, so the picker dials 5557 while vLLM publishes on "
-    "prefix.KV_EVENTS_PORT (5556), the one port its NetworkPolicy opens; remove this mark with the fix",
-)
 def test_precise_mode_the_picker_dials_the_kv_events_port() -> None:
     _, _, doc, _ = _precise()
     parameters = _plugin(doc, "precise-prefix-cache-producer")["parameters"]

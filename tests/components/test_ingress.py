@@ -221,7 +221,11 @@ def test_prod_ingress_exactly(prod_run: harness.RunResult) -> None:
                 "host": "llama-3-1-8b.llm.internal.example.com",
                 "http": {
                     "paths": [
-                        {"path": "/v1", "pathType": "Prefix", "backend": {"service": {"name": "llama-3-1-8b-proxy", "port": {"number": 8081}}}}
+                        {
+                            "path": "/v1",
+                            "pathType": "Prefix",
+                            "backend": {"service": {"name": "llama-3-1-8b-proxy", "port": {"number": 8081}}},
+                        }
                     ]
                 },
             }

@@ -433,8 +433,14 @@ def test_network_policies(dev_run: harness.RunResult) -> None:
     proxy = policies["model-llama-3-1-8b-netpol-llama-3-1-8b-proxy"]["spec"]
     assert proxy["podSelector"] == {"matchLabels": {"llm-d-router-proxy": "llama-3-1-8b-proxy"}}
     assert proxy["ingress"][:2] == [
-        {"from": [{"ipBlock": {"cidr": "10.40.0.0/18"}}, {"ipBlock": {"cidr": "10.40.64.0/18"}}], "ports": [{"protocol": "TCP", "port": 8081}]},
-        {"from": [{"ipBlock": {"cidr": "10.40.0.0/18"}}, {"ipBlock": {"cidr": "10.40.64.0/18"}}], "ports": [{"protocol": "TCP", "port": 19001}]},
+        {
+            "from": [{"ipBlock": {"cidr": "10.40.0.0/18"}}, {"ipBlock": {"cidr": "10.40.64.0/18"}}],
+            "ports": [{"protocol": "TCP", "port": 8081}],
+        },
+        {
+            "from": [{"ipBlock": {"cidr": "10.40.0.0/18"}}, {"ipBlock": {"cidr": "10.40.64.0/18"}}],
+            "ports": [{"protocol": "TCP", "port": 19001}],
+        },
     ]
     # HTTPS to public addresses only: nothing in the VPC, the cluster or link-local
     https = vllm["egress"][1]
