@@ -173,6 +173,11 @@ def summary(
         lines.append(
             f"  incl. headroom of {h.pool}: {h.gpus} GPU(s) warm on {h.nodes_min}-{h.nodes_max} node(s), ${h.floor:.2f}-{h.ceiling:.2f}/h"
         )
+    for g in cost.gateway_costs(cfg):
+        lines.append(
+            f"  incl. the gateway of {g.name} on the system nodes: {g.cpu_millis}m CPU, {g.memory_mib} MiB, "
+            f"${g.per_hour:.3f}/h (${g.per_hour * month:,.0f}/month)"
+        )
     if placeholders:
         lines += ["", "Secrets not in the stack file, rendered with placeholders: " + ", ".join(placeholders)]
     if warnings:
