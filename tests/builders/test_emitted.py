@@ -56,11 +56,16 @@ RELEASES = {
     "keda": "keda",
     "observability": "kube-prometheus-stack",
     "gpuOperator": "gpu-operator",
+    # every model's router release; the fixtures' llama-3-1-8b keeps replicas, so it has one
+    "gateway": "llama-3-1-8b",
 }
 """The Helm release each escape hatch (`<section>.extraValues`) is merged into."""
 
 HELM_WHEN_SET = {("observability", ("prometheus", "prometheusSpec", "retentionSize")): ("retentionSize", "40GB")}
 """Listed values the builders set only when a field no fixture sets is set: -> (observability field, value)."""
+
+PRECISE_ONLY = {("gateway", ("router", "tokenizer"))}
+"""Listed values a router release sets only for a model routed on the precise prefix cache (no fixture's is)."""
 
 SELECTORS = ("podMonitorSelector", "serviceMonitorSelector", "ruleSelector")
 CHART_DEFAULTS = {
@@ -224,11 +229,29 @@ def test_every_listed_helm_value_is_one_the_builders_set() -> None:
     unset = [
         f"{section}.extraValues.{'.'.join(path)}"
         for section, path in LISTED
-        if (section, path) not in HELM_WHEN_SET and (section, path) not in CHART_DEFAULTS and not _set_on_a_fixture(section, path)
+        if (section, path) not in HELM_WHEN_SET
+        and (section, path) not in CHART_DEFAULTS
+        and (section, path) not in PRECISE_ONLY
+        and not _set_on_a_fixture(section, path)
     ]
     assert unset == [], "no fixture's render sets these: the rule guards nothing (a renamed or dropped chart key?)"
     assert set(HELM_WHEN_SET) <= set(LISTED)
     assert set(CHART_DEFAULTS) <= set(LISTED)
+
+
+def test_listed_router_values_of_precise_routing_are_set_then() -> None:
+    from builders.gateway import router
+
+    data = stack_data(DEV)
+    data["models"][0]["routing"] = {"prefixCache": "precise"}
+    data["cluster"]["systemNodeGroup"].update(minSize=3, desiredSize=3)
+    cfg = parse(data)
+    model = cfg.models[0]
+    values = router.values(model, cfg.gateway, alb_idle_timeout_seconds=cfg.ingress.idle_timeout_seconds)
+    assert PRECISE_ONLY <= set(LISTED)
+    for section, path in PRECISE_ONLY:
+        assert section == "gateway"
+        assert has_path(values, path)
 
 
 def test_listed_helm_values_set_only_when_configured_are_set_then() -> None:
