@@ -126,11 +126,12 @@ def _inside(cidr: str, others: list[str]) -> bool:
 
 
 def load_balancer_sources(cfg: StackConfig) -> list[str]:
-    """Where the shared ALB reaches pods from: the subnets it places its interfaces in.
+    """Where the shared ALB reaches its targets (the gateways' proxies, the interceptor) from: the
+    subnets it places its interfaces in. vLLM itself admits no address range.
 
     Internet-facing ALBs sit in the public subnets, where no pod runs. Internal ALBs sit in the
-    private subnets, which the pods share: there the rule cannot tell an ALB from a pod, and vLLM's
-    API key is what guards /v1. An existing VPC names the subnets' ranges in
+    private subnets, which the pods share: there the rule cannot tell an ALB from a pod, and the
+    front door's /v1-only routing and vLLM's API key are what guard the model. An existing VPC names the subnets' ranges in
     `network.loadBalancerSubnetCidrs`; without them, the VPC's ranges.
     """
     network = cfg.network
@@ -196,17 +197,17 @@ def keda(cfg: StackConfig) -> list[dict[str, Any]]:
     ]
     egress: list[Any] = [{"to": [prometheus_peer(cfg.observability.namespace)], "ports": tcp(PROMETHEUS_PORT)}]
     policies = _platform_namespace(KEDA_NAMESPACE, vpc, ingress, egress)
-    if state.of(cfg).scales_to_zero:
+    derived = state.of(cfg)
+    if derived.scales_to_zero:
         # the HTTP add-on's interceptor only: the ALB in front (requests on the proxy port, health checks
-        # on the admin port), the models behind
+        # on the admin port), and the client namespaces of the models at zero (their front door in the
+        # cluster: vLLM admits no client), requests only; the models behind
+        front: list[Any] = [{"from": cidr_peers(load_balancer_sources(cfg)), "ports": tcp(INTERCEPTOR_PROXY[1], INTERCEPTOR_ADMIN[1])}]
+        clients = sorted({ns for m in cfg.models if derived.model(m).scales_to_zero for ns in m.client_namespaces})
+        if clients:
+            front.append({"from": [namespace_peer(ns) for ns in clients], "ports": tcp(INTERCEPTOR_PROXY[1])})
         policies.append(
-            policy(
-                "interceptor",
-                KEDA_NAMESPACE,
-                INTERCEPTOR_POD,
-                [{"from": cidr_peers(load_balancer_sources(cfg)), "ports": tcp(INTERCEPTOR_PROXY[1], INTERCEPTOR_ADMIN[1])}],
-                [{"to": [MODEL_NAMESPACES], "ports": tcp(VLLM_PORT)}],
-            )
+            policy("interceptor", KEDA_NAMESPACE, INTERCEPTOR_POD, front, [{"to": [MODEL_NAMESPACES], "ports": tcp(VLLM_PORT)}])
         )
     return policies
 

@@ -316,10 +316,6 @@ CHECKS: dict[str, tuple[str, Callable[[ResourceValidationArgs, ReportViolation],
 
 
 NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
-VLLM_PORT = 8000
-ELB_SUBNET_TAG_PREFIX = "kubernetes.io/role/"
-"""The load balancer controller's subnet discovery tags (`.../elb`, `.../internal-elb`); the pack runs
-without the program's modules, so it reads the tags by their common prefix."""
 
 
 def _is_default_deny(spec: dict[str, Any]) -> bool:
@@ -345,49 +341,104 @@ def namespaces_deny_by_default(args: StackValidationArgs, report: ReportViolatio
                 report(f"Namespace {name} has no default-deny NetworkPolicy: every pod in it is open both ways.", r.urn)
 
 
-def _admits(rule: dict[str, Any], port: int) -> bool:
-    ports = rule.get("ports") or []
-    return not ports or any(
-        p.get("port") is None or isinstance(p["port"], str) or p["port"] <= port <= p.get("endPort", p["port"]) for p in ports
-    )
+PROMETHEUS_POD = {"app.kubernetes.io/name": "prometheus"}
+"""The Prometheus pods (prometheus-operator labels them so); builders/network_policies.py PROMETHEUS_POD."""
+INTERCEPTOR_POD = {"app.kubernetes.io/component": "interceptor"}
+"""The KEDA HTTP add-on's interceptor pods (its chart's component label); builders/network_policies.py INTERCEPTOR_POD."""
+PROMETHEUS_CHART = "kube-prometheus-stack"
+
+
+def _selects(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
+    """Label-selector semantics (matchLabels and matchExpressions); an empty selector selects everything."""
+    selector = selector or {}
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    for expr in selector.get("matchExpressions") or []:
+        key, op, vals = expr.get("key"), expr.get("operator"), expr.get("values") or []
+        if (
+            (op == "In" and labels.get(key) not in vals)
+            or (op == "NotIn" and key in labels and labels[key] in vals)
+            or (op == "Exists" and key not in labels)
+            or (op == "DoesNotExist" and key in labels)
+        ):
+            return False
+    return True
+
+
+def _namespace_named(peer: dict[str, Any]) -> str | None:
+    """The one namespace a peer's namespaceSelector names by its name label, else None."""
+    selector = peer.get("namespaceSelector") or {}
+    labels = selector.get("matchLabels") or {}
+    if selector.get("matchExpressions") or set(labels) != {CONVENTIONS.NAMESPACE_NAME_LABEL}:
+        return None
+    return str(labels[CONVENTIONS.NAMESPACE_NAME_LABEL])
+
+
+def _pods_among(peer: dict[str, Any], labels: dict[str, str]) -> bool:
+    """The peer's podSelector selects only pods carrying `labels` (it requires each of them)."""
+    match = (peer.get("podSelector") or {}).get("matchLabels") or {}
+    return all(match.get(k) == v for k, v in labels.items())
+
+
+def _vllm_peer_problem(peer: dict[str, Any], namespace: str, monitoring: str | None) -> str | None:
+    """Why a peer may not reach vLLM's pods (None: it may): its own namespace's pods (the gateway), the
+    monitoring namespace's Prometheus and KEDA's interceptor, nothing else."""
+    if "ipBlock" in peer:
+        return f"the address range {peer['ipBlock'].get('cidr')} (the ALB and every caller reach the gateway, never vLLM)"
+    if "namespaceSelector" not in peer:
+        return None  # pods of vLLM's own namespace: the model's gateway
+    named = _namespace_named(peer)
+    if named == namespace:
+        return None
+    if named is not None and named == monitoring:
+        return None if _pods_among(peer, PROMETHEUS_POD) else f"every pod of the monitoring namespace {named}, not its Prometheus"
+    if named == CONVENTIONS.KEDA_NAMESPACE:
+        return None if _pods_among(peer, INTERCEPTOR_POD) else f"pods of {named} other than the HTTP add-on's interceptor"
+    what = f"namespace {named}" if named else f"the namespaces {json.dumps(peer['namespaceSelector'], sort_keys=True)}"
+    return f"{what} (clients call the model's gateway, or at zero the interceptor)"
 
 
 def vllm_port_sources(args: StackValidationArgs, report: ReportViolation) -> None:
-    """vLLM's port admits addresses only from the load balancer's subnets: never the internet or the whole VPC.
+    """vLLM's pods admit only the model's gateway (pods of their own namespace), the monitoring namespace's
+    Prometheus and KEDA's interceptor: no address range at all (not the ALB's subnets, not the VPC, not the
+    internet), no client namespace, no other namespace. vLLM guards only /v1 with its API key; the
+    gateway serves /v1 alone.
 
-    The VPC's and the load balancer subnets' ranges come from the stack's own Vpc and Subnet resources
-    (an existing VPC has none here: only the internet and host-bits checks apply)."""
-    vpcs = [
-        ipaddress.ip_network(r.props["cidrBlock"])
-        for r in args.resources
-        if r.resource_type == "aws:ec2/vpc:Vpc" and r.props.get("cidrBlock")
-    ]
-    elb_subnets = {
-        r.props.get("cidrBlock")
-        for r in args.resources
-        if r.resource_type == "aws:ec2/subnet:Subnet" and any(str(t).startswith(ELB_SUBNET_TAG_PREFIX) for t in (r.props.get("tags") or {}))
-    }
+    vLLM's pods are those of every Deployment whose pod template carries vLLM's app label; a policy is
+    theirs when it selects them (in their namespace); the monitoring namespace is kube-prometheus-stack's."""
+    monitoring = next(
+        (
+            str(r.props.get("namespace"))
+            for r in args.resources
+            if r.resource_type == "kubernetes:helm.sh/v3:Release" and str(r.props.get("chart", "")).endswith(PROMETHEUS_CHART)
+        ),
+        None,
+    )
+    vllm_pods: dict[str, list[dict[str, str]]] = {}
+    for r in args.resources:
+        if r.resource_type != "kubernetes:apps/v1:Deployment":
+            continue
+        template = ((r.props.get("spec") or {}).get("template") or {}).get("metadata") or {}
+        labels = template.get("labels") or {}
+        if all(labels.get(k) == v for k, v in CONVENTIONS.VLLM_APP_LABEL.items()):
+            vllm_pods.setdefault(str((r.props.get("metadata") or {}).get("namespace")), []).append(labels)
     for r in args.resources:
         if r.resource_type != NETWORK_POLICY:
             continue
-        for rule in (r.props.get("spec") or {}).get("ingress") or []:
-            if not _admits(rule, VLLM_PORT):
-                continue
-            for peer in rule.get("from") or []:
-                cidr = (peer.get("ipBlock") or {}).get("cidr")
-                if cidr is None:
-                    continue
-                net = ipaddress.ip_network(cidr, strict=False)
-                name = (r.props.get("metadata") or {}).get("name")
-                if net.prefixlen == 0:
-                    report(f"NetworkPolicy {name} admits port {VLLM_PORT} from every address ({cidr}).", r.urn)
-                elif any(vpc.subnet_of(net) for vpc in vpcs):  # type: ignore[arg-type]
-                    report(
-                        f"NetworkPolicy {name} admits port {VLLM_PORT} from {cidr}, the whole VPC: admit the load balancer's subnets.",
-                        r.urn,
-                    )
-                elif vpcs and cidr not in elb_subnets:
-                    report(f"NetworkPolicy {name} admits port {VLLM_PORT} from {cidr}, not a load balancer subnet of the stack.", r.urn)
+        meta, spec = r.props.get("metadata") or {}, r.props.get("spec") or {}
+        namespace = str(meta.get("namespace"))
+        if not any(_selects(spec.get("podSelector"), labels) for labels in vllm_pods.get(namespace, [])):
+            continue
+        name = f"{namespace}/{meta.get('name')}"
+        for rule in spec.get("ingress") or []:
+            ports = ", ".join(str(p.get("port", "every port")) for p in rule.get("ports") or []) or "every port"
+            peers = rule.get("from") or []
+            if not peers:
+                report(f"NetworkPolicy {name} admits vLLM's pods ({ports}) from every source.", r.urn)
+            for peer in peers:
+                problem = _vllm_peer_problem(peer, namespace, monitoring)
+                if problem is not None:
+                    report(f"NetworkPolicy {name} admits vLLM's pods ({ports}) from {problem}.", r.urn)
 
 
 NODE_INLINE_ACTIONS = {"ecr:BatchImportUpstreamImage", "ecr:CreateRepository"}
@@ -441,7 +492,10 @@ def iam_node_roles(args: StackValidationArgs, report: ReportViolation) -> None:
 STACK_CHECKS: dict[str, tuple[str, Callable[[StackValidationArgs, ReportViolation], None]]] = {
     "iam-node-roles": ("Node roles carry exactly the node-role managed policies, inline only the image cache's import.", iam_node_roles),
     "namespaces-deny-by-default": ("Every namespace the program creates has a default-deny NetworkPolicy.", namespaces_deny_by_default),
-    "vllm-port-sources": ("vLLM's port admits the load balancer's subnets only, never the VPC or the internet.", vllm_port_sources),
+    "vllm-port-sources": (
+        "vLLM's pods admit only their gateway, Prometheus and KEDA's interceptor: no address range, no client or other namespace.",
+        vllm_port_sources,
+    ),
 }
 
 

@@ -25,6 +25,7 @@ import pytest
 
 from builders.karpenter import iam as karpenter_iam
 from builders.serving.workload import HF_TOKEN_SECRET
+from config.facts import versions
 from config.facts.conventions import EBS_CSI_SERVICE_ACCOUNT, KEDA_NAMESPACE, NODE_ROLE_POLICIES, SYSTEM_NODE_LABEL
 from offline.mocks import Registration
 from policy import checks
@@ -39,6 +40,7 @@ from tests.support.policy import container, edit_policy, resource_args, stack_of
 from tests.support.program import run_patched
 from tests.support.promql import FAMILIES, rendered_queries, series_in, unknown_series_findings
 from tests.support.workloads import pod_security_findings, pods, secret_env_findings
+from tests.test_front_door import build_door, holes, side_doors
 from tests.validators import cloudformation as upstream_cfn
 from tests.validators import crds
 
@@ -268,15 +270,25 @@ def keda_aws_findings(regs: list[Registration]) -> list[str]:
 
 
 def psa_findings(regs: list[Registration]) -> list[str]:
+    """Model namespaces enforce `restricted`; beside a gateway (the router chart renders the Endpoint Picker's
+    container with no securityContext, builders/serving/workload.py namespace) `baseline` enforced with
+    `restricted` warned and audited (the checklist's "or baseline enforce plus restricted warn/audit")."""
     cfg = parse(stack_data(PROD))
-    levels = {
-        d["metadata"]["name"]: d["metadata"]["labels"].get("pod-security.kubernetes.io/enforce")
-        for d in _docs(regs, "kubernetes:core/v1:Namespace")
-    }
-    out = [f"model namespace {m.name} enforces {levels.get(m.name)}" for m in cfg.models if levels.get(m.name) != "restricted"]
+    labels = {d["metadata"]["name"]: d["metadata"]["labels"] for d in _docs(regs, "kubernetes:core/v1:Namespace")}
+    gateways = {d["namespace"] for d in _docs(regs, "kubernetes:helm.sh/v3:Release") if d["chart"] == versions.LLM_D_ROUTER.name}
+    out = []
+    for m in cfg.models:
+        enforce, warn, audit = (labels.get(m.name, {}).get(f"pod-security.kubernetes.io/{k}") for k in ("enforce", "warn", "audit"))
+        if enforce == "restricted":
+            continue
+        if m.name in gateways and (enforce, warn, audit) == ("baseline", "restricted", "restricted"):
+            continue
+        beside = "beside its gateway: restricted, or baseline with restricted warn and audit" if m.name in gateways else "not restricted"
+        out.append(f"model namespace {m.name} enforces {enforce} with warn {warn} and audit {audit}, {beside}")
     for ns in (cfg.gpu_operator.namespace, cfg.observability.namespace):
-        if levels.get(ns) != "privileged":
-            out.append(f"{ns} enforces {levels.get(ns)}, not privileged (it needs host access)")
+        enforce = labels.get(ns, {}).get("pod-security.kubernetes.io/enforce")
+        if enforce != "privileged":
+            out.append(f"{ns} enforces {enforce}, not privileged (it needs host access)")
     return out
 
 
@@ -298,21 +310,28 @@ def service_account_findings(regs: list[Registration]) -> list[str]:
 
 
 def pdb_findings(regs: list[Registration]) -> list[str]:
-    pdbs = {d["metadata"]["namespace"]: d for d in _docs(regs, "kubernetes:policy/v1:PodDisruptionBudget")}
+    """One PDB per model Deployment, maxUnavailable 1, selecting its pods; and no PDB of the render (the
+    gateways' proxies and pickers too) that blocks a drain (maxUnavailable 0, or minAvailable)."""
+    pdbs = _docs(regs, "kubernetes:policy/v1:PodDisruptionBudget")
     out = []
+    for pdb in pdbs:
+        if pdb["spec"].get("maxUnavailable") != 1 or "minAvailable" in pdb["spec"]:
+            out.append(f"PDB {pdb['metadata']['namespace']}/{pdb['metadata']['name']} is not maxUnavailable: 1")
     for r in regs:
         if r.type != "kubernetes:apps/v1:Deployment" or not r.name.startswith("model-"):
             continue
         doc = values(r)
-        pdb = pdbs.get(doc["metadata"]["namespace"])
-        if pdb is None:
-            out.append(f"{doc['metadata']['name']} has no PodDisruptionBudget")
-            continue
-        if pdb["spec"].get("maxUnavailable") != 1 or "minAvailable" in pdb["spec"]:
-            out.append(f"{doc['metadata']['name']}'s PDB is not maxUnavailable: 1")
         labels = doc["spec"]["template"]["metadata"]["labels"]
-        if any(labels.get(k) != v for k, v in pdb["spec"]["selector"]["matchLabels"].items()):
-            out.append(f"{doc['metadata']['name']}'s PDB selects no pod")
+        mine = [
+            pdb
+            for pdb in pdbs
+            if pdb["metadata"]["namespace"] == doc["metadata"]["namespace"]
+            and all(labels.get(k) == v for k, v in pdb["spec"]["selector"]["matchLabels"].items())
+        ]
+        if len(mine) != 1:
+            out.append(f"{doc['metadata']['name']} has {len(mine)} PodDisruptionBudgets selecting its pods, not one")
+        elif mine[0]["spec"].get("maxUnavailable") != 1 or "minAvailable" in mine[0]["spec"]:
+            out.append(f"{doc['metadata']['name']}'s PDB is not maxUnavailable: 1")
     return out
 
 
@@ -443,12 +462,17 @@ def crd_validation(broken: bool) -> list[str]:
 
 
 def vllm_port_sources(broken: bool) -> list[str]:
-    widen = edit_policy(
-        "llama-3-1-8b", "llama-3-1-8b", lambda d: d["spec"]["ingress"][0]["from"].append({"ipBlock": {"cidr": "10.40.0.0/16"}})
+    """OB-2: vLLM admits only its gateway, Prometheus and the interceptor (the policy pack); on the fixture
+    also the relational checks: no forbidden flow, and at L7 no unguarded vLLM route and no /v1 but
+    through the front door (tests/test_front_door.py)."""
+    admit_alb = edit_policy(
+        "llama-3-1-8b", "llama-3-1-8b", lambda d: d["spec"]["ingress"][0]["from"].append({"ipBlock": {"cidr": "10.40.0.0/18"}})
     )
-    return stack_violations("vllm-port-sources", stack_of(fixture_run(DEV), widen if broken else None)) + (
-        leaks(build_world("internet-facing-tls")) if not broken else []
-    )
+    found = stack_violations("vllm-port-sources", stack_of(fixture_run(DEV), admit_alb if broken else None))
+    if not broken:
+        door = build_door("internet-facing-tls")
+        found += leaks(door.world) + holes(door) + side_doors(door)
+    return found
 
 
 def _deploymentedited(stack: str, mutate: Callable[[dict[str, Any]], object]) -> Callable[[list[Registration]], list[Registration]]:
@@ -766,10 +790,10 @@ ROWS: dict[str, Row] = {
                 regs,
                 "kubernetes:core/v1:Namespace",
                 "model-llama-3-1-8b-namespace",
-                lambda d: d["metadata"]["labels"].update({"pod-security.kubernetes.io/enforce": "baseline"}),
+                lambda d: d["metadata"]["labels"].pop("pod-security.kubernetes.io/warn"),
             ),
         ),
-        "enforces baseline",
+        "enforces baseline with warn None and audit restricted, beside its gateway",
     ),
     "WS-2": Row(
         (f"{T}components/test_serving.py::test_pod_meets_pod_security_restricted",),
@@ -941,10 +965,14 @@ ROWS: dict[str, Row] = {
             f"{T}components/test_ingress.py::test_only_v1_is_routed",
             f"{T}components/test_ingress.py::test_no_service_is_exposed_directly",
             f"{T}test_network_flows.py::test_vllm_open_to_the_vpc_is_found",
-            f"{T}policy/test_policies.py::test_vllm_port_open_beyond_the_load_balancer_fails",
+            f"{T}test_network_flows.py::test_vllm_open_to_the_load_balancer_is_found",
+            f"{T}test_network_flows.py::test_a_client_namespace_admitted_to_vllm_is_found",
+            f"{T}policy/test_policies.py::test_vllm_open_beyond_the_gateway_fails",
+            f"{T}test_front_door.py::test_vllms_unguarded_routes_are_unreachable",
+            f"{T}test_front_door.py::test_an_envoy_route_for_every_path_is_a_hole",
         ),
         vllm_port_sources,
-        "the whole VPC",
+        "admits vLLM's pods (8000) from the address range 10.40.0.0/18",
     ),
     "OB-3": Row(
         (

@@ -14,36 +14,63 @@ from typing import Any
 import pytest
 
 from builders import network_policies as netpol
-from tests.conftest import FIXTURES, fixture_run, values
+from tests.conftest import FIXTURES, values
 from tests.support.flows import (
     NETWORK_POLICY,
+    WORLDS,
     World,
     blocked,
     build_world,
     job_may_reach,
     job_reach,
+    kv_events_port,
     leaks,
     needed_flows,
     needed_service_flows,
     populate_jobs,
+    stack_run,
     undefended_namespaces,
+    vllm_admits,
 )
 from tests.validators.netpol import Cluster, Endpoint
 
 
-@pytest.mark.parametrize("stack", FIXTURES)
+@pytest.mark.parametrize("stack", WORLDS)
 def test_every_needed_flow_is_open(stack: str) -> None:
     world = build_world(stack)
     assert len(list(needed_flows(world))) > 20
     assert blocked(world) == []
 
 
-@pytest.mark.parametrize("stack", FIXTURES)
+@pytest.mark.parametrize("stack", WORLDS)
 def test_every_forbidden_flow_is_shut(stack: str) -> None:
     assert leaks(build_world(stack)) == []
 
 
-@pytest.mark.parametrize("stack", FIXTURES)
+@pytest.mark.parametrize("stack", WORLDS)
+def test_the_world_holds_each_models_front_door(stack: str) -> None:
+    """A gateway (proxies and pickers, as the router chart labels them) per model with replicas.min >= 1,
+    none at zero; every vLLM pod, proxy and picker scraped; the flows that matter for the front door
+    are among the needed ones (an empty selector would make the flow checks vacuous)."""
+    world = build_world(stack)
+    assert sorted(world.gateways) == sorted(m.name for m in world.cfg.models if m.replicas.min >= 1)
+    needed = {why for why, *_ in needed_flows(world)}
+    scraped = {dst.name for why, src, dst, *_ in needed_flows(world) if why.startswith("Prometheus scrapes ") and src.name == "prometheus"}
+    for model in world.cfg.models:
+        assert f"{model.name}/{model.name}" in scraped, model.name
+        gateway = world.gateways.get(model.name)
+        if gateway is None:
+            continue
+        assert {gateway.proxy, gateway.picker} <= scraped
+        assert {
+            f"{gateway.proxy} forwards to {model.name}/{model.name}",
+            f"{gateway.picker} reads {model.name}/{model.name}'s metrics",
+        } <= needed
+        assert all(f"a pod in {c} calls {model.name}'s gateway" in needed for c in model.client_namespaces)
+        assert vllm_admits(world, model) == {"prometheus", gateway.proxy, gateway.picker}
+
+
+@pytest.mark.parametrize("stack", WORLDS)
 def test_service_flows_reach_pods(stack: str) -> None:
     """Every Service the platform reaches by address has pods behind it in the world (a flow to an empty Service proves nothing)."""
     world = build_world(stack)
@@ -62,16 +89,27 @@ def test_every_namespace_the_program_creates_denies_by_default(stack: str) -> No
 
 def test_every_policy_port_is_a_number() -> None:
     """The agent drops named ports from ipBlock rules: every port the platform writes is numeric."""
-    for stack in FIXTURES:
+    for stack in WORLDS:
         for policy in build_world(stack).policies:
             for key in ("ingress", "egress"):
                 for rule in policy["spec"].get(key) or []:
                     assert all(isinstance(p["port"], int) for p in rule.get("ports") or []), policy["metadata"]
 
 
-def _broken(stack: str, change: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]) -> World:
-    policies = change(copy.deepcopy([values(r) for r in fixture_run(stack).of_type(NETWORK_POLICY)]))
+def _broken(stack: str, *changes: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]) -> World:
+    policies = copy.deepcopy([values(r) for r in stack_run(stack)[1].of_type(NETWORK_POLICY)])
+    for change in changes:
+        policies = change(policies)
     return build_world(stack, policies)
+
+
+def _edit(namespace: str, name: str, mutate: Callable[[dict[str, Any]], object]) -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:
+    def change(ps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        (found,) = [p for p in ps if (p["metadata"]["namespace"], p["metadata"]["name"]) == (namespace, name)]
+        mutate(found["spec"])
+        return ps
+
+    return change
 
 
 def _without(namespace: str, name: str) -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:
@@ -101,8 +139,52 @@ def test_vllm_open_to_the_vpc_is_found() -> None:
         return ps
 
     found = leaks(_broken("internet-facing-tls", from_the_vpc))
-    assert "other-node reaches llama-3-1-8b" in found
-    assert "stranger reaches llama-3-1-8b" in found
+    assert {"other-node reaches llama-3-1-8b on 8000", "stranger reaches llama-3-1-8b on 8000"} <= set(found)
+
+
+def test_vllm_open_to_the_load_balancer_is_found() -> None:
+    """The ALB's subnets reach the gateway, never vLLM (any port)."""
+    subnets = [{"ipBlock": {"cidr": c}} for c in netpol.load_balancer_sources(build_world("full-prod").cfg)]
+    found = leaks(_broken("full-prod", _edit("qwen-2-5-7b", "qwen-2-5-7b", lambda s: s["ingress"].append({"from": subnets}))))
+    assert {"alb reaches qwen-2-5-7b on 8000", "stranger reaches qwen-2-5-7b on 8000"} <= set(found)
+
+
+def test_a_client_namespace_admitted_to_vllm_is_found() -> None:
+    """The model's clients call its gateway: a client namespace on vLLM's port is a leak."""
+    add = _edit("qwen-2-5-7b", "qwen-2-5-7b", lambda s: s["ingress"][0]["from"].append(netpol.namespace_peer("chat-app")))
+    assert "client:chat-app reaches qwen-2-5-7b on 8000" in leaks(_broken("existing-vpc-irsa-bottlerocket", add))
+
+
+def test_another_pod_on_the_picker_port_is_found() -> None:
+    """The picker's ext_proc port admits its own proxies only."""
+    widen = _edit("qwen-2-5-7b", "qwen-2-5-7b-epp", lambda s: s["ingress"][0]["from"].append({"namespaceSelector": {}}))
+    found = leaks(_broken("full-prod", widen))
+    assert {"stranger reaches qwen-2-5-7b/qwen-2-5-7b-epp on 9002", "client:team-chat reaches qwen-2-5-7b/qwen-2-5-7b-epp on 9002"} <= set(
+        found
+    )
+    # the proxies of another model too, where their egress goes beyond their own picker
+    cross = _edit("llama-3-1-8b", "llama-3-1-8b-proxy", lambda s: s["egress"].append({"to": [{"namespaceSelector": {}}]}))
+    assert "llama-3-1-8b/llama-3-1-8b-proxy reaches qwen-2-5-7b/qwen-2-5-7b-epp on 9002" in leaks(_broken("full-prod", widen, cross))
+
+
+def test_a_proxy_cut_off_from_its_picker_is_found() -> None:
+    cut = _edit("llama-3-1-8b", "llama-3-1-8b-proxy", lambda s: s["egress"].pop(1))
+    found = blocked(_broken("minimal-dev", cut))
+    assert {"llama-3-1-8b/llama-3-1-8b-proxy asks its picker", "llama-3-1-8b/llama-3-1-8b-proxy asks the llama-3-1-8b-epp Service"} <= set(
+        found
+    )
+
+
+def test_the_precise_prefix_cache_needs_the_kv_event_rule_and_nothing_more() -> None:
+    kv = kv_events_port(build_world("minimal-dev+precise"), "llama-3-1-8b")
+    assert kv is not None
+    assert kv_events_port(build_world("minimal-dev"), "llama-3-1-8b") is None
+    closed = blocked(_broken("minimal-dev+precise", _edit("llama-3-1-8b", "llama-3-1-8b", lambda s: s["ingress"].pop(1))))
+    assert "llama-3-1-8b/llama-3-1-8b-epp reads llama-3-1-8b/llama-3-1-8b's KV events" in closed
+    opened = _edit("llama-3-1-8b", "llama-3-1-8b", lambda s: s["ingress"][1]["from"].append({"ipBlock": {"cidr": "0.0.0.0/0"}}))
+    assert {f"stranger reaches llama-3-1-8b on {kv}", f"alb reaches llama-3-1-8b on {kv}"} <= set(
+        leaks(_broken("minimal-dev+precise", opened))
+    )
 
 
 def test_model_egress_into_the_cluster_is_found() -> None:
@@ -132,13 +214,32 @@ def test_s3_through_an_interface_endpoint_needs_its_rule() -> None:
 
 
 def test_a_client_namespace_left_out_is_found() -> None:
-    def no_clients(ps: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        for p in ps:
-            for rule in p["spec"].get("ingress") or []:
-                rule["from"] = [peer for peer in rule.get("from") or [] if peer != netpol.namespace_peer("chat-app")]
-        return ps
+    # (the existing VPC names no load balancer subnets, so its whole range reaches the proxies: the
+    # internet-facing stack's ALB sits in public subnets and tells a client apart)
+    assert "a pod in batch-jobs calls mistral-7b's gateway" in blocked(
+        _broken("internet-facing-tls", lambda ps: [{**p, "spec": _no_peer(p["spec"], "batch-jobs")} for p in ps])
+    )
+    assert "a pod in chat-app calls llama-3-1-8b through the interceptor" in blocked(
+        _broken("scale-to-zero-dev+clients", lambda ps: [{**p, "spec": _no_peer(p["spec"], "chat-app")} for p in ps])
+    )
 
-    assert "a pod in chat-app calls qwen-2-5-7b" in blocked(_broken("existing-vpc-irsa-bottlerocket", no_clients))
+
+def _no_peer(spec: dict[str, Any], namespace: str) -> dict[str, Any]:
+    """The policy without the namespace among its ingress peers (a rule left with none dropped, not opened to all)."""
+    rules = []
+    for rule in spec.get("ingress") or []:
+        peers = [peer for peer in rule.get("from") or [] if peer != netpol.namespace_peer(namespace)]
+        if "from" not in rule or peers:
+            rules.append({**rule, **({"from": peers} if "from" in rule else {})})
+    return {**spec, "ingress": rules} if spec.get("ingress") else spec
+
+
+def test_clients_of_a_model_at_zero_reach_the_interceptor_only_on_its_proxy_port() -> None:
+    world = build_world("scale-to-zero-dev+clients")
+    assert world.cluster.allowed(world.pods["client:chat-app"], world.pods["interceptor"], 8080)
+    assert not world.cluster.allowed(world.pods["client:chat-app"], world.pods["interceptor"], 9090)
+    wider = _edit("keda", "interceptor", lambda s: s["ingress"][1]["ports"].append({"protocol": "TCP", "port": 9090}))
+    assert "client:chat-app reaches the interceptor's admin port" in leaks(_broken("scale-to-zero-dev+clients", wider))
 
 
 def test_a_named_target_port_on_a_model_service_is_found() -> None:
@@ -219,7 +320,7 @@ def _cluster_wide(policies: list[dict[str, Any]]) -> list[str]:
     ]
 
 
-@pytest.mark.parametrize("stack", FIXTURES)
+@pytest.mark.parametrize("stack", WORLDS)
 def test_no_policy_selects_every_namespace(stack: str) -> None:
     world = build_world(stack)
     assert _cluster_wide(world.policies) == []
@@ -253,7 +354,7 @@ def test_scrapes_need_the_vpc_rule() -> None:
 # -- every workload as a source and a target: the populate Jobs, the interceptor ---------------------------
 
 
-@pytest.mark.parametrize("stack", FIXTURES)
+@pytest.mark.parametrize("stack", WORLDS)
 def test_populate_jobs_reach_only_dns_public_https_s3_and_their_credentials(stack: str) -> None:
     world = build_world(stack)
     jobs = populate_jobs(world)

@@ -298,20 +298,73 @@ def test_a_namespace_without_default_deny_fails(dev_run: harness.RunResult) -> N
     ]
 
 
+def _ns(name: str) -> dict[str, Any]:
+    return {"matchLabels": {"kubernetes.io/metadata.name": name}}
+
+
 @pytest.mark.parametrize(
-    ("cidr", "expected"),
+    ("peer", "expected"),
     [
-        ("0.0.0.0/0", "NetworkPolicy llama-3-1-8b admits port 8000 from every address (0.0.0.0/0)."),
+        # any address range: the load balancer's subnets, the VPC, the internet
         (
-            "10.40.0.0/16",
-            "NetworkPolicy llama-3-1-8b admits port 8000 from 10.40.0.0/16, the whole VPC: admit the load balancer's subnets.",
+            {"ipBlock": {"cidr": "10.40.0.0/18"}},
+            "admits vLLM's pods (8000) from the address range 10.40.0.0/18 (the ALB and every caller reach the gateway, never vLLM).",
         ),
-        ("10.40.200.0/24", "NetworkPolicy llama-3-1-8b admits port 8000 from 10.40.200.0/24, not a load balancer subnet of the stack."),
+        ({"ipBlock": {"cidr": "0.0.0.0/0"}}, "from the address range 0.0.0.0/0"),
+        # a client namespace, or namespaces by another selector
+        (
+            {"namespaceSelector": _ns("chat-app")},
+            "admits vLLM's pods (8000) from namespace chat-app (clients call the model's gateway, or at zero the interceptor).",
+        ),
+        ({"namespaceSelector": {"matchExpressions": [{"key": "llm-platform.io/model", "operator": "Exists"}]}}, "from the namespaces {"),
+        # the monitoring namespace beyond its Prometheus, KEDA's beyond its interceptor
+        ({"namespaceSelector": _ns("monitoring")}, "from every pod of the monitoring namespace monitoring, not its Prometheus."),
+        (
+            {"namespaceSelector": _ns("monitoring"), "podSelector": {"matchLabels": {"app.kubernetes.io/name": "grafana"}}},
+            "not its Prometheus",
+        ),
+        (
+            {"namespaceSelector": _ns("keda"), "podSelector": {"matchLabels": {"app": "keda-operator"}}},
+            "from pods of keda other than the HTTP add-on's interceptor.",
+        ),
     ],
 )
-def test_vllm_port_open_beyond_the_load_balancer_fails(dev_run: harness.RunResult, cidr: str, expected: str) -> None:
-    widen = edit_policy("llama-3-1-8b", "llama-3-1-8b", lambda d: d["spec"]["ingress"][0]["from"].append({"ipBlock": {"cidr": cidr}}))
-    assert stack_violations("vllm-port-sources", stack_of(dev_run, widen)) == [expected]
+def test_vllm_open_beyond_the_gateway_fails(dev_run: harness.RunResult, peer: dict[str, Any], expected: str) -> None:
+    widen = edit_policy("llama-3-1-8b", "llama-3-1-8b", lambda d: d["spec"]["ingress"][0]["from"].append(peer))
+    (found,) = stack_violations("vllm-port-sources", stack_of(dev_run, widen))
+    assert found.startswith("NetworkPolicy llama-3-1-8b/llama-3-1-8b admits vLLM's pods (8000) from ")
+    assert expected in found
+
+
+def test_vllm_open_to_every_source_fails_on_any_port(dev_run: harness.RunResult) -> None:
+    """A rule without peers, and a rule on another port of vLLM's pods (the KV-event port, say), count too."""
+    rule = edit_policy(
+        "llama-3-1-8b", "llama-3-1-8b", lambda d: d["spec"]["ingress"].append({"ports": [{"protocol": "TCP", "port": 5557}]})
+    )
+    assert stack_violations("vllm-port-sources", stack_of(dev_run, rule)) == [
+        "NetworkPolicy llama-3-1-8b/llama-3-1-8b admits vLLM's pods (5557) from every source."
+    ]
+
+
+def test_another_policy_selecting_vllm_counts_and_the_gateways_own_do_not(dev_run: harness.RunResult) -> None:
+    """A namespace-wide policy selects vLLM's pods too; the proxies' policy (the ALB's subnets and the clients
+    on the gateway's port) selects no vLLM pod and is not vLLM's."""
+    wide = edit_policy(
+        "llama-3-1-8b", "default-deny", lambda d: d["spec"].update(ingress=[{"from": [{"ipBlock": {"cidr": "10.40.0.0/16"}}]}])
+    )
+    assert stack_violations("vllm-port-sources", stack_of(dev_run, wide)) == [
+        "NetworkPolicy llama-3-1-8b/default-deny admits vLLM's pods (every port) from the address range 10.40.0.0/16 "
+        "(the ALB and every caller reach the gateway, never vLLM)."
+    ]
+    proxy = next(values(r) for r in dev_run.of_type(checks.NETWORK_POLICY) if values(r)["metadata"]["name"] == "llama-3-1-8b-proxy")
+    assert any("ipBlock" in peer for rule in proxy["spec"]["ingress"] for peer in rule["from"])
+
+
+def test_the_packs_pod_labels_are_the_programs() -> None:
+    """The pack runs without the program's modules: its copies of the Prometheus and interceptor labels must agree."""
+    from builders import network_policies as netpol
+
+    assert (checks.PROMETHEUS_POD, checks.INTERCEPTOR_POD) == (netpol.PROMETHEUS_POD, netpol.INTERCEPTOR_POD)
 
 
 @pytest.mark.parametrize(

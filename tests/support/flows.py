@@ -1,35 +1,49 @@
 """The world of a fixture's render that its NetworkPolicies are judged in, and the flows it needs and refuses.
 
-A world is built from the render: the pods of every Deployment and Job it renders, the pods of
-the charts it installs (their upstream labels, CHART_PODS), and the addresses outside every
-policy (the load balancer in its subnets, the control plane in the cluster's subnets, nodes, the
-internet, the API server's Service address, the Pod Identity agent). The evaluator
-(tests/validators/netpol.py) then answers, for each flow the platform needs, whether it is open,
-and for each flow it must refuse, whether it is shut. Needed flows come from the render where it
-says them: every PodMonitor and ServiceMonitor is a scrape, every Ingress backend and health-check
-port an ALB flow, every ScaledObject's Prometheus trigger a KEDA query.
+A world is built from the render: the pods of every Deployment and Job it renders, the pods and
+Services of each model's router release (the llm-d router chart's Envoy proxies and Endpoint
+Pickers, labelled and named as its templates do, GATEWAY_* below), the pods of the other charts
+it installs (their upstream labels, CHART_PODS), and the addresses outside every policy (the load
+balancer in its subnets, the control plane in the cluster's subnets, nodes, the internet, the API
+server's Service address, the Pod Identity agent). The evaluator (tests/validators/netpol.py) then
+answers, for each flow the platform needs, whether it is open, and for each flow it must refuse,
+whether it is shut. Needed flows come from the render where it says them: every PodMonitor and
+ServiceMonitor is a scrape, every Ingress backend and health-check port an ALB flow, every
+ScaledObject's Prometheus trigger a KEDA query, every router release's InferencePool the pods its
+proxies forward to and its pickers read, its Envoy config the picker's address.
 
-Each check is shown failing on a broken copy of the render.
+The front door (issue 28): the ALB and the models' client namespaces reach a model's gateway (its
+proxies) or, at zero, KEDA's interceptor; vLLM admits only its gateway, Prometheus and, at zero,
+the interceptor. Each check is shown failing on a broken copy of the render.
 """
 
 from __future__ import annotations
 
+import copy
+import functools
 import ipaddress
-from collections.abc import Iterator
-from dataclasses import dataclass
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
+
+import yaml
 
 from builders import network_policies as netpol
 from builders.network import subnet_plan
-from config.derived.exposure import exposure
+from config import stack_file
+from config.facts import versions
 from config.facts.conventions import INTERCEPTOR_ADMIN, INTERCEPTOR_PROXY, KEDA_NAMESPACE, VLLM_PORT
 from config.sections.network import ExistingVpc
 from config.sections.stack import StackConfig
 from offline import harness
-from tests.conftest import fixture_run, parse, stack_data, values
-from tests.validators.netpol import Cluster, Endpoint, Service
+from tests.conftest import FIXTURES, fixture_input, fixture_run, parse, stack_data, values
+from tests.validators.netpol import Cluster, Endpoint, Service, selects
 
 NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+INGRESS = "kubernetes:networking.k8s.io/v1:Ingress"
+INTERCEPTOR_ROUTE = "kubernetes:http.keda.sh/v1beta1:InterceptorRoute"
 
 CHART_PODS: list[tuple[str, str, dict[str, str]]] = [
     # (name, namespace ("@monitoring", "@gpu-operator": the stack's), labels the upstream chart sets)
@@ -44,7 +58,7 @@ CHART_PODS: list[tuple[str, str, dict[str, str]]] = [
     ("keda-operator", KEDA_NAMESPACE, {"app": "keda-operator"}),
     ("keda-metrics-apiserver", KEDA_NAMESPACE, {"app": "keda-operator-metrics-apiserver"}),
     ("keda-admission-webhooks", KEDA_NAMESPACE, {"app": "keda-admission-webhooks"}),
-    ("interceptor", KEDA_NAMESPACE, {"app.kubernetes.io/component": "interceptor"}),
+    ("interceptor", KEDA_NAMESPACE, {"app.kubernetes.io/component": "interceptor", "app.kubernetes.io/name": "http-add-on"}),
     ("gpu-operator", "@gpu-operator", {"app": "gpu-operator"}),
     ("dcgm-exporter", "@gpu-operator", {"app": "nvidia-dcgm-exporter"}),
     ("karpenter", "kube-system", {"app.kubernetes.io/name": "karpenter", "app.kubernetes.io/instance": "karpenter"}),
@@ -54,6 +68,7 @@ CHART_PODS: list[tuple[str, str, dict[str, str]]] = [
 ]
 """Pods the platform installs through charts (not rendered here), and one it does not know."""
 CHART_PORTS = {"gpu-metrics": 9400, "http-metrics": 8080}
+"""Named metrics ports of the chart Services our ServiceMonitors scrape (dcgm-exporter, Karpenter)."""
 CHART_SERVICES = [
     # (name, namespace, selector, (port, targetPort) pairs) as the upstream charts render them
     (
@@ -65,7 +80,57 @@ CHART_SERVICES = [
     ("kube-dns", "kube-system", {"k8s-app": "kube-dns"}, ((53, 53),)),
 ]
 """Services of the charts the platform reaches by address (Prometheus for KEDA and Grafana, CoreDNS)."""
-"""Named metrics ports of the chart Services our ServiceMonitors scrape (dcgm-exporter, Karpenter)."""
+
+# The router chart (llm-d-router-standalone v0.10.0, routerlib templates at the tag): `llm-d-router.name`
+# is the release name lower-cased, trimmed, cut to 40 characters; the picker is `<base>-epp`, the
+# service-mode proxy `<base>-proxy`.
+GATEWAY_NAME_LIMIT = 40
+GATEWAY_PICKER_PORTS = {"grpc": 9002, "grpc-health": 9003, "metrics": 9090}
+"""The EPP container's ports (routerlib `_deployment.yaml`); its Service serves 9002 and 9090 with no
+targetPort (so the same numbers), plus `router.extraServicePorts` (`_service.yaml`)."""
+GATEWAY_PICKER_SERVICE_PORTS = ((9002, 9002), (9090, 9090))
+
+
+def gateway_base(release: str) -> str:
+    return release.lower().strip()[:GATEWAY_NAME_LIMIT]
+
+
+def picker_labels(release: str, creates_pool: bool = True) -> dict[str, str]:
+    """The EPP pods' labels: `llm-d-router.selectorLabels` and `llm-d-router.modeLabels` (pool mode)."""
+    mode = "llm-d-router-gateway" if creates_pool else "llm-d-router-standalone"
+    return {mode: f"{gateway_base(release)}-epp", "llm-d.ai/igw-mode": mode}
+
+
+def proxy_labels(release: str) -> dict[str, str]:
+    """The proxy pods' labels: `llm-d-router.labels` (whose name is the picker's) and `llm-d-router.proxySelectorLabels`."""
+    return {"app.kubernetes.io/name": f"{gateway_base(release)}-epp", "llm-d-router-proxy": f"{gateway_base(release)}-proxy"}
+
+
+@dataclass(frozen=True)
+class Gateway:
+    """One model's router release as the chart renders it in the world."""
+
+    release: str
+    namespace: str
+    values: dict[str, Any]
+    """The release's chart values."""
+    proxy: str
+    """The proxies' pod (world.pods key) and Service (world.services key): `<namespace>/<base>-proxy`."""
+    picker: str
+    """The pickers' pod and Service: `<namespace>/<base>-epp`."""
+
+    @property
+    def envoy(self) -> dict[str, Any]:
+        """The proxies' Envoy bootstrap (`router.proxy.presets.envoy.configMap.data["envoy.yaml"]`)."""
+        doc = yaml.safe_load(self.values["router"]["proxy"]["presets"]["envoy"]["configMap"]["data"]["envoy.yaml"])
+        assert isinstance(doc, dict)
+        return doc
+
+    @property
+    def pool(self) -> tuple[dict[str, str], list[int]]:
+        """The InferencePool the chart creates: its pods' labels and target ports."""
+        servers = self.values["router"]["modelServers"]
+        return {k: str(v) for k, v in servers["matchLabels"].items()}, [int(p["number"]) for p in servers["targetPorts"]]
 
 
 @dataclass
@@ -73,12 +138,16 @@ class World:
     cfg: StackConfig
     cluster: Cluster
     pods: dict[str, Endpoint]
-    """By name: `<namespace>/<workload>` for rendered workloads, the CHART_PODS name for chart pods."""
+    """By name: `<namespace>/<workload>` for rendered workloads and the gateway's pods, the CHART_PODS name for chart pods."""
     hosts: dict[str, Endpoint]
     run: harness.RunResult
     policies: list[dict[str, Any]]
     services: dict[str, Service]
-    """By `<namespace>/<name>`: the rendered Services and CHART_SERVICES."""
+    """By `<namespace>/<name>`: the rendered Services, the gateways' and CHART_SERVICES."""
+    gateways: dict[str, Gateway] = field(default_factory=dict)
+    """By model (release) name."""
+    ports: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Named container ports, by pod name."""
 
     def backends(self, service: Service) -> list[Endpoint]:
         return [
@@ -86,6 +155,61 @@ class World:
             for p in self.pods.values()
             if p.namespace == service.namespace and all(p.labels.get(k) == v for k, v in service.selector.items())
         ]
+
+    def selected(self, namespace: str | None, labels: dict[str, str]) -> list[Endpoint]:
+        """The pods of a namespace (None: any) whose labels carry `labels`."""
+        return [p for p in self.pods.values() if namespace in (None, p.namespace) and all(p.labels.get(k) == v for k, v in labels.items())]
+
+
+def _chart_services(items: list[dict[str, Any]]) -> tuple[tuple[int, int | str], ...]:
+    return tuple((int(p["port"]), p.get("targetPort", p["port"])) for p in items)
+
+
+# -- stacks: the fixtures and a few variants of them ------------------------------------------------------
+
+
+def _zero_with_clients(data: dict[str, Any]) -> dict[str, Any]:
+    """scale-to-zero-dev with a client namespace for its model at zero (through the interceptor), behind an
+    internet-facing ALB: its subnets (the public ones) then hold no pod, so a client is told apart from the ALB."""
+    data["models"][0]["clientNamespaces"] = ["chat-app"]
+    ingress = {
+        **data["ingress"],
+        "scheme": "internet-facing",
+        "allowedCidrs": ["198.51.100.0/24"],
+        "certificateArn": "arn:aws:acm:us-east-1:123456789012:certificate/1b2c3d4e-5f6a-4b7c-8d9e-0f1a2b3c4d5e",
+    }
+    return {"llm-platform:models": data["models"], "llm-platform:ingress": ingress}
+
+
+def _precise(data: dict[str, Any]) -> dict[str, Any]:
+    """minimal-dev with its model on the precise prefix cache (vLLM's KV events to the pickers; the
+    tokenizer sidecar beside each picker needs a third system node)."""
+    data["models"][0]["routing"] = {"prefixCache": "precise"}
+    data["cluster"]["systemNodeGroup"].update(minSize=3, desiredSize=3, maxSize=4)
+    return {"llm-platform:models": data["models"], "llm-platform:cluster": data["cluster"]}
+
+
+VARIANTS: dict[str, tuple[str, Callable[[dict[str, Any]], dict[str, Any]]]] = {
+    "scale-to-zero-dev+clients": ("scale-to-zero-dev", _zero_with_clients),
+    "minimal-dev+precise": ("minimal-dev", _precise),
+}
+"""Flows no fixture has: clients of a model at zero, and the precise prefix cache's KV events."""
+WORLDS = (*FIXTURES, *VARIANTS)
+
+
+@functools.cache
+def stack_run(stack: str) -> tuple[StackConfig, harness.RunResult]:
+    """A fixture or a variant: its parsed config and the real program's run."""
+    if stack not in VARIANTS:
+        return parse(stack_data(stack)), fixture_run(stack)
+    base, change = VARIANTS[stack]
+    inp = fixture_input(base, overrides=change(copy.deepcopy(stack_data(base))))
+    data, _, _ = stack_file.split(inp.config, lambda key: key in inp.secret_keys)
+    return parse(data), harness.run(inp)
+
+
+def router_releases(run: harness.RunResult) -> list[dict[str, Any]]:
+    return [values(r) for r in run.of_type(RELEASE) if values(r)["chart"] == versions.LLM_D_ROUTER.name]
 
 
 def _host(network: str, offset: int) -> str:
@@ -110,26 +234,46 @@ def _node_subnet(cfg: StackConfig) -> str:
 
 
 def build_world(stack: str, policies: list[dict[str, Any]] | None = None) -> World:
-    cfg, run = parse(stack_data(stack)), fixture_run(stack)
+    cfg, run = stack_run(stack)
     rendered = [values(r) for r in run.of_type(NETWORK_POLICY)]
     namespaces = {
         values(r)["metadata"]["name"]: values(r)["metadata"].get("labels") or {} for r in run.of_type("kubernetes:core/v1:Namespace")
     }
     subnet, n = _pod_subnet(cfg), 10
     pods: dict[str, Endpoint] = {}
+    ports: dict[str, dict[str, int]] = {}
+
+    def add(name: str, ns: str, labels: dict[str, str], named: dict[str, int] | None = None) -> None:
+        nonlocal n
+        pods[name] = Endpoint(name, _host(subnet, n), ns, labels)
+        ports[name] = dict(named or {})
+        n += 1
+
     for r in [*run.of_type("kubernetes:apps/v1:Deployment"), *run.of_type("kubernetes:batch/v1:Job")]:
         doc = values(r)
-        ns = doc["metadata"]["namespace"]
-        name = f"{ns}/{doc['metadata']['name']}"
-        pods[name] = Endpoint(name, _host(subnet, n), ns, doc["spec"]["template"]["metadata"]["labels"])
-        n += 1
+        ns, template = doc["metadata"]["namespace"], doc["spec"]["template"]
+        named = {p["name"]: int(p["containerPort"]) for c in template["spec"]["containers"] for p in c.get("ports") or [] if "name" in p}
+        add(f"{ns}/{doc['metadata']['name']}", ns, template["metadata"]["labels"], named)
+    services: dict[str, Service] = {}
+    gateways: dict[str, Gateway] = {}
+    for release in router_releases(run):
+        name, ns, chart_values = release["name"], release["namespace"], release["values"]
+        router = chart_values["router"]
+        base = gateway_base(name)
+        creates_pool = (router.get("inferencePool") or {}).get("create") is not False
+        extra = _chart_services(router.get("extraServicePorts") or [])
+        proxy_ports = {p["name"]: int(p["containerPort"]) for p in router["proxy"]["presets"]["envoy"]["ports"]}
+        add(f"{ns}/{base}-proxy", ns, proxy_labels(name), proxy_ports)
+        add(f"{ns}/{base}-epp", ns, picker_labels(name, creates_pool), GATEWAY_PICKER_PORTS)
+        services[f"{ns}/{base}-proxy"] = Service(f"{base}-proxy", ns, {"llm-d-router-proxy": f"{base}-proxy"}, extra)
+        picker_selector = {k: v for k, v in picker_labels(name, creates_pool).items() if k != "llm-d.ai/igw-mode"}
+        services[f"{ns}/{base}-epp"] = Service(f"{base}-epp", ns, picker_selector, (*GATEWAY_PICKER_SERVICE_PORTS, *extra))
+        gateways[name] = Gateway(name, ns, chart_values, f"{ns}/{base}-proxy", f"{ns}/{base}-epp")
     for name, ns, labels in CHART_PODS:
         ns = {"@monitoring": cfg.observability.namespace, "@gpu-operator": cfg.gpu_operator.namespace}.get(ns, ns)
-        pods[name] = Endpoint(name, _host(subnet, n), ns, labels)
-        n += 1
+        add(name, ns, labels, {"proxy": INTERCEPTOR_PROXY[1], "admin": INTERCEPTOR_ADMIN[1]} if name == "interceptor" else None)
     for client in sorted({ns for m in cfg.models for ns in m.client_namespaces}):
-        pods[f"client:{client}"] = Endpoint(f"client:{client}", _host(subnet, n), client, {"app": "client"})
-        n += 1
+        add(f"client:{client}", client, {"app": "client"})
     alb_subnet = netpol.load_balancer_sources(cfg)[0]
     hosts = {
         "alb": Endpoint("alb", _host(alb_subnet, 200)),
@@ -140,18 +284,16 @@ def build_world(stack: str, policies: list[dict[str, Any]] | None = None) -> Wor
         "pod-identity-agent": Endpoint("pod-identity-agent", "169.254.170.23"),
         "imds": Endpoint("imds", "169.254.169.254"),
     }
-    services: dict[str, Service] = {}
     for r in run.of_type("kubernetes:core/v1:Service"):
         doc = values(r)
-        ports = tuple((int(p["port"]), p["targetPort"]) for p in doc["spec"]["ports"])
         services[f"{doc['metadata']['namespace']}/{doc['metadata']['name']}"] = Service(
-            doc["metadata"]["name"], doc["metadata"]["namespace"], doc["spec"]["selector"], ports
+            doc["metadata"]["name"], doc["metadata"]["namespace"], doc["spec"]["selector"], _chart_services(doc["spec"]["ports"])
         )
-    for name, ns, selector, ports in CHART_SERVICES:
+    for name, ns, selector, pairs in CHART_SERVICES:
         ns = {"@monitoring": cfg.observability.namespace}.get(ns, ns)
-        services[f"{ns}/{name}"] = Service(name, ns, selector, ports)
+        services[f"{ns}/{name}"] = Service(name, ns, selector, pairs)
     chosen = rendered if policies is None else policies
-    return World(cfg, Cluster(chosen, namespaces), pods, hosts, run, chosen, services)
+    return World(cfg, Cluster(chosen, namespaces), pods, hosts, run, chosen, services, gateways, ports)
 
 
 def _models(world: World) -> Iterator[tuple[Any, Endpoint]]:
@@ -159,24 +301,51 @@ def _models(world: World) -> Iterator[tuple[Any, Endpoint]]:
         yield model, world.pods[f"{model.name}/{model.name}"]
 
 
-def _container_port(world: World, model_name: str, port_name: str) -> int:
+def kv_events_port(world: World, model_name: str) -> int | None:
+    """vLLM's KV-event port, read from its `--kv-events-config` (precise prefix-cache routing), else None."""
     doc = values(world.run.one("kubernetes:apps/v1:Deployment", f"model-{model_name}-deployment"))
     for container in doc["spec"]["template"]["spec"]["containers"]:
-        for p in container.get("ports") or []:
-            if p.get("name") == port_name:
-                return int(p["containerPort"])
-    raise AssertionError(f"{model_name} has no port {port_name}")
+        args = container.get("args") or []
+        if "--kv-events-config" in args:
+            endpoint = json.loads(args[args.index("--kv-events-config") + 1])["endpoint"]
+            return int(endpoint.rsplit(":", 1)[1])
+    return None
+
+
+def gateway_of(world: World, model_name: str) -> Gateway | None:
+    return world.gateways.get(model_name)
+
+
+def vllm_admits(world: World, model: Any) -> set[str]:
+    """Who may open vLLM's port of a model (world pod names): Prometheus, the model's gateway (proxies
+    and pickers) and, at zero, the interceptor. Nothing else, no address outside the cluster."""
+    gateway = gateway_of(world, model.name)
+    return {"prometheus", *([gateway.proxy, gateway.picker] if gateway else []), *(["interceptor"] if model.replicas.min == 0 else [])}
+
+
+def _scrape_targets(world: World, selector: dict[str, Any], namespaces: dict[str, Any]) -> list[Endpoint]:
+    names = namespaces.get("matchNames")
+    return [
+        p
+        for p in world.pods.values()
+        if p.namespace is not None and (namespaces.get("any") or (names and p.namespace in names)) and selects(selector, p.labels)
+    ]
 
 
 def needed_flows(world: World) -> Iterator[tuple[str, Endpoint, Endpoint, int, str]]:
     """(why, source, destination, port, protocol) for every flow the platform depends on."""
     p, h = world.pods, world.hosts
     prometheus = p["prometheus"]
-    # scrapes: every PodMonitor (the models) and ServiceMonitor we render
+    # scrapes: every pod each PodMonitor selects (vLLM, the gateways' proxies and pickers), on the port it names
     for r in world.run.of_type("kubernetes:monitoring.coreos.com/v1:PodMonitor"):
-        for endpoint in values(r)["spec"]["podMetricsEndpoints"]:
-            for model, pod in _models(world):
-                yield f"Prometheus scrapes {model.name}", prometheus, pod, _container_port(world, model.name, endpoint["port"]), "TCP"
+        doc = values(r)
+        targets = _scrape_targets(world, doc["spec"]["selector"], doc["spec"].get("namespaceSelector") or {})
+        assert targets, f"PodMonitor {doc['metadata']['name']} selects no pod of the world"
+        for endpoint in doc["spec"]["podMetricsEndpoints"]:
+            for pod in targets:
+                port = world.ports[pod.name].get(endpoint["port"])
+                assert port is not None, f"PodMonitor {doc['metadata']['name']} scrapes port {endpoint['port']}, which {pod.name} lacks"
+                yield f"Prometheus scrapes {pod.name} on {port}", prometheus, pod, port, "TCP"
     targets = {"dcgm-exporter": p["dcgm-exporter"], "karpenter": p["karpenter"]}
     for r in world.run.of_type("kubernetes:monitoring.coreos.com/v1:ServiceMonitor"):
         doc = values(r)
@@ -212,26 +381,49 @@ def needed_flows(world: World) -> Iterator[tuple[str, Endpoint, Endpoint, int, s
         netpol.PROMETHEUS_OPERATOR_WEBHOOK_PORT,
         "TCP",
     )
-    # every Ingress: the ALB reaches its backend and health-checks it
-    for r in world.run.of_type("kubernetes:networking.k8s.io/v1:Ingress"):
+    # every Ingress: the ALB reaches each target of its backend (a gateway's proxies, the interceptor) and health-checks it
+    for r in world.run.of_type(INGRESS):
         doc = values(r)
         annotations = doc["metadata"].get("annotations") or {}
+        check = annotations.get("alb.ingress.kubernetes.io/healthcheck-port", "traffic-port")
         for rule in doc["spec"]["rules"]:
             for path in rule["http"]["paths"]:
-                service = path["backend"]["service"]
-                if service["name"] == INTERCEPTOR_PROXY[0]:
-                    target, port = p["interceptor"], INTERCEPTOR_PROXY[1]
-                else:
-                    target, port = p[f"{doc['metadata']['namespace']}/{service['name']}"], int(service["port"]["number"])
-                yield f"ALB forwards to {target.name}", h["alb"], target, port, "TCP"
-                check = annotations.get("alb.ingress.kubernetes.io/healthcheck-port", "traffic-port")
-                health = port if check == "traffic-port" else int(check)
-                if target.name == "interceptor":
-                    assert health == INTERCEPTOR_ADMIN[1]
-                yield f"ALB health-checks {target.name}", h["alb"], target, health, "TCP"
+                for target, port in ingress_targets(world, doc["metadata"]["namespace"], path["backend"]["service"]):
+                    yield f"ALB forwards to {target.name}", h["alb"], target, port, "TCP"
+                    health = port if check == "traffic-port" else int(check)
+                    if target.name == "interceptor":
+                        assert health == INTERCEPTOR_ADMIN[1]
+                    yield f"ALB health-checks {target.name}", h["alb"], target, health, "TCP"
+    # each gateway: its proxies forward to the pool's pods and ask the picker; the pickers read the pool's pods
+    for gateway in world.gateways.values():
+        proxy, picker = p[gateway.proxy], p[gateway.picker]
+        labels, pool_ports = gateway.pool
+        pool = world.selected(gateway.namespace, labels)
+        assert pool, f"{gateway.release}'s InferencePool selects no pod"
+        for pod in pool:
+            for port in pool_ports:
+                yield f"{proxy.name} forwards to {pod.name}", proxy, pod, port, "TCP"
+                yield f"{picker.name} reads {pod.name}'s metrics", picker, pod, port, "TCP"
+            if (kv := kv_events_port(world, gateway.release)) is not None:
+                yield f"{picker.name} reads {pod.name}'s KV events", picker, pod, kv, "TCP"
+        yield f"{proxy.name} asks its picker", proxy, picker, GATEWAY_PICKER_PORTS["grpc"], "TCP"
+        for source in (proxy, picker):
+            yield f"{source.name} resolves names", source, p["coredns"], 53, "UDP"
+        yield f"{picker.name} watches its pool's pods", picker, h["api-service"], 443, "TCP"
     for model, pod in _models(world):
+        gateway = gateway_of(world, model.name)
         for client in model.client_namespaces:
-            yield f"a pod in {client} calls {model.name}", p[f"client:{client}"], pod, VLLM_PORT, "TCP"
+            if gateway is not None:
+                port = world.ports[gateway.proxy]["api"]
+                yield f"a pod in {client} calls {model.name}'s gateway", p[f"client:{client}"], p[gateway.proxy], port, "TCP"
+            else:
+                yield (
+                    f"a pod in {client} calls {model.name} through the interceptor",
+                    p[f"client:{client}"],
+                    p["interceptor"],
+                    INTERCEPTOR_PROXY[1],
+                    "TCP",
+                )
         if model.replicas.min == 0:
             yield f"interceptor forwards to {model.name}", p["interceptor"], pod, VLLM_PORT, "TCP"
         yield f"{model.name} fetches weights over HTTPS", pod, h["internet"], 443, "TCP"
@@ -247,41 +439,76 @@ def needed_flows(world: World) -> Iterator[tuple[str, Endpoint, Endpoint, int, s
                     yield f"{name} writes to S3 ({s3.name})", job, s3, 443, "TCP"
                     yield f"{name} gets S3 credentials", job, h["pod-identity-agent"], 80, "TCP"
     # controllers
-    for name in ("karpenter", *(["alb-controller"] if world.run.of_type("kubernetes:networking.k8s.io/v1:Ingress") else [])):
+    for name in ("karpenter", *(["alb-controller"] if world.run.of_type(INGRESS) else [])):
         yield f"{name} calls the API server", p[name], h["api-service"], 443, "TCP"
         yield f"{name} calls AWS", p[name], h["internet"], 443, "TCP"
         yield f"{name} gets credentials", p[name], h["pod-identity-agent"], 80, "TCP"
         yield f"{name} resolves names", p[name], p["coredns"], 53, "UDP"
-    if world.run.of_type("kubernetes:networking.k8s.io/v1:Ingress"):
+    if world.run.of_type(INGRESS):
         yield "control plane calls the load balancer webhook", h["control-plane"], p["alb-controller"], 9443, "TCP"
     for name in ("gpu-operator", "keda-operator", "prometheus-operator"):
         yield f"{name} calls the API server", p[name], h["api-service"], 443, "TCP"
 
 
+def ingress_targets(world: World, namespace: str, backend: dict[str, Any]) -> list[tuple[Endpoint, int]]:
+    """The pods (and their ports) the ALB registers for an Ingress backend (target type ip): the
+    interceptor's proxy port, else the Service's pods on its target port."""
+    port = int(backend["port"]["number"])
+    if backend["name"] == INTERCEPTOR_PROXY[0]:
+        assert port == INTERCEPTOR_PROXY[1]
+        return [(world.pods["interceptor"], INTERCEPTOR_PROXY[1])]
+    service = world.services[f"{namespace}/{backend['name']}"]
+    target = next(t for s, t in service.ports if s == port)
+    assert isinstance(target, int), f"{service.name}: a named target port"
+    pods = world.backends(service)
+    assert pods, f"Ingress backend {namespace}/{service.name} selects no pod"
+    return [(pod, target) for pod in pods]
+
+
 def forbidden_flows(world: World) -> Iterator[tuple[str, Endpoint, Endpoint, int, str]]:
     """Flows the policies must refuse."""
     p, h = world.pods, world.hosts
-    models = list(_models(world))
-    for model, pod in models:
-        yield f"the internet reaches {model.name}", h["internet"], pod, VLLM_PORT, "TCP"
+    for model, pod in _models(world):
+        vllm_ports = sorted({VLLM_PORT, *world.ports[pod.name].values(), *([kv] if (kv := kv_events_port(world, model.name)) else [])})
+        admitted = vllm_admits(world, model)
+        gateway = gateway_of(world, model.name)
+        # no address outside the cluster reaches vLLM on any of its ports: not the ALB, a node, the internet
+        for host in ("alb", "other-node", "control-plane", "internet"):
+            for port in vllm_ports:
+                yield f"{host} reaches {model.name} on {port}", h[host], pod, port, "TCP"
+        # no pod but its gateway, Prometheus and (at zero) the interceptor: not a client, not another model
+        for name, source in p.items():
+            if source is pod:
+                continue
+            if name not in admitted:
+                yield f"{name} reaches {model.name} on {VLLM_PORT}", source, pod, VLLM_PORT, "TCP"
+            for port in vllm_ports:
+                if port != VLLM_PORT and name not in ({gateway.proxy, gateway.picker} if gateway else set()):
+                    yield f"{name} reaches {model.name} on {port}", source, pod, port, "TCP"
         yield f"{model.name} calls the API server", pod, h["api-service"], 443, "TCP"
         yield f"{model.name} reads instance metadata", pod, h["imds"], 80, "TCP"
         yield f"{model.name} reaches Prometheus", pod, p["prometheus"], netpol.PROMETHEUS_PORT, "TCP"
         yield f"{model.name} reaches the VPC on 443", pod, h["other-node"], 443, "TCP"
         yield f"{model.name} reaches another pod on 443", pod, p["stranger"], 443, "TCP"
-        for other, other_pod in models:
-            if other.name != model.name:
-                yield f"{model.name} reaches {other.name}", pod, other_pod, VLLM_PORT, "TCP"
-        if model.replicas.min > 0:
-            yield f"the interceptor reaches {model.name} (not at zero)", p["interceptor"], pod, VLLM_PORT, "TCP"
-        # the rest of the VPC stays out, wherever the ALB's subnets do not hold the address
-        alb_admitted = exposure(world.cfg, model).exposed and model.replicas.min > 0
-        for source in (h["other-node"], p["stranger"]):
-            if not (
-                alb_admitted
-                and any(ipaddress.ip_address(source.ip) in ipaddress.ip_network(c) for c in netpol.load_balancer_sources(world.cfg))
-            ):
-                yield f"{source.name} reaches {model.name}", source, pod, VLLM_PORT, "TCP"
+    # a picker's ext_proc port: its own proxies only
+    for gateway in world.gateways.values():
+        picker, ext_proc = p[gateway.picker], GATEWAY_PICKER_PORTS["grpc"]
+        for name, source in p.items():
+            if name not in (gateway.proxy, gateway.picker):
+                yield f"{name} reaches {gateway.picker} on {ext_proc}", source, picker, ext_proc, "TCP"
+        for host in ("alb", "other-node", "internet"):
+            yield f"{host} reaches {gateway.picker} on {ext_proc}", h[host], picker, ext_proc, "TCP"
+        proxy = p[gateway.proxy]
+        yield (
+            f"the internet reaches {gateway.proxy} on {envoy_metrics(world, gateway)}",
+            h["internet"],
+            proxy,
+            envoy_metrics(world, gateway),
+            "TCP",
+        )
+        yield f"a stray pod scrapes {gateway.proxy}", p["stranger"], proxy, envoy_metrics(world, gateway), "TCP"
+        yield f"{gateway.proxy} reaches the API server", proxy, h["api-service"], 443, "TCP"
+        yield f"{gateway.proxy} reaches the internet", proxy, h["internet"], 443, "TCP"
     for name in ("prometheus", "grafana", "keda-operator", "gpu-operator", "dcgm-exporter"):
         yield f"{name} reaches the internet", p[name], h["internet"], 443, "TCP"
     yield "a stray pod queries Prometheus", p["stranger"], p["prometheus"], netpol.PROMETHEUS_PORT, "TCP"
@@ -293,14 +520,39 @@ def forbidden_flows(world: World) -> Iterator[tuple[str, Endpoint, Endpoint, int
     ):
         yield f"the internet reaches {name} on {port}", h["internet"], p[name], port, "TCP"
     yield "a stray pod scrapes Karpenter", p["stranger"], p["karpenter"], netpol.CONTROLLER_METRICS_PORT, "TCP"
-    # the interceptor forwards to vLLM for every model at zero: only the ALB's subnets reach it
+    # the interceptor forwards to vLLM for every model at zero: only the ALB's subnets (and those models' clients) reach it
     for port in (INTERCEPTOR_PROXY[1], INTERCEPTOR_ADMIN[1]):
         yield f"the internet reaches the interceptor on {port}", h["internet"], p["interceptor"], port, "TCP"
+    # wherever the ALB's subnets do not hold a pod's address: only a model's clients reach its front door
+    zero_clients = {ns for m in world.cfg.models if m.replicas.min == 0 for ns in m.client_namespaces}
+    for name, source in p.items():
+        if in_load_balancer_subnets(world, source) or source.namespace == KEDA_NAMESPACE:
+            continue
+        # (Prometheus reaches every KEDA pod on 8080, the controllers' metrics port, which is also the
+        # interceptor's proxy port: the interceptor routes /v1 of the models at zero by host, no other path)
+        if source.namespace not in zero_clients and name != "prometheus":
+            yield f"{name} reaches the interceptor", source, p["interceptor"], INTERCEPTOR_PROXY[1], "TCP"
+        yield f"{name} reaches the interceptor's admin port", source, p["interceptor"], INTERCEPTOR_ADMIN[1], "TCP"
+        for model in world.cfg.models:
+            gateway = gateway_of(world, model.name)
+            if gateway is not None and source.namespace not in (*model.client_namespaces, gateway.namespace):
+                port = world.ports[gateway.proxy]["api"]
+                yield f"{name} reaches {gateway.proxy} on {port}", source, p[gateway.proxy], port, "TCP"
     # a populate Job reaches DNS, HTTPS outside the VPC, the S3 endpoint and the Pod Identity agent only
     for name, job in populate_jobs(world).items():
         for why, dst, port, proto in JOB_FORBIDDEN:
             yield f"{name} reaches {why}", job, _destination(world, dst), port, proto
     yield "a stray pod reaches the GPU operator", p["stranger"], p["dcgm-exporter"], netpol.DCGM_EXPORTER_PORT, "TCP"
+
+
+def in_load_balancer_subnets(world: World, endpoint: Endpoint) -> bool:
+    """An address the ALB's subnets hold (internal ALBs share the private subnets with the pods: a policy
+    cannot tell such a pod from the ALB)."""
+    return any(ipaddress.ip_address(endpoint.ip) in ipaddress.ip_network(c) for c in netpol.load_balancer_sources(world.cfg))
+
+
+def envoy_metrics(world: World, gateway: Gateway) -> int:
+    return world.ports[gateway.proxy]["envoy-metrics"]
 
 
 def populate_jobs(world: World) -> dict[str, Endpoint]:
@@ -365,13 +617,33 @@ def needed_service_flows(world: World) -> Iterator[tuple[str, Endpoint, Service,
         target = doc["spec"]["target"]
         service = world.services[f"{doc['metadata']['namespace']}/{target['service']}"]
         yield f"the interceptor reaches the {service.name} Service", p["interceptor"], service, int(target["port"]), "TCP"
+    dns = world.services["kube-system/kube-dns"]
     for model, pod in _models(world):
-        service = world.services[f"{model.name}/{model.name}"]
-        for client in model.client_namespaces:
-            yield f"a pod in {client} calls the {model.name} Service", p[f"client:{client}"], service, VLLM_PORT, "TCP"
-        yield f"{model.name} resolves names through the kube-dns Service", pod, world.services["kube-system/kube-dns"], 53, "UDP"
+        gateway = gateway_of(world, model.name)
+        if gateway is not None:
+            # the model's url output: its proxies' Service
+            service, port = world.services[gateway.proxy], world.ports[gateway.proxy]["api"]
+            for client in model.client_namespaces:
+                yield f"a pod in {client} calls the {service.name} Service", p[f"client:{client}"], service, port, "TCP"
+        yield f"{model.name} resolves names through the kube-dns Service", pod, dns, 53, "UDP"
+    for gateway in world.gateways.values():
+        # Envoy's ext_proc cluster: the picker's Service, by the name its config holds
+        for host, port in _cluster_addresses(gateway.envoy, "ext_proc"):
+            name, ns = host.split(".")[:2]
+            yield f"{gateway.proxy} asks the {name} Service", p[gateway.proxy], world.services[f"{ns}/{name}"], port, "TCP"
+        for source in (gateway.proxy, gateway.picker):
+            yield f"{source} resolves names through the kube-dns Service", p[source], dns, 53, "UDP"
     for name in ("keda-operator", "prometheus", "grafana", "gpu-operator", "karpenter"):
-        yield f"{name} resolves names through the kube-dns Service", p[name], world.services["kube-system/kube-dns"], 53, "UDP"
+        yield f"{name} resolves names through the kube-dns Service", p[name], dns, 53, "UDP"
+
+
+def _cluster_addresses(envoy: dict[str, Any], cluster: str) -> list[tuple[str, int]]:
+    (found,) = [c for c in envoy["static_resources"]["clusters"] if c["name"] == cluster]
+    return [
+        (e["endpoint"]["address"]["socket_address"]["address"], int(e["endpoint"]["address"]["socket_address"]["port_value"]))
+        for group in found["load_assignment"]["endpoints"]
+        for e in group["lb_endpoints"]
+    ]
 
 
 def blocked(world: World) -> list[str]:
