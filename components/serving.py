@@ -182,7 +182,9 @@ class VllmModel(pulumi.ComponentResource):
             args.interface_endpoints,
             scales_to_zero=args.scales_to_zero,
             gateway_peers=gateway_policies.gateway_peers(model) if gateway is not None else [],
-            kv_events_port=prefix.KV_EVENTS_PORT if gateway is not None and prefix.precise(model) else None,
+            kv_events=(
+                (prefix.KV_EVENTS_PORT, gateway_policies.picker_peers(model)) if gateway is not None and prefix.precise(model) else None
+            ),
         )
         # the allow rules first: a running pod never sees the deny alone
         deny, *allows = builders.network_policies(model, flows)

@@ -512,17 +512,9 @@ def test_clients_reach_v1_through_the_front_door(stack: str) -> None:
 
 PATH_ROUTED = {"minimal-dev", "existing-vpc-irsa-bottlerocket", "minimal-dev+precise"}
 """Stacks without ingress.domain that expose a model: the ALB routes /<model>/v1 and must rewrite it to /v1."""
-TRANSFORM_KEYED_BY_MODEL = (
-    "builders/ingress/endpoints.py keys the url-rewrite annotation transforms.<model> while the backend Service is "
-    "<model>-proxy; the load balancer controller (v3.5.0 enhanced_backend_builder.go buildTransforms) reads "
-    "transforms.<backend service name>: no rewrite, Envoy gets /<model>/v1/... and answers 404"
-)
 
 
-@pytest.mark.parametrize(
-    "stack",
-    [pytest.param(s, marks=pytest.mark.xfail(strict=True, reason=TRANSFORM_KEYED_BY_MODEL)) if s in PATH_ROUTED else s for s in WORLDS],
-)
+@pytest.mark.parametrize("stack", WORLDS)
 def test_the_alb_reaches_v1_of_each_exposed_model(stack: str) -> None:
     cfg, run = stack_run(stack)
     exposed = [values(r)["metadata"]["name"] for r in run.of_type(INGRESS)]

@@ -28,7 +28,12 @@ def _pods(labels: dict[str, str]) -> dict[str, Any]:
 
 def gateway_peers(model: ModelConfig) -> list[dict[str, Any]]:
     """The gateway's pods, as vLLM's policy admits them: proxies (requests) and pickers (/metrics)."""
-    return [_pods(router.proxy_pods(model)), _pods(router.picker_pods(model))]
+    return [_pods(router.proxy_pods(model)), *picker_peers(model)]
+
+
+def picker_peers(model: ModelConfig) -> list[dict[str, Any]]:
+    """The pickers alone: what vLLM's KV-event port admits under precise prefix-cache routing."""
+    return [_pods(router.picker_pods(model))]
 
 
 def proxy_policy(model: ModelConfig, *, load_balancer_sources: list[str], monitoring_namespace: str) -> dict[str, Any]:

@@ -140,7 +140,8 @@ def ingress(model: ModelConfig, cfg: IngressConfig, vpc_cidrs: list[str]) -> dic
     if cfg.domain:
         rule = {"host": host(model, cfg), "http": {"paths": [{"path": "/v1", "pathType": "Prefix", "backend": backend}]}}
     else:
-        annotations[f"{A}/transforms.{model.name}"] = json.dumps(
+        # keyed by the backend Service's name: the controller looks the transform up by it
+        annotations[f"{A}/transforms.{backend['service']['name']}"] = json.dumps(
             [
                 {
                     "type": "url-rewrite",

@@ -48,8 +48,8 @@ class ModelFlows:
     HTTP add-on's interceptor."""
     gateway_peers: list[dict[str, Any]] = field(default_factory=list)
     """The model's gateway pods (builders/gateway/policies.py gateway_peers); empty at zero."""
-    kv_events_port: int | None = None
-    """vLLM's KV-event port, open to the gateway's pickers (precise prefix-cache routing)."""
+    kv_events: tuple[int, list[dict[str, Any]]] | None = None
+    """vLLM's KV-event port and the pods it admits there: the gateway's pickers (precise prefix-cache routing)."""
 
 
 RUN_AS = 10001
@@ -513,8 +513,9 @@ def network_policies(model: ModelConfig, flows: ModelFlows) -> list[dict[str, An
         # scaled to zero: requests come through the HTTP add-on's interceptor, in KEDA's namespace
         sources.append({**netpol.namespace_peer(KEDA_NAMESPACE), "podSelector": {"matchLabels": dict(netpol.INTERCEPTOR_POD)}})
     ingress: list[dict[str, Any]] = [{"from": sources, "ports": netpol.tcp(PORT)}]
-    if flows.kv_events_port is not None and flows.gateway_peers:
-        ingress.append({"from": list(flows.gateway_peers), "ports": netpol.tcp(flows.kv_events_port)})
+    if flows.kv_events is not None:
+        port, pickers = flows.kv_events
+        ingress.append({"from": list(pickers), "ports": netpol.tcp(port)})
     vllm = netpol.policy(
         model.name,
         model.name,

@@ -252,7 +252,9 @@ def test_only_v1_is_routed(dev_run: harness.RunResult, prod_run: harness.RunResu
 def test_dev_routes_by_path_and_rewrites_to_v1(dev_run: harness.RunResult) -> None:
     ingress = _ingresses(dev_run)["model-llama-3-1-8b-ingress"]
     assert ingress["spec"]["rules"][0]["http"]["paths"][0]["path"] == "/llama-3-1-8b/v1"
-    transform = json.loads(ingress["metadata"]["annotations"][f"{A}/transforms.llama-3-1-8b"])
+    # keyed by the backend Service (the gateway's proxies), as the controller reads it (v3.5.0 enhanced_backend_builder.go)
+    assert f"{A}/transforms.llama-3-1-8b" not in ingress["metadata"]["annotations"]
+    transform = json.loads(ingress["metadata"]["annotations"][f"{A}/transforms.llama-3-1-8b-proxy"])
     assert transform == [
         {"type": "url-rewrite", "urlRewriteConfig": {"rewrites": [{"regex": "^/llama-3-1-8b/v1(/.*)?$", "replace": "/v1$1"}]}}
     ]
