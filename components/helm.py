@@ -19,6 +19,7 @@ def release(
     values: dict[str, Any],
     opts: pulumi.ResourceOptions,
     timeout: int = 600,
+    skip_await: bool = False,
 ) -> k8s.helm.v3.Release:
     """A real Helm release of a pinned chart (hooks run), always with an explicit name so
     chart-derived names are stable."""
@@ -32,5 +33,7 @@ def release(
         values=values,
         max_history=10,
         timeout=timeout,
+        # passed only when set, so the other releases' inputs stay as they were
+        **({"skip_await": True} if skip_await else {}),
         opts=opts,
     )

@@ -308,9 +308,7 @@ class VllmModel(pulumi.ComponentResource):
         that keep one proxy and one picker up through a node drain."""
         model = args.model
         opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*before, *gateway.after])
-        for budget in gateway_policies.disruption_budgets(
-            model, proxy_replicas=gateway.config.proxy_replicas, picker_replicas=gateway.config.epp_replicas or 1
-        ):
+        for budget in gateway_policies.disruption_budgets(model, proxy_replicas=gateway.config.proxy_replicas):
             self._object(f"{name}-pdb-{budget['metadata']['name']}", budget, opts)
         hf_secret = (builders.HF_TOKEN_SECRET, "token") if args.hf_token is not None and prefix.precise(model) else None
         values = pulumi.Output.from_input(gateway.envoy_image).apply(
@@ -325,6 +323,9 @@ class VllmModel(pulumi.ComponentResource):
             namespace=model.name,
             values=values,  # type: ignore[arg-type]
             opts=opts,
+            # Helm's wait counts every picker of a Recreate Deployment, and with a standby only the leader is
+            # ever ready: it would wait out its timeout on every up. The proxies' readiness shows at the ALB.
+            skip_await=True,
         )
 
     def _weights(

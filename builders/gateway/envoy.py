@@ -8,9 +8,10 @@ the ext_proc filter with streamed bodies both ways, and an ORIGINAL_DST cluster 
 request to the pod the picker names in `x-gateway-destination-endpoint`.
 
 Listeners: 8081, the API (the ALB's targets and the in-cluster Service); 19001, `/ready` only (the
-kubelet's readiness probe and the ALB's health check): ready while the Endpoint Picker answers its
-gRPC health check, so a gateway without a picker takes no traffic; 19002, `/stats/prometheus` only,
-for Prometheus. The admin interface listens on loopback.
+kubelet's readiness probe and the ALB's health check): ready while Envoy runs, deliberately not tied to
+the Endpoint Picker, so a picker gap (a failover, a rollout) never deregisters the proxies from the ALB
+(callers get Envoy's fail-closed 503 meanwhile, and the targets are there when the picker is back);
+19002, `/stats/prometheus` only, for Prometheus. The admin interface listens on loopback.
 
 The chart renders the text through Helm's `tpl`: it must hold no template braces (it holds none).
 """
@@ -37,7 +38,12 @@ EXT_PROC_CLUSTER = "ext_proc"
 ENDPOINT_CLUSTER = "original_destination_cluster"
 STATUS_ON_PICKER_ERROR = 503
 """What a caller gets at once when the Endpoint Picker is unreachable or fails (fail closed): a
-retryable 503, never a request sent to no one in particular."""
+retryable 503, never a request sent to no one in particular. Envoy 1.33's ext_proc answers such a
+failure with a local 500 (ext_proc.proto, failure_mode_allow; its status_on_error field arrived in 1.36),
+which the API listener's local-reply mapper turns into this."""
+LOCAL_REPLY_RUNTIME_KEY = "gateway.picker_error_status"
+"""RuntimeUInt32 needs a runtime key; no runtime layer sets it, so the default (500) applies."""
+
 CONNECT_TIMEOUT = "5s"
 """To a vLLM pod or the picker, both in the cluster: seconds, not the preset's 1000 s."""
 # Envoy's own bounds on a model's concurrent streams, well above what its replicas admit
@@ -73,14 +79,13 @@ ROUTER = {"name": "envoy.filters.http.router", "typed_config": _typed("envoy.ext
 
 
 def _ready_listener() -> dict[str, Any]:
-    """`/ready`: answered by Envoy itself, 200 only while every Endpoint Picker host is healthy."""
+    """`/ready`: answered by Envoy itself while it runs (not tied to the picker, see the module docstring)."""
     health = {
         "name": "envoy.filters.http.health_check",
         "typed_config": _typed(
             "envoy.extensions.filters.http.health_check.v3.HealthCheck",
             pass_through_mode=False,
             headers=[{"name": ":path", "string_match": {"exact": READY_PATH}}],
-            cluster_min_healthy_percentages={EXT_PROC_CLUSTER: {"value": 100.0}},
         ),
     }
     manager = _typed(
@@ -117,7 +122,6 @@ def _api_listener(timeouts: Chain) -> dict[str, Any]:
         "typed_config": _typed(
             "envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor",
             failure_mode_allow=False,
-            status_on_error={"code": STATUS_ON_PICKER_ERROR},
             grpc_service={"envoy_grpc": {"cluster_name": EXT_PROC_CLUSTER}},
             processing_mode={
                 "request_header_mode": "SEND",
@@ -151,6 +155,19 @@ def _api_listener(timeouts: Chain) -> dict[str, Any]:
         http_filters=[ext_proc, ROUTER],
         stream_idle_timeout=_seconds(timeouts.envoy_stream_idle),
         request_timeout="0s",
+        # the picker's failure is Envoy's local 500: answer it as a retryable 503 (STATUS_ON_PICKER_ERROR)
+        local_reply_config={
+            "mappers": [
+                {
+                    "filter": {
+                        "status_code_filter": {
+                            "comparison": {"op": "EQ", "value": {"default_value": 500, "runtime_key": LOCAL_REPLY_RUNTIME_KEY}}
+                        }
+                    },
+                    "status_code": STATUS_ON_PICKER_ERROR,
+                }
+            ]
+        },
         common_http_protocol_options={
             "idle_timeout": _seconds(timeouts.envoy_downstream_idle),
             "headers_with_underscores_action": "REJECT_REQUEST",
@@ -161,7 +178,8 @@ def _api_listener(timeouts: Chain) -> dict[str, Any]:
         xff_num_trusted_hops=1,
         normalize_path=True,
         merge_slashes=True,
-        path_with_escaped_slashes_action="UNESCAPE_AND_REDIRECT",
+        # refused, not redirected: a redirect to the unescaped /v1/... would drop path routing's /<model> prefix
+        path_with_escaped_slashes_action="REJECT_REQUEST",
     )
     return _listener("api", API_PORT, manager, per_connection_buffer_limit_bytes=BUFFER_LIMIT_BYTES)
 
@@ -252,8 +270,15 @@ def config(picker_host: str, timeouts: Chain) -> dict[str, Any]:
     }
 
 
+class _NoAliases(yaml.SafeDumper):
+    """Every repeated block written out in full: no `&id001` anchors in the bootstrap."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
 def config_text(picker_host: str, timeouts: Chain) -> str:
-    text = yaml.safe_dump(config(picker_host, timeouts), sort_keys=False, width=200)
+    text = yaml.dump(config(picker_host, timeouts), Dumper=_NoAliases, sort_keys=False, width=200)
     if "{{" in text or "}}" in text:
         raise ValueError("envoy.yaml holds template braces, which the chart's tpl would render")
     return text

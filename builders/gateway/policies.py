@@ -77,22 +77,22 @@ def policies(
     ]
 
 
-def disruption_budgets(model: ModelConfig, *, proxy_replicas: int, picker_replicas: int) -> list[dict[str, Any]]:
-    """The chart renders none. A node drain takes one proxy at a time (the other keeps serving) and,
-    with a standby, one picker at a time; a single picker or proxy may be evicted (nothing to keep)."""
-    out = []
-    for name, labels, replicas in (
-        (router.proxy_name(model), router.proxy_pods(model), proxy_replicas),
-        (router.picker_name(model), router.picker_pods(model), picker_replicas),
-    ):
-        if replicas < 2:
-            continue
-        out.append(
-            {
-                "apiVersion": "policy/v1",
-                "kind": "PodDisruptionBudget",
-                "metadata": {"name": name, "namespace": model.name},
-                "spec": {"maxUnavailable": 1, "selector": {"matchLabels": dict(labels)}},
-            }
-        )
-    return out
+def disruption_budgets(model: ModelConfig, *, proxy_replicas: int) -> list[dict[str, Any]]:
+    """The chart renders none. A node drain takes one proxy at a time (the other keeps serving); a proxy
+    that is not ready may always go (every proxy turns unready together only when Envoy cannot start, and
+    a drain must not wait on that). The pickers get none: only the leader is ready, so a budget over them
+    would forbid evicting the leader at all, and a drain must be able to move it (the standby takes over)."""
+    if proxy_replicas < 2:
+        return []
+    return [
+        {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": router.proxy_name(model), "namespace": model.name},
+            "spec": {
+                "maxUnavailable": 1,
+                "selector": {"matchLabels": dict(router.proxy_pods(model))},
+                "unhealthyPodEvictionPolicy": "AlwaysAllow",
+            },
+        }
+    ]

@@ -13,6 +13,7 @@ release name lower-cased, cut to 40 characters, plus `-epp`; `llm-d-router.proxy
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import yaml
@@ -172,6 +173,14 @@ def envoy_preset(model: ModelConfig, image: str, alb_idle_timeout_seconds: int) 
     return {
         "image": image,
         "configMap": {"name": "envoy", "data": {"envoy.yaml": text}},
+        # Envoy reads its bootstrap once, at start, and the chart's proxy pods carry no annotation to
+        # change: the config's hash in the environment rolls them when the config changes (the two
+        # variables before it are the preset's own).
+        "env": [
+            {"name": "NS_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+            {"name": CONFIG_HASH_ENV, "value": config_hash(text)},
+        ],
         "ports": [
             {"containerPort": envoy.API_PORT, "name": "api"},
             {"containerPort": envoy.READY_PORT, "name": "ready"},
@@ -187,6 +196,15 @@ def envoy_preset(model: ModelConfig, image: str, alb_idle_timeout_seconds: int) 
     }
 
 
+CONFIG_HASH_ENV = "LLM_PLATFORM_CONFIG_HASH"
+CONFIG_HASH_ANNOTATION = "llm-platform.io/config-hash"
+
+
+def config_hash(text: str) -> str:
+    """A short digest of a config file, which rolls the pods reading it at start when it changes."""
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def values(
     model: ModelConfig,
     cfg: GatewayConfig,
@@ -197,13 +215,19 @@ def values(
 ) -> dict[str, Any]:
     """The release's values. `hf_token_secret` (secret name, key) feeds the precise-prefix tokenizer of a gated model."""
     registry, repository, tag = versions.EPP_IMAGE
+    picker_config = yaml.safe_dump(epp_config(model), sort_keys=False)
     epp: dict[str, Any] = {
         "replicas": cfg.epp_replicas,
         "image": {"registry": registry, "repository": repository, "tag": tag, "pullPolicy": "IfNotPresent"},
         "resources": cfg.epp_resources.as_values(),
         "affinity": picker_affinity(model),
         "pluginsConfigFile": EPP_CONFIG_FILE,
-        "pluginsCustomConfig": {EPP_CONFIG_FILE: yaml.safe_dump(epp_config(model), sort_keys=False)},
+        "pluginsCustomConfig": {EPP_CONFIG_FILE: picker_config},
+        # the picker reads its config once too
+        "podAnnotations": {CONFIG_HASH_ANNOTATION: config_hash(picker_config)},
+        # the gRPC health service on the ext_proc port, which the proxies' ext_proc cluster checks
+        # (pkg/epp/server/runserver.go registers it only with --health-checking; off by default)
+        "flags": {"health-checking": True},
     }
     router: dict[str, Any] = {
         "modelServers": {"type": "vllm", "protocol": "http", "targetPorts": [{"number": VLLM_PORT}], "matchLabels": selector(model)},

@@ -9,8 +9,9 @@ Picker consulted by Envoy over ext_proc:
   Envoy would reuse a connection uvicorn closed, 503 UC), so vLLM's keep-alive stays above it.
 - A request may be silent (queued, in prefill) up to T on every hop: Envoy's stream idle timeout is T,
   and vLLM's SSE keep-alive comments arrive well inside it (builders/serving/workload.py).
-- The Endpoint Picker answers each ext_proc message within T minus the hold margin, so a stuck
-  picker ends in Envoy's 503 before the ALB cuts the connection with a 504.
+- The Endpoint Picker answers each ext_proc message within 30 s (it picks in milliseconds while flow
+  control is off), and always before the ALB's idle timeout minus the hold margin: a stuck picker ends
+  in Envoy's 503, never a hang until the ALB's 504.
 No total request deadline: a streamed answer may run long; silence is what is bounded.
 """
 
@@ -20,6 +21,9 @@ from dataclasses import dataclass
 
 from builders.serving.workload import KEEP_ALIVE_MARGIN_SECONDS, keep_alive_seconds, sse_keep_alive_seconds
 from config.derived.scaleup import HOLD_MARGIN_SECONDS
+
+PICK_TIMEOUT_SECONDS = 30
+"""How long the picker may take per ext_proc message (see the module docstring)."""
 
 
 @dataclass(frozen=True)
@@ -60,7 +64,7 @@ def chain(alb_idle_timeout_seconds: int) -> Chain:
         alb_idle=t,
         envoy_downstream_idle=t + KEEP_ALIVE_MARGIN_SECONDS,
         envoy_stream_idle=t,
-        ext_proc_message=max(1, t - HOLD_MARGIN_SECONDS),
+        ext_proc_message=max(1, min(PICK_TIMEOUT_SECONDS, t - HOLD_MARGIN_SECONDS)),
         envoy_upstream_idle=keep_alive - KEEP_ALIVE_MARGIN_SECONDS,
         vllm_keep_alive=keep_alive,
         sse_keep_alive=sse_keep_alive_seconds(t),

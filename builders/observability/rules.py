@@ -129,9 +129,9 @@ def gateway_alerts(m: ModelWatch) -> list[dict[str, Any]]:
             "critical",
             f"Gateway of model {m.name} is down: no ready, scraped Envoy proxy ({m.proxy})",
             f"Callers of {m.name} get errors: the ALB has no healthy target and the in-cluster Service no endpoint. "
-            f"Likely cause: the proxies fail /ready because the Endpoint Picker {m.picker} is not ready (see the picker's "
-            f"GatewayUnavailable), or they are Pending (system-node capacity) or crash-looping on their config "
-            f"(kubectl -n {ns} describe deployment {m.proxy}; its logs). If the pods are ready but not scraped, Prometheus "
+            f"Likely cause: the proxies are Pending (system-node capacity) or crash-looping on their config "
+            f"(kubectl -n {ns} describe deployment {m.proxy}; its logs); their /ready answers while Envoy runs. "
+            "If the pods are ready but not scraped, Prometheus "
             f"cannot reach port {envoy.METRICS_PORT}: check the NetworkPolicy {m.proxy} and the {GATEWAY_PROXY_JOB} PodMonitor. "
             "Fix that cause; the proxies take traffic again once /ready passes.",
             labels={**labels, "component": "proxy"},

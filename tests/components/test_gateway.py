@@ -338,6 +338,8 @@ TEMPLATE_READS: dict[str, tuple[tuple[str, int, str], ...]] = {
     "router.epp.volumes": (("routerlib/templates/_deployment.yaml", 257, "Values.router.epp.volumes"),),
     "router.epp.volumeMounts": (("routerlib/templates/_deployment.yaml", 206, "Values.router.epp.volumeMounts"),),
     "router.metricsPort": (("routerlib/templates/_service.yaml", 62, "Values.router.metricsPort"),),
+    # a map rendered as --key=value (routerlib values line 30 shows it only as a comment)
+    "router.epp.flags": (("routerlib/templates/_deployment.yaml", 8, "Values.router.epp.flags"),),
     # the sidecar's resources go to the container whole (`toYaml`): a Kubernetes ResourceRequirements,
     # whose limits the routerlib default (requests only) leaves out
     "router.tokenizer.resources.limits": (("routerlib/templates/_deployment.yaml", 244, "with $tokenizer.resources"),),
@@ -683,7 +685,13 @@ def test_ext_proc_fails_closed(stack: str, model: str) -> None:
     assert filters == ["envoy.filters.http.ext_proc", "envoy.filters.http.router"]
     ext_proc = hcm["http_filters"][0]["typed_config"]
     assert ext_proc["failure_mode_allow"] is False
-    assert ext_proc["status_on_error"] == {"code": 503}
+    # Envoy 1.33 has no status_on_error (1.36 adds it): the picker's failure is a local 500, mapped to 503
+    assert "status_on_error" not in ext_proc
+    (mapper,) = hcm["local_reply_config"]["mappers"]
+    assert mapper["filter"]["status_code_filter"]["comparison"]["op"] == "EQ"
+    assert mapper["filter"]["status_code_filter"]["comparison"]["value"]["default_value"] == 500
+    assert mapper["filter"]["status_code_filter"]["comparison"]["value"]["runtime_key"]  # required by the API
+    assert mapper["status_code"] == envoy.STATUS_ON_PICKER_ERROR == 503
     assert ext_proc["grpc_service"] == {"envoy_grpc": {"cluster_name": envoy.EXT_PROC_CLUSTER}}
     mode = ext_proc["processing_mode"]
     assert (mode["request_body_mode"], mode["response_body_mode"]) == ("FULL_DUPLEX_STREAMED", "FULL_DUPLEX_STREAMED")
