@@ -33,7 +33,7 @@ def release(
         values=values,
         max_history=10,
         timeout=timeout,
-        # passed only when set, so the other releases' inputs stay as they were
-        **({"skip_await": True} if skip_await else {}),
+        # None (not false) when unset, so the other releases' inputs stay as they were
+        skip_await=True if skip_await else None,
         opts=opts,
     )
