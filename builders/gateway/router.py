@@ -23,7 +23,7 @@ from builders.gateway.prefix import PREFIX_BLOCK_SIZE, precise
 from builders.helm import deep_merge
 from builders.serving.workload import selector
 from config.facts import versions
-from config.facts.conventions import SYSTEM_NODE_LABEL, VLLM_PORT
+from config.facts.conventions import CONFIG_HASH_ANNOTATION, SYSTEM_NODE_LABEL, VLLM_PORT
 from config.sections.gateway import TOKENIZER_RESOURCES, GatewayConfig
 from config.sections.models import ModelConfig
 
@@ -197,7 +197,6 @@ def envoy_preset(model: ModelConfig, image: str, alb_idle_timeout_seconds: int) 
 
 
 CONFIG_HASH_ENV = "LLM_PLATFORM_CONFIG_HASH"
-CONFIG_HASH_ANNOTATION = "llm-platform.io/config-hash"
 
 
 def config_hash(text: str) -> str:

@@ -52,6 +52,8 @@ SYSTEM_NODE_SELECTOR: Final = {"kubernetes.io/os": "linux", **SYSTEM_NODE_LABEL}
 POOL_LABEL: Final = f"{LABEL_DOMAIN}/gpu-pool"
 SHARING_LABEL: Final = f"{LABEL_DOMAIN}/gpu-sharing"
 MODEL_LABEL: Final = f"{LABEL_DOMAIN}/model"
+CONFIG_HASH_ANNOTATION: Final = f"{LABEL_DOMAIN}/config-hash"
+"""On a gateway picker's pod template: a digest of the config it reads once, at start, so a change rolls it."""
 API_KEY_FINGERPRINT_ANNOTATION: Final = f"{LABEL_DOMAIN}/api-key-fingerprint"
 """On a model's pod template: a one-way fingerprint of its API key, so a rotated key rolls the pods
 (vLLM reads VLLM_API_KEY once, at start)."""
