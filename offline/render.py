@@ -219,6 +219,9 @@ def scale_up_table(cfg: StackConfig, outputs: dict[str, Any], *, sources: bool =
         warm = pool.headroom if pool else 0
         terms = "".join(f"{budget['terms'][t]:>8}" for t in scaleup.TERMS)
         lines.append(f"  {m.name:<16} {m.weights.source or '-':<12} {warm:>8} {budget['hit']:>5} {budget['miss']:>5} {terms}")
+        if slow := budget.get("pessimistic"):
+            slow_terms = "".join(f"{slow['terms'][t]:>8}" for t in scaleup.TERMS)
+            lines.append(f"  {'  pessimistic':<16} {'':<12} {'':>8} {slow['hit']:>5} {slow['miss']:>5} {slow_terms}")
     if not sources:
         return [*lines, "  The published figures behind the terms are in config/facts/speed.py (--sources lists them)."]
     lines.append("  Published figures behind the terms (config/facts/speed.py):")

@@ -86,9 +86,12 @@ def checkpoint_gb(model: ModelConfig) -> float:
     return checkpoint_gib(model) * GIB / 1e9
 
 
-def weights_seconds(model: ModelConfig) -> float:
-    """Reading the checkpoint from its source: streamed from S3, or downloaded from Hugging Face."""
-    rate = speed.S3_STREAM_RATE if model.streams_from_s3 else speed.HUGGING_FACE_RATE
+def weights_seconds(model: ModelConfig, *, pessimistic: bool = False) -> float:
+    """Reading the checkpoint from its source: streamed from S3, or downloaded from Hugging Face; with
+    `pessimistic`, S3 at the slow end of its sources: an xlarge host's network ceiling, the slowest host
+    of the g6/g5 pools (larger hosts stream faster, which a pessimistic figure may over-count)."""
+    s3 = speed.S3_STREAM_RATE_XLARGE if pessimistic else speed.S3_STREAM_RATE
+    rate = s3 if model.streams_from_s3 else speed.HUGGING_FACE_RATE
     return checkpoint_gb(model) / rate.value
 
 

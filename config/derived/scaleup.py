@@ -15,6 +15,12 @@ Every term comes from the config or from a published figure in `config/facts/spe
   none, the interceptor forwards at once); the ALB's targets are the gateway's proxies, not replicas.
 
 `hit`: a headroom node is free (a placeholder steps aside at once); `miss`: a node must launch.
+
+`pessimistic`: every term at the slow end of its sources (../shared/reference/wave3-facts.md Part B):
+Karpenter's longest batching wait and the high end of a GPU node's 2-3 minutes; the image pulled
+without SOCI (the nodes do not turn it on), 2-4 minutes' high end; S3 at an xlarge host's network
+ceiling; the startup then the readiness probe period. The budget for what must never be too short:
+how long the gateway holds a request, the probes, a scale-down window.
 """
 
 from __future__ import annotations
@@ -46,6 +52,8 @@ class ScaleUpBudget:
     model: str
     terms: dict[str, int]
     """Each term in seconds, as a miss counts them."""
+    pessimistic: dict[str, int] | None = None
+    """The same terms at the slow end of each one's sources (what must never be too short: a hold)."""
 
     @property
     def miss(self) -> int:
@@ -55,8 +63,17 @@ class ScaleUpBudget:
     def hit(self) -> int:
         return sum(v for k, v in self.terms.items() if k not in MISS_ONLY)
 
+    @property
+    def pessimistic_budget(self) -> ScaleUpBudget:
+        assert self.pessimistic is not None
+        return ScaleUpBudget(self.model, self.pessimistic)
+
     def as_output(self) -> dict[str, object]:
-        return {"hit": self.hit, "miss": self.miss, "terms": dict(self.terms)}
+        out: dict[str, object] = {"hit": self.hit, "miss": self.miss, "terms": dict(self.terms)}
+        if self.pessimistic is not None:
+            slow = self.pessimistic_budget
+            out["pessimistic"] = {"hit": slow.hit, "miss": slow.miss, "terms": dict(slow.terms)}
+        return out
 
 
 def budget(model: ModelConfig, *, scrape_interval: str) -> ScaleUpBudget:
@@ -76,7 +93,14 @@ def budget(model: ModelConfig, *, scrape_interval: str) -> ScaleUpBudget:
         "probe": model.startup.period_seconds,
         "loadBalancer": balancer,
     }
-    return ScaleUpBudget(model.name, {k: math.ceil(raw[k]) for k in TERMS})
+    slow = {
+        **raw,
+        "nodeLaunch": speed.KARPENTER_BATCH_MAX.value + speed.NODE_READY_SLOW.value,
+        "imagePull": speed.IMAGE_PULL_SEQUENTIAL.value,
+        "weights": capacity.weights_seconds(model, pessimistic=True),
+        "probe": model.startup.period_seconds + speed.READINESS_PROBE_PERIOD.value,
+    }
+    return ScaleUpBudget(model.name, {k: math.ceil(raw[k]) for k in TERMS}, {k: math.ceil(slow[k]) for k in TERMS})
 
 
 def sources() -> list[tuple[str, speed.Figure]]:

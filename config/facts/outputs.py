@@ -46,7 +46,8 @@ OUTPUTS: tuple[OutputSpec, ...] = (
         "exposed), where its weights come from (`s3` or `huggingface`), and its scale-up budget `{hit, miss, terms}` "
         "in seconds from a growing queue to a serving replica (`hit`: a warm headroom node is free; `miss`: a node "
         "must launch; `terms`: signal, nodeLaunch, imagePull, weights, engineStart, probe, loadBalancer: the "
-        "gateway's discovery of a new replica, no longer an ALB registration).",
+        "gateway's discovery of a new replica, no longer an ALB registration; `pessimistic`: the same "
+        "`{hit, miss, terms}` at the slow end of each term's sources, the budget for what must never be too short).",
     ),
 )
 

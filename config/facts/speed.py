@@ -57,6 +57,39 @@ S3_STREAM_RATE: Final = Figure(
 HUGGING_FACE_RATE: Final = Figure(
     16.1 / 250, "GB/s", "weights downloaded from Hugging Face", "g5, an 8B bf16 checkpoint (16.1 GB) in ~250 s", PLATFORM_WRITEUP
 )
+# -- the slow end of each term's sources, for the pessimistic budget (../shared/reference/wave3-facts.md Part B) --
+WAVE3_B: Final = "../shared/reference/wave3-facts.md Part B"
+KARPENTER_BATCH_MAX: Final = Figure(
+    10, "s", "Karpenter's longest batching wait while pods keep arriving", "Karpenter defaults (BATCH_MAX_DURATION)", KARPENTER_SETTINGS
+)
+NODE_READY_SLOW: Final = Figure(
+    180,
+    "s",
+    "a GPU node from Karpenter's launch to schedulable (the high end of '2-3 min')",
+    "self-managed Karpenter, g5, Bottlerocket",
+    PLATFORM_WRITEUP,
+)
+IMAGE_PULL_SEQUENTIAL: Final = Figure(
+    240,
+    "s",
+    "the vLLM image (8-12 GB) pulled without SOCI parallel pull, which the nodes do not turn on (the high end of '2-4 minutes')",
+    "containerd's sequential pull and unpack",
+    f"{WAVE3_B} 2.2 and 3.3 (TTFTS write-up)",
+)
+S3_STREAM_RATE_XLARGE: Final = Figure(
+    1.25,
+    "GB/s",
+    "weights streamed from S3 on an 'up to 10 Gbps' xlarge host (the network's ceiling)",
+    "g6.xlarge, g5.xlarge",
+    f"{WAVE3_B} 2.3 and 3.4 (AWS instance specification)",
+)
+READINESS_PROBE_PERIOD: Final = Figure(
+    10,
+    "s",
+    "a readiness probe period after the startup probe passes (two periods, not one)",
+    "the platform's vLLM readinessProbe (builders/serving/workload.py)",
+    f"{WAVE3_B} 2.7",
+)
 GATEWAY_ENDPOINT_DISCOVERY: Final = Figure(
     1,
     "s",
@@ -86,6 +119,11 @@ CATALOG: Final = {
     "huggingFaceRate": HUGGING_FACE_RATE,
     "engineInit": ENGINE_INIT,
     "gatewayEndpointDiscovery": GATEWAY_ENDPOINT_DISCOVERY,
+    "karpenterBatchMax": KARPENTER_BATCH_MAX,
+    "nodeReadySlow": NODE_READY_SLOW,
+    "imagePullSequential": IMAGE_PULL_SEQUENTIAL,
+    "s3StreamRateXlarge": S3_STREAM_RATE_XLARGE,
+    "readinessProbePeriod": READINESS_PROBE_PERIOD,
     "torchCompile": TORCH_COMPILE,
     **{f"torchCompile{int(gb)}GB": f for gb, f in TORCH_COMPILE_BY_SIZE[1:]},
 }

@@ -42,7 +42,40 @@ def test_the_8b_model_from_s3_term_by_term() -> None:
         "loadBalancer": 1,  # the gateway finds the new replica among its pool's pods (speed.GATEWAY_ENDPOINT_DISCOVERY)
     }
     assert budget.hit == budget.miss - 151 - 49
-    assert budget.as_output() == {"hit": budget.hit, "miss": budget.miss, "terms": budget.terms}
+    slow = budget.pessimistic_budget
+    assert budget.as_output() == {
+        "hit": budget.hit,
+        "miss": budget.miss,
+        "terms": budget.terms,
+        "pessimistic": {"hit": slow.hit, "miss": slow.miss, "terms": slow.terms},
+    }
+
+
+def test_the_8b_model_pessimistic_term_by_term() -> None:
+    """The slow end of each term's sources (../shared/reference/wave3-facts.md Part B)."""
+    model = _model(PROD, "llama-3-1-8b")
+    budget = scaleup.budget(model, scrape_interval="10s")
+    checkpoint_gb = 8.03e9 * 2 / 1e9
+    assert budget.pessimistic == {
+        "signal": 10 + 15 + 0,  # a full scrape interval is already the slow end
+        "nodeLaunch": 10 + 180,  # Karpenter's longest batching wait, the high end of 2-3 minutes
+        "imagePull": 240,  # no SOCI on the nodes: the high end of 2-4 minutes
+        "weights": math.ceil(checkpoint_gb / 1.25),  # an xlarge host's 10 Gbps ceiling
+        "engineStart": 48 + 34,  # init and compile counted apart: the slow reading of the source
+        "probe": 10 + 10,  # the startup probe's period, then the readiness probe's
+        "loadBalancer": 1,
+    }
+    slow = budget.pessimistic_budget
+    assert (slow.hit, slow.miss) == (141, 571)
+
+
+@pytest.mark.parametrize("stack", [DEV, PROD])
+def test_no_pessimistic_term_is_shorter_than_the_expected_one(stack: str) -> None:
+    for model in parse(stack_data(stack)).models:
+        budget = scaleup.budget(model, scrape_interval="10s")
+        assert budget.pessimistic is not None
+        assert all(budget.pessimistic[t] >= budget.terms[t] for t in scaleup.TERMS), model.name
+        assert budget.pessimistic_budget.miss > budget.miss
 
 
 def test_each_config_knob_moves_its_own_term() -> None:
