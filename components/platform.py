@@ -213,7 +213,8 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
         gateway = None
         if not facts.scales_to_zero:
             assert crds is not None
-            gateway = Gateway(config=cfg.gateway, envoy_image=envoy_image, after=[crds])
+            assert facts.hold is not None  # every model with replicas has one
+            gateway = Gateway(config=cfg.gateway, envoy_image=envoy_image, after=[crds], hold=facts.hold)
         served = VllmModel(
             f"model-{model.name}",
             VllmModelArgs(

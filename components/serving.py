@@ -25,6 +25,7 @@ from components import k8s_objects
 from components.helm import release
 from components.options import inherited_depends_on
 from config.derived import capacity
+from config.derived.hold import Hold
 from config.facts import versions
 from config.facts.conventions import INTERCEPTOR_PROXY, KEDA_NAMESPACE, populate_service_account
 from config.sections.gateway import GatewayConfig
@@ -56,6 +57,8 @@ class Gateway:
     """The Envoy image the proxies pull (through the image cache's Docker Hub rule where the stack has one)."""
     after: list[pulumi.Resource]
     """What the release waits for: the router's CRDs (components/gateway.py)."""
+    hold: Hold
+    """The picker's flow control: thresholds above KEDA's targets, the TTL (config/derived/hold.py)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -313,7 +316,12 @@ class VllmModel(pulumi.ComponentResource):
         hf_secret = (builders.HF_TOKEN_SECRET, "token") if args.hf_token is not None and prefix.precise(model) else None
         values = pulumi.Output.from_input(gateway.envoy_image).apply(
             lambda image: gateway_router.values(
-                model, gateway.config, alb_idle_timeout_seconds=args.alb_idle_timeout_seconds, envoy_image=image, hf_token_secret=hf_secret
+                model,
+                gateway.config,
+                alb_idle_timeout_seconds=args.alb_idle_timeout_seconds,
+                envoy_image=image,
+                hf_token_secret=hf_secret,
+                hold=gateway.hold,
             )
         )
         return release(

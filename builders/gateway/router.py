@@ -22,6 +22,7 @@ from builders.gateway import envoy, timeouts
 from builders.gateway.prefix import PREFIX_BLOCK_SIZE, precise
 from builders.helm import deep_merge
 from builders.serving.workload import selector
+from config.derived.hold import Hold
 from config.facts import versions
 from config.facts.conventions import CONFIG_HASH_ANNOTATION, SYSTEM_NODE_LABEL, VLLM_PORT
 from config.sections.gateway import TOKENIZER_RESOURCES, GatewayConfig
@@ -100,10 +101,15 @@ def picker_affinity(model: ModelConfig) -> dict[str, Any]:
     }
 
 
-def epp_config(model: ModelConfig) -> dict[str, Any]:
+DETECTOR = "utilization-detector"
+
+
+def epp_config(model: ModelConfig, hold: Hold | None = None) -> dict[str, Any]:
     """The Endpoint Picker's EndpointPickerConfig: the queue and KV-cache scorers on the metrics the
     picker scrapes from vLLM (vllm:num_requests_waiting, vllm:kv_cache_usage_perc), and a prefix-cache
-    scorer, weighted 2 / 2 / 3 as the chart's default profile. Flow control stays off (no feature gate).
+    scorer, weighted 2 / 2 / 3 as the chart's default profile. With `hold`, flow control: the feature
+    gate, the utilization detector at the hold's thresholds (above KEDA's targets), the hold's TTL
+    (config/derived/hold.py).
 
     approximate: the picker indexes the prompt prefixes it routed (approx-prefix-cache-producer,
     block size and index capacity tuned from vLLM's cache_config_info), up to one context window.
@@ -160,13 +166,24 @@ def epp_config(model: ModelConfig) -> dict[str, Any]:
     }
     if data_layer is not None:
         out["dataLayer"] = data_layer
+    if hold is not None:
+        plugins.append(
+            {"type": DETECTOR, "parameters": {"queueDepthThreshold": hold.queue_threshold, "kvCacheUtilThreshold": hold.kv_threshold}}
+        )
+        out = {
+            "apiVersion": out["apiVersion"],
+            "kind": out["kind"],
+            "featureGates": ["flowControl"],
+            **{k: v for k, v in out.items() if k not in ("apiVersion", "kind")},
+            "flowControl": {"defaultRequestTTL": f"{hold.ttl_seconds}s", "saturationDetector": {"pluginRef": DETECTOR}},
+        }
     return out
 
 
-def envoy_preset(model: ModelConfig, image: str, alb_idle_timeout_seconds: int) -> dict[str, Any]:
+def envoy_preset(model: ModelConfig, image: str, alb_idle_timeout_seconds: int, hold_seconds: int = 0) -> dict[str, Any]:
     """The preset's parts replaced: the image (pinned, through the image cache where it applies), the
     config, the ports and the readiness probe (on the ready listener)."""
-    chain = timeouts.chain(alb_idle_timeout_seconds)
+    chain = timeouts.chain(alb_idle_timeout_seconds, hold_seconds)
     if problems := chain.problems():
         raise ValueError(f"{model.name}: the gateway's timeout chain does not hold: {'; '.join(problems)}")
     text = envoy.config_text(picker_host(model, model.name), chain)
@@ -211,10 +228,12 @@ def values(
     alb_idle_timeout_seconds: int,
     envoy_image: str = versions.ENVOY_IMAGE,
     hf_token_secret: tuple[str, str] | None = None,
+    hold: Hold | None = None,
 ) -> dict[str, Any]:
-    """The release's values. `hf_token_secret` (secret name, key) feeds the precise-prefix tokenizer of a gated model."""
+    """The release's values. `hf_token_secret` (secret name, key) feeds the precise-prefix tokenizer of a gated
+    model; `hold` turns on the picker's flow control (config/derived/hold.py)."""
     registry, repository, tag = versions.EPP_IMAGE
-    picker_config = yaml.safe_dump(epp_config(model), sort_keys=False)
+    picker_config = yaml.safe_dump(epp_config(model, hold), sort_keys=False)
     epp: dict[str, Any] = {
         "replicas": cfg.epp_replicas,
         "image": {"registry": registry, "repository": repository, "tag": tag, "pullPolicy": "IfNotPresent"},
@@ -245,7 +264,7 @@ def values(
             "replicas": cfg.proxy_replicas,
             "failOpen": False,
             "resources": cfg.proxy_resources.as_values(),
-            "presets": {"envoy": envoy_preset(model, envoy_image, alb_idle_timeout_seconds)},
+            "presets": {"envoy": envoy_preset(model, envoy_image, alb_idle_timeout_seconds, hold.ttl_seconds if hold else 0)},
         },
         "extraServicePorts": [{"name": "http", "port": envoy.API_PORT, "protocol": "TCP", "targetPort": envoy.API_PORT}],
     }

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from config.checks.common import model_path
-from config.derived import state
+from config.derived import hold, state
+from config.derived.scaleup import HOLD_MARGIN_SECONDS
 from config.errors import Problem
 from config.sections.models import vllm_flag
 from config.sections.stack import StackConfig
@@ -39,3 +40,48 @@ def rule_precise_routing(cfg: StackConfig) -> Iterator[Problem]:
                     f"{path}.extraArgs[{i}]",
                     f"{flag} is managed with routing.prefixCache precise: {PRECISE_FLAGS[flag]}. Fix: remove it",
                 )
+
+
+def rule_hold(cfg: StackConfig) -> Iterator[Problem]:
+    """Flow control of a model with a gateway: its thresholds above KEDA's targets and vLLM's bound, its
+    hold inside the ALB's idle timeout (config/derived/hold.py)."""
+    derived = state.of(cfg)
+    for m in cfg.models:
+        held = derived.model(m.name).hold
+        if held is None:
+            continue
+        path = model_path(m)
+        target = m.autoscaling.kv_cache_usage_target
+        if held.kv_threshold <= target:
+            yield Problem(
+                f"{path}.autoscaling.kvCacheUsageTarget",
+                f"{target:g} leaves the gateway no KV-cache threshold above it: the gateway would hold requests at "
+                "KEDA's target, vLLM's KV use would sit there, and the model would never scale out. Fix: set it "
+                "below 1, e.g. 0.8",
+            )
+        bound = m.max_waiting_requests
+        if bound is not None and bound <= held.queue_threshold:
+            yield Problem(
+                f"{path}.maxWaitingRequests",
+                f"{bound} is not above the gateway's queue threshold ({held.queue_threshold}, twice "
+                "autoscaling.queueDepthPerReplica): a replica would answer 503 to requests the gateway still sends it "
+                f"instead of the gateway holding them. Fix: raise maxWaitingRequests above {held.queue_threshold}, or remove it",
+            )
+        if hold.ttl_cap(cfg.ingress.idle_timeout_seconds) < 1:
+            least = hold.PICK_TIMEOUT_SECONDS + HOLD_MARGIN_SECONDS + 1
+            yield Problem(
+                "ingress.idleTimeoutSeconds",
+                f"{cfg.ingress.idle_timeout_seconds} s leaves {m.name}'s gateway no time to hold a request: a hold, a "
+                f"{hold.PICK_TIMEOUT_SECONDS} s pick and {HOLD_MARGIN_SECONDS} s of margin must fit inside the ALB's idle "
+                f"timeout. Fix: raise it to at least {least}",
+            )
+        elif held.ttl_seconds < held.wanted_seconds:
+            yield Problem(
+                "ingress.idleTimeoutSeconds",
+                f"{cfg.ingress.idle_timeout_seconds} s caps how long {m.name}'s gateway holds a request at "
+                f"{held.ttl_seconds} s (a hold, a {hold.PICK_TIMEOUT_SECONDS} s pick and {HOLD_MARGIN_SECONDS} s of margin "
+                f"inside the ALB's idle timeout), short of its pessimistic warm scale-up ({held.wanted_seconds} s): during "
+                "a slow scale-up callers get 429 before a new replica can serve them. Fix: raise it to at least "
+                f"{held.wanted_seconds + hold.PICK_TIMEOUT_SECONDS + HOLD_MARGIN_SECONDS}, or accept the earlier 429s",
+                "warning",
+            )

@@ -35,6 +35,7 @@ RULES: tuple[Rule, ...] = (
     Rule(structure.rule_model_names, "a model's namespace is not one the platform owns, and KEDA's HPA name fits"),
     Rule(structure.rule_gateway_names, "a model's router release name fits Helm's limit"),
     Rule(gateway.rule_precise_routing, "precise prefix routing would route on KV events vLLM does not publish as the picker reads them"),
+    Rule(gateway.rule_hold, "the gateway's flow control would stall scale-out, or the ALB cut what it holds"),
     Rule(structure.rule_pools_exist, "every model names a pool it can run on"),
     Rule(fit.rule_fit, "a replica fits its GPU or slice (weights + KV cache), time-slices share memory safely, and its node"),
     Rule(scaling.rule_spot_drain, "a drain on a spot pool finishes inside the two-minute notice"),

@@ -258,8 +258,11 @@ def rule_prod_min_replicas(cfg: StackConfig) -> Iterator[Problem]:
 
 def rule_admission(cfg: StackConfig) -> Iterator[Problem]:
     """models[].maxWaitingRequests: above the queue depth at which KEDA adds a replica."""
+    derived = state.of(cfg)
     for path, m, _ in models_with_pools(cfg):
         bound, target = m.max_waiting_requests, m.autoscaling.queue_depth_per_replica
+        if derived.model(m.name).hold is not None:
+            continue  # a gateway's model: above the gateway's higher threshold (config/checks/gateway.py rule_hold)
         if bound is not None and bound <= target:
             yield Problem(
                 f"{path}.maxWaitingRequests",

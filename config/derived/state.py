@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from config.derived import capacity, headroom, scaleup
 from config.derived.exposure import Exposure, exposure
+from config.derived.hold import Hold, hold
 from config.derived.sizing import catalog_problems
 from config.facts import catalog
 from config.sections.gpu_pools import GpuPool
@@ -61,6 +62,8 @@ class ModelState:
     scales_to_zero: bool
     """replicas.min is 0: reached through the KEDA HTTP add-on, scaled from zero on a held request."""
     exposure: Exposure
+    hold: Hold | None
+    """The gateway's flow control (config/derived/hold.py); None at zero (no gateway)."""
 
     gpus_at_min: int
     """GPUs of the nodes at minimum replicas."""
@@ -174,6 +177,7 @@ def _gpus_for(model: ModelConfig, pool: GpuPool, zones: int, replicas: int, inst
 
 def _model(cfg: StackConfig, model: ModelConfig) -> ModelState:
     exp = exposure(cfg, model)
+    budget = scaleup.budget(model, scrape_interval=cfg.observability.vllm_scrape_interval)
     pool = cfg.pool(model.pool)
     if pool is not None and catalog_problems(pool):
         pool = None  # a pool the catalog cannot size gives no placement facts (the rules report it)
@@ -206,9 +210,10 @@ def _model(cfg: StackConfig, model: ModelConfig) -> ModelState:
         gpus_at_max=at_max * peak.gpu_count if peak else 0,
         surge_gpus=surge * peak.gpu_count if peak else 0,
         vcpus_at_min=at_min * hosts[0].vcpus if hosts else 0,
-        scale_up=scaleup.budget(model, scrape_interval=cfg.observability.vllm_scrape_interval),
+        scale_up=budget,
         scales_to_zero=model.replicas.min == 0,
         exposure=exp,
+        hold=hold(model, budget, cfg.ingress.idle_timeout_seconds) if model.replicas.min > 0 else None,
     )
 
 

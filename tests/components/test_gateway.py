@@ -705,7 +705,8 @@ def _seconds(text: str) -> int:
 @CASES
 def test_the_envoy_timeouts_are_the_chain(stack: str, model: str) -> None:
     release = _release(stack, model)
-    chain = timeouts.chain(_alb_idle(stack))
+    ttl = yaml.safe_load(release["router"]["epp"]["pluginsCustomConfig"][router.EPP_CONFIG_FILE])["flowControl"]["defaultRequestTTL"]
+    chain = timeouts.chain(_alb_idle(stack), _seconds(ttl))
     assert chain.problems() == []
     config = gw.envoy_config(release)
     hcm = gw.manager(gw.listener(config, envoy.API_PORT))
@@ -751,7 +752,12 @@ def test_the_chain_holds_across_the_allowed_idle_timeouts(idle: int) -> None:
     [
         ("envoy_downstream_idle", 600, "Envoy's downstream idle timeout (600 s) must exceed the ALB's (600 s)"),
         ("envoy_upstream_idle", 620, "Envoy's upstream idle timeout (620 s) must stay below vLLM's keep-alive (620 s)"),
-        ("ext_proc_message", 600, "the ext_proc message timeout (600 s) must end before the ALB idle timeout (600 s)"),
+        ("ext_proc_message", 600, "the ext_proc message timeout (600 s) must end 30 s before the ALB idle timeout (600 s)"),
+        (
+            "ext_proc_message",
+            20,
+            "the ext_proc message timeout (20 s) must cover the hold (0 s) and a pick (30 s), or a held request ends in a 503 before its TTL",
+        ),
         ("sse_keep_alive", 600, "vLLM's SSE keep-alive (600 s) must be shorter than every idle timeout of the path"),
         ("envoy_stream_idle", 601, "Envoy's stream idle timeout (601 s) must not outlive the ALB's (600 s)"),
     ],

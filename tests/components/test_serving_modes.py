@@ -36,7 +36,7 @@ model = cfg.models[0]
 provider = k8s.Provider("k8s", kubeconfig="{{}}")
 marker = k8s.core.v1.ConfigMap("marker", metadata={{"name": "marker"}}, opts=pulumi.ResourceOptions(provider=provider))
 endpoint = Endpoint(ingress=cfg.ingress, load_balancer_sources=["10.0.96.0/24"], after=[marker])
-gateway = Gateway(config=cfg.gateway, envoy_image="envoy:test", after=[marker])
+gateway = Gateway(config=cfg.gateway, envoy_image="envoy:test", after=[marker], hold=state.of(cfg).model(model.name).hold)
 weights = S3Weights(
     bucket_arn="arn:aws:s3:::weights", cluster_name="the-cluster", models=list(cfg.models), retired_revision_days=3, tags={{"mode": "s3"}}
 )

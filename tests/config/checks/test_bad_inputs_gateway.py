@@ -16,6 +16,10 @@ from tests.conftest import DEV, new_problems_after
 from tests.support.mutations import m0
 
 CASES: dict[str, Callable[[dict[str, Any]], object]] = {
+    "kv-target-at-one": lambda d: m0(d).setdefault("autoscaling", {}).update(kvCacheUsageTarget=1.0),
+    "waiting-bound-below-gateway-threshold": lambda d: m0(d).update(maxWaitingRequests=8),
+    "alb-idle-below-hold": lambda d: d.setdefault("ingress", {}).update(idleTimeoutSeconds=120),
+    "alb-idle-leaves-no-hold": lambda d: d.setdefault("ingress", {}).update(idleTimeoutSeconds=60),
     "router-release-name-too-long": lambda d: m0(d).update(name="m" * 54),
     "precise-routing-at-zero": lambda d: (
         d.setdefault("ingress", {}).update(domain="llm.example.net"),
@@ -45,6 +49,18 @@ CASES: dict[str, Callable[[dict[str, Any]], object]] = {
 }
 
 EXPECTED: dict[str, list[str]] = {
+    "kv-target-at-one": [
+        "models[llama-3-1-8b].autoscaling.kvCacheUsageTarget: 1 leaves the gateway no KV-cache threshold above it: the gateway would hold requests at KEDA's target, vLLM's KV use would sit there, and the model would never scale out. Fix: set it below 1, e.g. 0.8"
+    ],
+    "waiting-bound-below-gateway-threshold": [
+        "models[llama-3-1-8b].maxWaitingRequests: 8 is not above the gateway's queue threshold (10, twice autoscaling.queueDepthPerReplica): a replica would answer 503 to requests the gateway still sends it instead of the gateway holding them. Fix: raise maxWaitingRequests above 10, or remove it"
+    ],
+    "alb-idle-below-hold": [
+        "ingress.idleTimeoutSeconds: 120 s caps how long llama-3-1-8b's gateway holds a request at 60 s (a hold, a 30 s pick and 30 s of margin inside the ALB's idle timeout), short of its pessimistic warm scale-up (378 s): during a slow scale-up callers get 429 before a new replica can serve them. Fix: raise it to at least 438, or accept the earlier 429s"
+    ],
+    "alb-idle-leaves-no-hold": [
+        "ingress.idleTimeoutSeconds: 60 s leaves llama-3-1-8b's gateway no time to hold a request: a hold, a 30 s pick and 30 s of margin must fit inside the ALB's idle timeout. Fix: raise it to at least 61"
+    ],
     "router-release-name-too-long": [
         "models[mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm].name: name too long for a model with a gateway: its router's Helm release is named after it (54 characters) and Helm allows 53. Fix: use at most 53 characters",
         "ingress.certificateArn: is not set: mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm is served over plain HTTP inside the VPC. Fix: set an ACM certificate ARN to serve HTTPS (HTTP then redirects)",
@@ -80,11 +96,11 @@ EXPECTED: dict[str, list[str]] = {
     "gateway-memory-not-positive": [
         "gateway.proxyResources.memory: '0' is not a positive quantity. Fix: request e.g. cpu 500m, memory 512Mi"
     ],
-    "gateway-unknown-key": [
-        "gateway.proxyReplica: unknown key (did you mean 'proxyReplicas'?); it would otherwise be ignored silently. Fix: correct or remove it (see the config reference in README.md)"
-    ],
     "gateway-memory-limit-below-request": [
         "gateway.eppResources: memoryLimit 512Mi is below the memory request 1Gi; Kubernetes refuses the pod. Fix: set memoryLimit to at least the request"
+    ],
+    "gateway-unknown-key": [
+        "gateway.proxyReplica: unknown key (did you mean 'proxyReplicas'?); it would otherwise be ignored silently. Fix: correct or remove it (see the config reference in README.md)"
     ],
 }
 

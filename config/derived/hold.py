@@ -1,0 +1,75 @@
+"""What the gateway holds, and when (flow control in the Endpoint Picker). Pure.
+
+A model with a gateway (replicas.min >= 1) runs the picker's flow control: when its replicas are
+saturated, the picker holds a request instead of sending it to a full queue, and answers 429
+(`rejected-ttl-expired`; 503 `rejected-no-endpoints` while the pool has no endpoint) once the request
+has waited `ttl_seconds`. Saturation is the picker's utilization detector: a replica's score is
+max(waiting / queue_threshold, KV use / kv_threshold), the pool's the average.
+
+- The thresholds sit strictly above KEDA's targets (autoscaling.queueDepthPerReplica and
+  kvCacheUsageTarget): were they at or below, the picker would hold exactly the excess that makes
+  vLLM's metrics exceed KEDA's targets, the metrics would sit at target, and the HPA would never add
+  the replica the held requests wait for (1 -> N stalls; upstream defaults 5 and 0.8 equal KEDA's).
+- The TTL is the pessimistic warm scale-up (config/derived/scaleup.py: a replica on a warm node at
+  the slow end of every source), capped so a held request, its pick and a margin end inside the ALB's
+  idle timeout (a warning says when the cap cuts it short): a burst waits as long as a new replica may
+  take where capacity is ready, and beyond that the caller is told at once (429) to back off and
+  retry, instead of waiting out a node launch with no byte sent, or meeting the ALB's 504.
+- vLLM's own admission bound (--max-num-queued-reqs) stays above the queue threshold, so vLLM never
+  answers 503 to what the picker would still send (config/derived/capacity.py max_waiting_requests).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from config.derived.scaleup import HOLD_MARGIN_SECONDS, ScaleUpBudget
+from config.sections.models import ModelConfig
+
+PICK_TIMEOUT_SECONDS = 30
+"""How long the picker may take to pick once a request is released (milliseconds in practice)."""
+QUEUE_THRESHOLD_MULTIPLE = 2
+"""The picker's queue threshold per replica, in KEDA's per-replica queue targets (at least one more request)."""
+
+
+@dataclass(frozen=True)
+class Hold:
+    """One model's flow control."""
+
+    queue_threshold: int
+    """Waiting requests per replica at which the picker counts it saturated (utilization-detector queueDepthThreshold)."""
+    kv_threshold: float
+    """KV-cache use at which the picker counts it saturated (kvCacheUtilThreshold)."""
+    ttl_seconds: int
+    """How long a held request waits before the picker answers 429 (defaultRequestTTL)."""
+    wanted_seconds: int
+    """The pessimistic warm scale-up the TTL would be without the ALB's cap."""
+
+    @property
+    def longest_wait_seconds(self) -> int:
+        """A held request's longest silence: the TTL, then its pick."""
+        return self.ttl_seconds + PICK_TIMEOUT_SECONDS
+
+
+def queue_threshold(model: ModelConfig) -> int:
+    target = model.autoscaling.queue_depth_per_replica
+    return max(math.ceil(QUEUE_THRESHOLD_MULTIPLE * target), math.floor(target) + 1)
+
+
+def kv_threshold(model: ModelConfig) -> float:
+    """Half-way from KEDA's KV target to a full cache: above the target whenever the target is below 1."""
+    target = model.autoscaling.kv_cache_usage_target
+    return round(target + (1 - target) / 2, 4)
+
+
+def ttl_cap(alb_idle_timeout_seconds: int) -> int:
+    """The longest TTL whose hold, pick and margin end inside the ALB's idle timeout."""
+    return alb_idle_timeout_seconds - PICK_TIMEOUT_SECONDS - HOLD_MARGIN_SECONDS
+
+
+def hold(model: ModelConfig, budget: ScaleUpBudget, alb_idle_timeout_seconds: int) -> Hold:
+    wanted = budget.pessimistic_budget.hit
+    # at least 1 s: a TTL of 0 s turns the picker's TTL off (hold forever); config/checks/gateway.py refuses
+    # an ALB idle timeout that leaves no second to hold
+    return Hold(queue_threshold(model), kv_threshold(model), max(1, min(wanted, ttl_cap(alb_idle_timeout_seconds))), wanted)

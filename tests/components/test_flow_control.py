@@ -1,0 +1,79 @@
+"""The gateway's flow control against KEDA, vLLM and the ALB, on every fixture's render.
+
+Issue 29's trap: the picker's saturation detector holds the excess once a replica's queue or KV use
+passes its thresholds; at or below KEDA's targets, vLLM's metrics would sit at target and the HPA
+would never add the replica the held requests wait for."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from builders.gateway import router, timeouts
+from config.derived import capacity, state
+from config.derived.hold import PICK_TIMEOUT_SECONDS
+from config.derived.scaleup import HOLD_MARGIN_SECONDS
+from offline import harness
+from tests.conftest import FIXTURES, fixture_run, parse, stack_data, values
+from tests.support import gateway as gw
+
+SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
+
+
+def _picker_config(run: harness.RunResult, model: str) -> dict[str, Any]:
+    release = values(gw.router_releases(run)[model])
+    return yaml.safe_load(release["values"]["router"]["epp"]["pluginsCustomConfig"][router.EPP_CONFIG_FILE])
+
+
+def _detector(config: dict[str, Any]) -> dict[str, Any]:
+    ref = config["flowControl"]["saturationDetector"]["pluginRef"]
+    (plugin,) = [p for p in config["plugins"] if p.get("name", p["type"]) == ref]
+    assert plugin["type"] == "utilization-detector"
+    return plugin["parameters"]
+
+
+def _keda_targets(run: harness.RunResult, model: str) -> dict[str, float]:
+    (scaled,) = [values(r) for r in run.of_type(SCALED_OBJECT) if values(r)["metadata"]["namespace"] == model]
+    return {t["name"]: float(t["metadata"]["threshold"]) for t in scaled["spec"]["triggers"] if t["type"] == "prometheus"}
+
+
+@pytest.mark.parametrize("stack", FIXTURES)
+def test_keda_targets_sit_below_the_saturation_thresholds_for_every_model(stack: str) -> None:
+    run, cfg = fixture_run(stack), parse(stack_data(stack))
+    kept = [m for m in cfg.models if m.replicas.min >= 1]
+    for model in kept:
+        config = _picker_config(run, model.name)
+        assert config["featureGates"] == ["flowControl"]
+        detector, targets = _detector(config), _keda_targets(run, model.name)
+        assert detector["queueDepthThreshold"] > targets["queue-depth"], model.name
+        assert detector["kvCacheUtilThreshold"] > targets["kv-cache"], model.name
+        assert detector["kvCacheUtilThreshold"] <= 1
+        # and vLLM admits more than the picker still sends it: it never answers 503 before the picker holds
+        pool = cfg.pool(model.pool)
+        assert pool is not None
+        assert capacity.max_waiting_requests(model, pool) > detector["queueDepthThreshold"], model.name
+
+
+@pytest.mark.parametrize("stack", FIXTURES)
+def test_the_ttl_is_the_pessimistic_warm_scale_up_inside_the_albs_idle_timeout(stack: str) -> None:
+    run, cfg = fixture_run(stack), parse(stack_data(stack))
+    idle = cfg.ingress.idle_timeout_seconds
+    for model in (m for m in cfg.models if m.replicas.min >= 1):
+        facts = state.of(cfg).model(model.name)
+        assert facts.hold is not None
+        ttl = int(_picker_config(run, model.name)["flowControl"]["defaultRequestTTL"].removesuffix("s"))
+        assert ttl == min(facts.scale_up.pessimistic_budget.hit, idle - PICK_TIMEOUT_SECONDS - HOLD_MARGIN_SECONDS)
+        assert ttl >= 1  # 0 s would turn the TTL off: hold forever
+        # the hold, its pick and a margin end before the ALB cuts the connection; Envoy waits for all of it
+        assert ttl + PICK_TIMEOUT_SECONDS + HOLD_MARGIN_SECONDS <= idle
+        assert timeouts.chain(idle, ttl).problems() == []
+
+
+def test_thresholds_move_with_kedas_targets() -> None:
+    data = stack_data("minimal-dev")
+    data["models"][0].setdefault("autoscaling", {}).update(queueDepthPerReplica=0.5, kvCacheUsageTarget=0.95)
+    held = state.of(parse(data)).model("llama-3-1-8b").hold
+    assert held is not None
+    assert (held.queue_threshold, held.kv_threshold) == (1, 0.975)
