@@ -185,6 +185,22 @@ GATEWAY_PANELS = (
         "pods means some take no gateway traffic.",
     ),
     Panel(
+        "Held by the gateway (flow control)",
+        (
+            (f"sum by (namespace) (llm_d_epp_flow_control_queue_size{{{GATEWAY}}})", "held {{namespace}}"),
+            (f"max by (namespace) (llm_d_epp_flow_control_pool_saturation{{{GATEWAY}}})", "pool saturation {{namespace}}"),
+        ),
+        description="Requests the picker holds while the replicas are saturated (saturation >= 1 gates dispatch; "
+        "its thresholds sit above KEDA's targets, config/derived/hold.py). Exactly 1.0 with stale endpoints is a "
+        "scrape problem, not load.",
+    ),
+    Panel(
+        "Flow control outcomes per second",
+        ((f"sum by (outcome) (rate(llm_d_epp_flow_control_requests_total{{{GATEWAY}}}[5m]))", "{{outcome}}"),),
+        unit="reqps",
+        description="EvictedTTL: held past the TTL, answered 429; RejectedNoEndpoints: no ready replica, answered 503.",
+    ),
+    Panel(
         "Gateway replicas ready",
         (
             ('sum by (deployment) (kube_deployment_status_replicas_ready{deployment=~"$model-(epp|proxy)"})', "ready {{deployment}}"),

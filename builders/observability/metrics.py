@@ -159,6 +159,9 @@ EPP_COUNTERS: Final = frozenset(
         "llm_d_epp_scheduler_attempts_total",
         "llm_d_epp_datalayer_poll_errors_total",
         "llm_d_epp_datalayer_extract_errors_total",
+        # flow control, with its feature gate (docs/metrics.md "Flow control"): outcome Dispatched,
+        # RejectedCapacity, RejectedNoEndpoints (a 503), RejectedOther, EvictedTTL (a 429), ...; priority, inference_pool
+        "llm_d_epp_flow_control_requests_total",
     }
 )
 EPP_GAUGES: Final = frozenset(
@@ -168,6 +171,11 @@ EPP_GAUGES: Final = frozenset(
         "llm_d_epp_average_queue_size",
         "llm_d_epp_average_kv_cache_utilization",
         "llm_d_epp_prefix_indexer_size",
+        # flow control: held requests (labels fairness_id, priority, inference_pool, model_name, target_model_name),
+        # the pool's saturation (inference_pool; 1.0 gates dispatch), endpoints with stale metrics (detector)
+        "llm_d_epp_flow_control_queue_size",
+        "llm_d_epp_flow_control_pool_saturation",
+        "llm_d_epp_flow_control_stale_endpoints",
     }
 )
 EPP_HISTOGRAMS: Final = frozenset(
@@ -176,6 +184,8 @@ EPP_HISTOGRAMS: Final = frozenset(
         "llm_d_epp_scheduler_e2e_duration_seconds",
         "llm_d_epp_request_processing_duration_seconds",
         "llm_d_epp_prefix_indexer_hit_ratio",
+        # flow control: enqueue to outcome (labels as the queue size, plus outcome)
+        "llm_d_epp_flow_control_request_queue_duration_seconds",
     }
 )
 # The deprecated twins v0.10.0 still emits beside each of the above (docs/metrics.md, "Deprecated series"):

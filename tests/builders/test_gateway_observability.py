@@ -199,6 +199,8 @@ def test_the_gateway_row_repeats_per_model() -> None:
         "Request latency at the gateway",
         "Gateway errors per second",
         "Ready endpoints: the picker's view and vLLM's",
+        "Held by the gateway (flow control)",
+        "Flow control outcomes per second",
         "Gateway replicas ready",
     ]
     # the row spans the width below the vLLM panels; the panels under it restart in two columns

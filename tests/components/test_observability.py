@@ -220,6 +220,8 @@ def test_vllm_dashboard_has_the_panels_operators_need() -> None:
         "Request latency at the gateway",
         "Gateway errors per second",
         "Ready endpoints: the picker's view and vLLM's",
+        "Held by the gateway (flow control)",
+        "Flow control outcomes per second",
         "Gateway replicas ready",
     ]
     ttft = dashboards.VLLM.panels[2]
