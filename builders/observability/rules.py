@@ -28,6 +28,9 @@ GATEWAY_PROXY_JOB = "gateway-proxy"
 one for every model's pickers and one for every model's proxies; `namespace` tells the models apart."""
 GATEWAY_DOWN_FOR = "3m"
 EPP_BLIND_FOR = "5m"
+SHEDDING_FOR = "5m"
+SHED_OUTCOMES = ("EvictedTTL", "RejectedNoEndpoints", "RejectedCapacity")
+"""Flow control's outcomes a caller sees as an error: held past the TTL (429), no ready replica (503), queue full (429)."""
 
 
 @dataclass(frozen=True)
@@ -148,6 +151,21 @@ def gateway_alerts(m: ModelWatch) -> list[dict[str, Any]]:
             f"not scraped, Prometheus cannot reach port {router.EPP_METRICS_PORT}: check the NetworkPolicy {m.picker} and the "
             f"{GATEWAY_PICKER_JOB} PodMonitor. Fix that cause; the proxies turn ready again with the picker.",
             labels={**labels, "component": "picker"},
+        ),
+        _alert(
+            "GatewayShedding",
+            f'sum(rate(llm_d_epp_flow_control_requests_total{{job="{GATEWAY_PICKER_JOB}", namespace="{ns}", '
+            f'outcome=~"{"|".join(SHED_OUTCOMES)}"}}[5m])) > 0',
+            SHEDDING_FOR,
+            "warning",
+            "The gateway of model " + m.name + " turns requests away: {{ $value | humanize }}/s answered 429 or 503",
+            f"Flow control held requests for {m.name} past their TTL (EvictedTTL, a 429), found no ready replica "
+            "(RejectedNoEndpoints, a 503) or a full queue (RejectedCapacity): demand is above what the replicas serve "
+            "and the scale-up did not catch up within the hold. Likely cause: replicas.max reached, the pool's gpuLimit "
+            "or EC2 capacity stopping Karpenter, or a scale-up slower than the TTL (see the gateway row of the vLLM "
+            f"dashboard and kubectl -n {ns} get hpa). Fix: raise replicas.max or the pool's gpuLimit, add warm headroom, "
+            "or lower autoscaling.queueDepthPerReplica so replicas start sooner.",
+            labels=labels,
         ),
         _alert(
             "EppCannotScrapePod",

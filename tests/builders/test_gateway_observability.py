@@ -269,7 +269,42 @@ def picker_sees(pod: str, values_: str) -> dict[str, str]:
     }
 
 
+def flow_outcome(outcome: str, values_: str) -> dict[str, str]:
+    return {
+        "series": f'llm_d_epp_flow_control_requests_total{{job="{rules.GATEWAY_PICKER_JOB}", namespace="{NS}", pod="chat-epp-a", '
+        f'outcome="{outcome}", priority="0", inference_pool="{MODEL.name}"}}',
+        "values": values_,
+    }
+
+
 GATEWAY_CASES: dict[str, list[dict[str, Any]]] = {
+    "GatewayShedding": [
+        {
+            # 20 min at 15 s: requests dispatched throughout; from minute 2 some are held past their TTL (429)
+            "interval": "15s",
+            "input_series": [flow_outcome("Dispatched", "0+10x80"), flow_outcome("EvictedTTL", "0x8 0+1x72")],
+            "alert_rule_test": [
+                {"eval_time": "2m", "alertname": "GatewayShedding", "exp_alerts": []},
+                {
+                    "eval_time": "12m",
+                    "alertname": "GatewayShedding",
+                    "exp_alerts": [
+                        expected(
+                            "GatewayShedding",
+                            None,
+                            summary=alert("GatewayShedding")["annotations"]["summary"].replace("{{ $value | humanize }}", "66.67m"),
+                        )
+                    ],
+                },
+            ],
+        },
+        {
+            # everything dispatched: silent
+            "interval": "15s",
+            "input_series": [flow_outcome("Dispatched", "0+10x80"), flow_outcome("EvictedTTL", "0x80")],
+            "alert_rule_test": [{"eval_time": "19m", "alertname": "GatewayShedding", "exp_alerts": []}],
+        },
+    ],
     "GatewayUnavailable": [
         {
             # 20 min at 15 s. The proxies go unready after 2 min (say their /ready fails) and stay scraped.
