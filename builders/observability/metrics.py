@@ -217,10 +217,9 @@ ENVOY_VERSION: Final = "1.33"
 """The gateway's proxies (config/facts/versions.py ENVOY_IMAGE)."""
 # Envoy's statistics as its admin `/stats/prometheus` writes them: `envoy_` plus the tag-extracted stat
 # name with every character outside [a-zA-Z0-9_] made `_`; counters get no `_total`, histograms `_bucket`,
-# `_sum`, `_count` (envoyproxy/envoy source/server/admin/prometheus_stats.cc). Stat names:
-# docs/root/configuration/http/http_conn_man/stats.rst (`http.<stat_prefix>.*`, downstream_rq_time in ms),
-# docs/root/configuration/upstream/cluster_manager/cluster_stats.rst (`cluster.<name>.*`) and
-# docs/root/configuration/observability/statistics.rst (`server.live`); read on the stored sources, which
+# `_sum`, `_count` (envoyproxy/envoy source/server/admin/prometheus_stats.cc). Stat names, from Envoy's
+# documentation pages "HTTP connection manager statistics" (`http.<stat_prefix>.*`, downstream_rq_time in
+# ms), "Cluster statistics" (`cluster.<name>.*`) and "Statistics" (`server.live`); read on the stored sources, which
 # have not changed these names across 1.x. Default tags (source/common/config/well_known_names.cc):
 # envoy_http_conn_manager_prefix (the listener's stat_prefix, `api` for the API listener,
 # builders/gateway/envoy.py), envoy_cluster_name (`ext_proc`, the Endpoint Picker; `original_destination_cluster`,
