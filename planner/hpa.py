@@ -38,11 +38,16 @@ class Trigger:
     name: str
     metric_type: MetricType
     target: float
+    activation: float = 0.0
+    """KEDA's activationThreshold (default 0): the trigger is active, and wakes a target at zero, above it.
+    The HPA never reads it: from one replica up only the target counts."""
 
 
 METRIC_TRIGGERS = ("prometheus",)
-"""Triggers read as metrics against a threshold; cron floors and the HTTP add-on's external-push
-(the wake from zero) are KEDA's own business and handled by whoever replays them."""
+"""Triggers read as metrics against a threshold: vLLM's queue, KV cache and TTFT, and for a model at zero
+the requests in flight at its gateway (whose activation is also the wake from zero, which KEDA, not the
+HPA, performs: the replay handles it). Cron floors are KEDA's own business too and handled by whoever
+replays them."""
 
 
 def triggers(scaled_object: dict[str, Any]) -> list[Trigger]:
@@ -54,7 +59,8 @@ def triggers(scaled_object: dict[str, Any]) -> list[Trigger]:
         metric_type = t["metricType"]
         if metric_type not in ("AverageValue", "Value"):
             raise ValueError(f"trigger {t['name']}: metricType {metric_type} is not modelled here")
-        found.append(Trigger(t["name"], metric_type, float(t["metadata"]["threshold"])))
+        metadata = t["metadata"]
+        found.append(Trigger(t["name"], metric_type, float(metadata["threshold"]), float(metadata.get("activationThreshold", 0))))
     return found
 
 

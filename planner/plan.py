@@ -2,7 +2,8 @@
 
 Writes build/<stack>/plan/: plan.json (the numbers, camelCase keys, byte-identical for the same
 inputs), report.md (the autoscaled fleet against a static one and the oracle lower bound) and one
-PNG per model (request rate, desired and ready replicas, nodes, queue depth, TTFT p99 over time).
+PNG per model (request rate, desired and ready replicas, nodes, queue depth and requests held at the
+gateway, TTFT p99 over time).
 The stack file is read and validated as `pulumi preview` would (no Pulumi, no cloud); the HPA,
 KEDA and NodePool settings come from the objects builders/ render for it.
 """
@@ -102,6 +103,13 @@ def summarize(cfg: StackConfig, result: Result, static: Result, needed: dict[str
             "requests": len(s.requests),
             "served": int(s.served.sum()),
             "dropped": int(len(s.requests) - s.served.sum()),
+            # the gateway's flow control: held (then served, shed, or held at the end), and what it shed
+            "held": s.held,
+            "longestHoldSeconds": _r(s.longest_hold_seconds),
+            "holdTtlSeconds": s.hold.ttl_seconds if s.hold else 0,
+            "shed": {"ttlExpired": s.shed_ttl, "noEndpoints": s.shed_no_endpoints},
+            "refusedByVllm": s.refused,
+            "unanswered": s.unanswered,
             "ttftSeconds": _percentiles(s.ttft),
             "queueWaitSeconds": _percentiles(s.wait),
             "replicas": {"avg": _r(ready.mean(), 3), "min": int(ready.min()), "max": int(ready.max())},
@@ -118,6 +126,8 @@ def summarize(cfg: StackConfig, result: Result, static: Result, needed: dict[str
             "static": {
                 "replicas": len(st.replicas),
                 "served": int(st.served.sum()),
+                "held": st.held,
+                "shed": st.shed_ttl + st.shed_no_endpoints,
                 "ttftSeconds": _percentiles(st.ttft),
                 "avgQueueDepth": _r(float(np.mean(static.series[name]["queue"])) if static.series[name]["queue"] else 0.0, 3),
             },

@@ -51,15 +51,24 @@ def markdown(plan: dict[str, Any]) -> str:
         "",
         verdict + ".",
         "",
-        "| Model | Requests | Served | TTFT p50 / p95 / p99 | Queue wait p99 | SLO attainment (TTFT) | Scale-up hit / miss |",
-        "|---|---|---|---|---|---|---|",
+        "| Model | Requests | Served | Held (longest) | Shed 429 / 503 | vLLM 503 | TTFT p50 / p95 / p99 | Queue wait p99 "
+        "| SLO attainment (TTFT) | Scale-up hit / miss |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, m in sorted(plan["models"].items()):
-        t, w, b = m["ttftSeconds"], m["queueWaitSeconds"], m["scaleUpSeconds"]
+        t, w, b, shed = m["ttftSeconds"], m["queueWaitSeconds"], m["scaleUpSeconds"], m["shed"]
         lines.append(
-            f"| {name} | {m['requests']:,} | {m['served']:,} | {t['p50']:.2f} / {t['p95']:.2f} / {t['p99']:.2f} s | "
+            f"| {name} | {m['requests']:,} | {m['served']:,} | {m['held']:,} ({m['longestHoldSeconds']:.0f} s) | "
+            f"{shed['ttlExpired']:,} / {shed['noEndpoints']:,} | {m['refusedByVllm']:,} | "
+            f"{t['p50']:.2f} / {t['p95']:.2f} / {t['p99']:.2f} s | "
             f"{w['p99']:.2f} s | {m['sloAttainment']:.1%} (<= {m['ttftSloSeconds']:g} s) | {b['hit']} / {b['miss']} s |"
         )
+    lines += [
+        "",
+        "Held: requests the gateway's flow control held while the replicas were saturated or absent (their "
+        "wait and TTFT include the hold), with the longest hold; shed: held for the TTL and answered 429 "
+        "(a replica was ready) or 503 (none was); vLLM 503: refused at a replica's admission bound.",
+    ]
     lines += ["", "Not modelled: " + "; ".join(plan["assumptions"]["notModelled"]) + ".", ""]
     return "\n".join(line for line in lines if line is not None) + "\n"
 
@@ -78,7 +87,7 @@ def plot(model: str, result: Result, path: Path) -> None:
         ("requests per minute", [("requests", series["requests"])]),
         ("replicas", [("desired", series["desired"]), ("ready", series["ready"])]),
         (f"nodes ({pool})", [("nodes", result.series[f"pool:{pool}"]["nodes"])]),
-        ("queue depth", [("waiting", series["queue"])]),
+        ("queue depth", [("waiting (vLLM)", series["queue"]), ("held (gateway)", series["held"])]),
         ("TTFT p99 (s)", [("p99", series["ttftP99"])]),
     ]
     for ax, (title, lines) in zip(axes, rows, strict=True):

@@ -1,24 +1,34 @@
-"""The replay: requests through replicas, replicas through the HPA, replicas onto nodes. Pure.
+"""The replay: requests through the gateway and replicas, replicas through the HPA, replicas onto nodes. Pure.
 
 One loop over the seconds of the replay (`Replay.run`); each tick runs its phases in this order:
 
-1. arrivals: the second's requests reach replicas. Each goes, on arrival, to a ready replica in
-   turn (the ALB's round robin), or is held by the interceptor while a model at zero has none;
-   it waits in that replica's queue and is admitted when the replica has a sequence slot and KV
-   cache for it (`Batches`): its first token comes after its prefill (behind the replica's
-   earlier prefills) and one decode step, its completion after its output at the step time of
-   the batch it joined. Admissions and completions interleave at the requests' own times.
+1. arrivals: the second's requests reach the model's gateway, whose flow control (the Endpoint
+   Picker's, llm-d-router v0.10.0, utilization detector; thresholds and TTL from the derived
+   state's `Hold`) dispatches or holds each one. A replica's saturation is max(waiting /
+   queue threshold, KV use / KV threshold), the pool's the average over its ready replicas (1 with
+   none). Below 1 a request goes at once to the next ready replica in turn; at 1 or above it is held
+   (FIFO), behind whatever is held already. Held requests are released one by one, saturation
+   re-read after each, whenever it falls below 1: each second, as a completion frees room, as a
+   replica becomes ready. One held for the TTL is shed: 429 while the pool has a ready replica, 503
+   while it has none. A dispatched request still meets vLLM's admission bound (--max-num-queued-reqs,
+   a 503); else it waits in that replica's queue and is admitted when the replica has a sequence slot
+   and KV cache for it (`Batches`): its first token comes after its prefill (behind the replica's
+   earlier prefills) and one decode step, its completion after its output at the step time of the
+   batch it joined. Admissions, completions and releases interleave at the requests' own times; a
+   held request's wait and time to first token count from its arrival at the gateway.
 2. serving: the completions through the end of the second are booked (what they free admits
-   what waits), so the scrape that follows reads the queues the second leaves.
-3. control loop: Prometheus scrapes every `vllmScrapeInterval`; KEDA wakes a model at zero on a
-   held request (or a cron floor) and takes it to zero when idle; the HPA (planner/hpa.py)
-   reconciles every 15 s with the rendered ScaledObject's triggers, targets, behavior and
-   bounds; KEDA's fallback holds the count while no replica reports metrics.
+   what waits, and releases what the gateway holds), so the scrape that follows reads the queues
+   the second leaves.
+3. control loop: Prometheus scrapes every `vllmScrapeInterval` (vLLM's metrics and, for a model at
+   zero, the requests in flight at its gateway: held plus dispatched and not completed); KEDA wakes a
+   model at zero when its gateway holds a request (or a cron floor opens) and takes it to zero when
+   idle; the HPA (planner/hpa.py) reconciles every 15 s with the rendered ScaledObject's triggers,
+   targets, behavior and bounds; KEDA's fallback holds the count while no replica reports metrics.
 4. provisioning: each pool (planner/fleet.py, with the rendered NodePool's settings) binds its
    pending replicas, launching nodes after Karpenter's batching wait, re-places the headroom's
    placeholders and consolidates empty nodes.
-5. terminations: a draining replica leaves its node once idle after its preStop sleep, or when
-   the shutdown timeout cuts it.
+5. terminations: a draining replica (no longer an endpoint: the gateway sends it nothing new) leaves
+   its node once idle after its preStop sleep, or when the shutdown timeout cuts it.
 6. accounting: each pool's cost, nodes and used share accrue since its last change; every
    minute the series are sampled.
 
@@ -26,6 +36,10 @@ A new replica starts in the scale-up budget's terms after its node: image (on a 
 weights, engine start, probe, load balancer. The order is the one the figures depend on: the
 scrape reads queues after the second's completions, and a drained replica's room is free for
 the next tick's pending replicas, not this one's.
+
+Every request ends one way: served; shed by the gateway (429 after the TTL with a ready replica,
+503 with none); refused by vLLM (503); or unanswered (cut by a drain, or still held or waiting when
+the replay ends). `ModelReplay` counts each, the requests ever held and the longest hold.
 """
 
 from __future__ import annotations
@@ -40,9 +54,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from builders import scale_to_zero
 from builders.serving import scaling
 from config.derived import capacity, state
+from config.derived.hold import Hold
 from config.facts import speed
 from config.sections import cron
 from config.sections.models import ModelConfig
@@ -98,9 +112,14 @@ class ModelReplay:
     ready_version: int = -1
     ready_until: float = -1.0
     draining: int = 0
-    held: deque[int] = field(default_factory=deque)
-    """Requests the interceptor holds while the model has no ready replica (replicas.min 0)."""
-    hold_seconds: float = 0.0
+    hold: Hold | None = None
+    """The gateway's flow control: saturation thresholds and the TTL (the derived state's, or Options.holds)."""
+    gate: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    """The utilization detector's arithmetic: 1 / queue threshold, 1 / (KV tokens x KV threshold), 1 / KV threshold."""
+    holding: deque[int] = field(default_factory=deque)
+    """The requests flow control holds now, oldest first."""
+    wake_above: float | None = None
+    """A model at zero: KEDA activates it when the gateway's requests in flight exceed this (the trigger's activationThreshold)."""
     max_in_flight: int = 2**31
     """vLLM's --max-num-queued-reqs: a request finding this many running and waiting on its replica gets a 503."""
     floors: list[int] = field(default_factory=list)
@@ -116,10 +135,48 @@ class ModelReplay:
     ttft: np.ndarray = field(default_factory=lambda: np.zeros(0))
     wait: np.ndarray = field(default_factory=lambda: np.zeros(0))
     served: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    held_seconds: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    """By request, how long the gateway held it (to its release, its shedding or the replay's end); NaN if never held."""
+    rejected: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int8))
+    """By request, who refused it: SHED_TTL (429), SHED_NO_ENDPOINTS (503), REFUSED (vLLM's 503), else 0."""
     series: dict[str, list[float]] = field(default_factory=dict)
 
     def active(self) -> list[Replica]:
         return [r for r in self.replicas if r.draining_since is None]
+
+    def in_flight(self) -> int:
+        """The requests in flight at the gateway's proxies: held, or dispatched and not completed."""
+        return len(self.holding) + sum(r.running + len(r.queue) for r in self.replicas)
+
+    # -- the requests' outcomes (after the replay) --
+    @property
+    def held(self) -> int:
+        """Requests the gateway held at least once (served later, shed, or still held at the end)."""
+        return int(np.count_nonzero(~np.isnan(self.held_seconds)))
+
+    @property
+    def longest_hold_seconds(self) -> float:
+        return float(np.nanmax(self.held_seconds)) if self.held else 0.0
+
+    @property
+    def shed_ttl(self) -> int:
+        """Held for the TTL with a ready replica: 429 (EvictedTTL, rejected-ttl-expired)."""
+        return int(np.count_nonzero(self.rejected == SHED_TTL))
+
+    @property
+    def shed_no_endpoints(self) -> int:
+        """Held for the TTL with no ready replica: 503 (RejectedNoEndpoints)."""
+        return int(np.count_nonzero(self.rejected == SHED_NO_ENDPOINTS))
+
+    @property
+    def refused(self) -> int:
+        """Dispatched to a replica at vLLM's admission bound: 503 from vLLM."""
+        return int(np.count_nonzero(self.rejected == REFUSED))
+
+    @property
+    def unanswered(self) -> int:
+        """Neither served nor refused: cut by a drain, or still held or waiting when the replay ends."""
+        return int(len(self.requests) - self.served.sum()) - self.shed_ttl - self.shed_no_endpoints - self.refused
 
 
 @dataclass(frozen=True)
@@ -129,6 +186,8 @@ class Options:
     static_replicas: dict[str, int] | None = None
     """The static baseline: these replicas all the time, on-demand, no autoscaling."""
     seed: int = 0
+    holds: dict[str, Hold] | None = None
+    """Per model, flow control other than the derived state's (a what-if TTL or threshold)."""
 
 
 @dataclass
@@ -146,14 +205,17 @@ class Result:
 
 TTFT_WINDOW = 120.0
 """The ttft-p95 trigger's rate window (builders/serving/scaling.py: [2m])."""
-MODELLED_TRIGGERS = ("queue-depth", "kv-cache", "ttft-p95")
+MODELLED_TRIGGERS = ("queue-depth", "kv-cache", "ttft-p95", scaling.GATEWAY_REQUESTS_TRIGGER)
+SHED_TTL, SHED_NO_ENDPOINTS, REFUSED = 1, 2, 3
+"""`ModelReplay.rejected`: the gateway's 429 and 503 after the TTL, and vLLM's 503."""
 _push, _pop = heapq.heappush, heapq.heappop
 
 
-# -- the requests on the replicas ---------------------------------------------------------------------
+# -- the requests on the gateway and the replicas ------------------------------------------------------
 Completion = tuple[float, int, Replica, float, ModelReplay, int, list[bool]]
 """(time, order, replica, tokens it held, model, request, the model's answered flags)."""
 _Hot = tuple[
+    list[float],
     list[float],
     list[int],
     list[int],
@@ -167,13 +229,31 @@ _Hot = tuple[
     float,
     deque[tuple[float, float]] | None,
 ]
-"""Per model, what admit reads: arrival, prompt and output tokens, queue wait, time to first token
-and answered flags by request; max-num-seqs, KV cache tokens, prefill seconds per token, a decode
-step's fixed seconds and its seconds per context token; the recent TTFTs (or None)."""
+"""Per model, what admit reads: arrival at the gateway, dispatch to vLLM, prompt and output tokens,
+queue wait, time to first token and answered flags by request; max-num-seqs, KV cache tokens,
+prefill seconds per token, a decode step's fixed seconds and its seconds per context token; the
+recent TTFTs (or None)."""
+
+
+def saturated(ready: list[Replica], gate: tuple[float, float, float]) -> bool:
+    """The utilization detector: the pool is saturated when the average over its ready replicas of
+    max(waiting / queue threshold, KV use / KV threshold) reaches 1, or when it has no ready replica."""
+    if not ready:
+        return True
+    per_waiting, per_token, full = gate
+    total = 0.0
+    for r in ready:
+        queued = len(r.queue) * per_waiting
+        kv = r.context * per_token
+        if kv > full:
+            kv = full  # KV use is at most the whole cache
+        total += queued if queued > kv else kv
+    return total >= len(ready)
 
 
 class Batches:
-    """The replicas' running batches: admission, prefill, decode and completion of each request.
+    """The gateway's flow control and the replicas' running batches: dispatch, holding, shedding,
+    admission, prefill, decode and completion of each request.
 
     Plain lists in the hot path (numpy scalar access costs more than the arithmetic around it)."""
 
@@ -181,13 +261,18 @@ class Batches:
         self.completions: list[Completion] = []
         self._order = itertools.count()
         self.arrivals = {name: s.requests.arrival.tolist() for name, s in models.items()}
+        self.sent = {name: list(times) for name, times in self.arrivals.items()}
+        """When each request reached vLLM: its arrival, or its release by the gateway."""
         self.ttfts: dict[str, list[float]] = {name: [math.nan] * len(s.requests) for name, s in models.items()}
         self.waits: dict[str, list[float]] = {name: [math.nan] * len(s.requests) for name, s in models.items()}
         self.answered: dict[str, list[bool]] = {name: [False] * len(s.requests) for name, s in models.items()}
+        self.held_for: dict[str, list[float]] = {name: [math.nan] * len(s.requests) for name, s in models.items()}
+        self.rejected: dict[str, list[int]] = {name: [0] * len(s.requests) for name, s in models.items()}
         # Per model, everything admit reads: the request lists and the replica's constants.
         self._hot: dict[str, _Hot] = {
             name: (
                 self.arrivals[name],
+                self.sent[name],
                 s.requests.prompt.tolist(),
                 s.requests.output.tolist(),
                 self.waits[name],
@@ -203,9 +288,46 @@ class Batches:
             for name, s in models.items()
         }
 
+    def dispatch(self, s: ModelReplay, i: int, at: float) -> None:
+        """The request goes to the next ready replica in turn (there is one: the pool is not saturated),
+        which refuses it at vLLM's admission bound (503, not served) or queues and admits it."""
+        ready = s.ready_cache
+        r = ready[s.turn % len(ready)]
+        s.turn += 1
+        if r.running + len(r.queue) >= s.max_in_flight:
+            self.rejected[s.config.name][i] = REFUSED
+            return
+        r.queue.append(i)
+        self.admit(s, r, at)
+
+    def release(self, s: ModelReplay, now: float) -> None:
+        """What the gateway holds, oldest first: shed once held for the TTL (429 with a ready replica,
+        503 with none), sent on one by one while the pool is below saturation."""
+        if s.ready_version != s.version or now >= s.ready_until:
+            _refresh_ready(s, now)
+        name = s.config.name
+        holding, times, held_for = s.holding, self.arrivals[name], self.held_for[name]
+        assert s.hold is not None
+        ttl = s.hold.ttl_seconds
+        while holding:
+            i = holding[0]
+            waited = now - times[i]
+            if waited >= ttl:
+                holding.popleft()
+                held_for[i] = waited
+                self.rejected[name][i] = SHED_TTL if s.ready_cache else SHED_NO_ENDPOINTS
+                continue
+            if saturated(s.ready_cache, s.gate):
+                return
+            holding.popleft()
+            held_for[i] = waited
+            self.sent[name][i] = now
+            self.dispatch(s, i, now)
+
     def admit(self, s: ModelReplay, r: Replica, now: float) -> None:
         """Admit what the replica's queue holds while it has a sequence slot and KV cache."""
-        times, prompt, output, wait, ttft, answered, limit, capacity, per_prompt, fixed_step, per_token, recent = self._hot[s.config.name]
+        hot = self._hot[s.config.name]
+        times, sent, prompt, output, wait, ttft, answered, limit, capacity, per_prompt, fixed_step, per_token, recent = hot
         completions, order = self.completions, self._order
         queue = r.queue
         while queue and r.running < limit:
@@ -223,10 +345,12 @@ class Batches:
             r.context += tokens
             step = fixed_step + per_token * r.context  # ReplicaPerformance.step_seconds, inlined
             first = prefill_done + step + REQUEST_OVERHEAD_SECONDS
-            wait[i] = start - arrival
+            wait[i] = start - arrival  # from the gateway: a held request's hold counts
             ttft[i] = first - arrival
             if recent is not None:
-                recent.append((arrival, first - arrival))
+                # vLLM's own histogram: from the request reaching vLLM, not the gateway
+                reached = sent[i]
+                recent.append((reached, first - reached))
             # Decoding pauses for the prefills of the others sharing the GPU (about one each over
             # its life in a steady batch): ReplicaPerformance.saturated_requests_per_second's rule.
             stall = (r.running - 1) * prompt[i] * per_prompt
@@ -234,7 +358,8 @@ class Batches:
             r.running_ids.add(i)
 
     def complete_until(self, now: float) -> None:
-        """Book every completion up to `now`: its slot and KV cache go to what its replica queues."""
+        """Book every completion up to `now`: its slot and KV cache go to what its replica queues, and
+        the room it leaves to what the gateway holds."""
         completions = self.completions
         while completions and completions[0][0] <= now:
             done, _, r, tokens, s, i, answered = _pop(completions)
@@ -247,6 +372,8 @@ class Batches:
             answered[i] = True
             if r.queue:
                 self.admit(s, r, done)
+            if s.holding:
+                self.release(s, done)
 
 
 # -- the pools' sums --------------------------------------------------------------------------------------
@@ -302,7 +429,7 @@ class Replay:
         self.ledger = Ledger(self.pools)
         self.series: dict[str, dict[str, list[float]]] = {}
         for name in self.models:
-            self.series[name] = {k: [] for k in ("requests", "desired", "ready", "queue", "ttftP99")}
+            self.series[name] = {k: [] for k in ("requests", "desired", "ready", "queue", "held", "ttftP99")}
         for name in self.pools:
             self.series[f"pool:{name}"] = {"nodes": []}
         self.minute_desired = dict.fromkeys(self.models, 0)
@@ -310,18 +437,24 @@ class Replay:
     def _model(self, cfg: StackConfig, m: ModelConfig, requests: dict[str, Requests]) -> ModelReplay:
         derived = state.of(cfg).model(m.name)
         budget = derived.scale_up
-        so = scaling.scaled_object(m, PROMETHEUS, budget.miss, scales_to_zero=derived.scales_to_zero)
-        unknown = [t.name for t in hpa.triggers(so) if t.name not in MODELLED_TRIGGERS]
-        if unknown:
-            raise ValueError(f"{m.name}: the planner does not model trigger(s) {', '.join(unknown)}")
-        reqs = requests.get(m.name) or Requests(np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
         pool = cfg.pool(m.pool)
         assert pool is not None
+        so = scaling.scaled_object(m, PROMETHEUS, pool, budget.miss, scales_to_zero=derived.scales_to_zero)
+        triggers = hpa.triggers(so)
+        unknown = [t.name for t in triggers if t.name not in MODELLED_TRIGGERS]
+        if unknown:
+            raise ValueError(f"{m.name}: the planner does not model trigger(s) {', '.join(unknown)}")
+        wake = [t.activation for t in triggers if t.name == scaling.GATEWAY_REQUESTS_TRIGGER]
+        if derived.scales_to_zero and not wake:
+            raise ValueError(f"{m.name}: scales to zero without the {scaling.GATEWAY_REQUESTS_TRIGGER} trigger that wakes it")
+        reqs = requests.get(m.name) or Requests(np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+        hold = (self.options.holds or {}).get(m.name, derived.hold)
+        perf = performance(m, pool)
         terms = budget.terms
         return ModelReplay(
             m,
             derived,
-            performance(m, pool),
+            perf,
             reqs,
             None if self.static else hpa.Behavior.from_scaled_object(so),
             so,
@@ -331,7 +464,11 @@ class Replay:
             wait=np.full(len(reqs), np.nan),
             served=np.zeros(len(reqs), dtype=bool),
             recent_ttft=deque() if m.autoscaling.ttft_p95_seconds is not None else None,
-            hold_seconds=float(scale_to_zero.readiness_seconds(budget.miss, cfg.ingress.idle_timeout_seconds)),
+            held_seconds=np.full(len(reqs), np.nan),
+            rejected=np.zeros(len(reqs), dtype=np.int8),
+            hold=hold,
+            gate=(1.0 / hold.queue_threshold, 1.0 / (max(1, perf.kv_capacity_tokens) * hold.kv_threshold), 1.0 / hold.kv_threshold),
+            wake_above=wake[0] if wake else None,
             max_in_flight=capacity.max_in_flight_requests(m, pool),
             floors=_floors(m, self.options.seconds),
             idle_after=float(duration_seconds(m.autoscaling.idle_after)) if derived.scales_to_zero else math.inf,
@@ -366,33 +503,23 @@ class Replay:
 
     # -- 1. arrivals ----------------------------------------------------------------------------------
     def arrivals(self, t: int) -> None:
-        """The second's requests reach replicas: what the interceptor holds goes once a replica is
-        ready (or gives up after its hold), each new request to the next ready replica in turn, or
-        is held (a model at zero) or answered 503 (no healthy target)."""
+        """The second's requests reach the gateway. What it holds is shed after the TTL or released
+        while the pool is below saturation (oldest first); each new request then goes behind what is
+        held, is held while the pool is saturated (or has no ready replica), or goes at once to the
+        next ready replica in turn."""
         now = float(t)
         batches = self.batches
-        completions, admit, complete_until = batches.completions, batches.admit, batches.complete_until
+        completions, complete_until, release, dispatch = batches.completions, batches.complete_until, batches.release, batches.dispatch
+        if completions and completions[0][0] <= now:
+            complete_until(now)
         for name, s in self.models.items():
             times = batches.arrivals[name]
-            if s.held:
-                if s.ready_version != s.version or now >= s.ready_until:
-                    _refresh_ready(s, now)
-                while s.held and now - times[s.held[0]] > s.hold_seconds:
-                    s.held.popleft()  # the interceptor gives up: 504 (not served)
-                if s.ready_cache:
-                    while s.held:  # a replica is ready: the interceptor forwards what it held
-                        i = s.held.popleft()
-                        r = s.ready_cache[s.turn % len(s.ready_cache)]
-                        s.turn += 1
-                        if r.running + len(r.queue) < s.max_in_flight:  # else vLLM answers 503 (not served)
-                            r.queue.append(i)
-                            admit(s, r, now)
+            if s.holding:
+                release(s, now)
             if s.next_request >= len(times) or times[s.next_request] >= now + 1:
                 continue
-            if s.ready_version != s.version or now >= s.ready_until:
-                _refresh_ready(s, now)
-            ready = s.ready_cache  # the targets the ALB sends to in this second
             s.last_active = now
+            holding, gate = s.holding, s.gate
             end = now + 1
             count = len(times)
             while s.next_request < count and times[s.next_request] < end:
@@ -401,16 +528,14 @@ class Replay:
                 at = times[i]
                 if completions and completions[0][0] <= at:
                     complete_until(at)
-                if not ready:
-                    if s.derived.scales_to_zero:
-                        s.held.append(i)  # the interceptor holds it and pushes the wake to KEDA
-                    continue  # else no healthy target: the ALB answers 503
-                r = ready[s.turn % len(ready)]
-                s.turn += 1
-                if r.running + len(r.queue) >= s.max_in_flight:
-                    continue  # the replica's admission bound: vLLM answers 503 (not served)
-                r.queue.append(i)
-                admit(s, r, at)
+                if s.ready_version != s.version or at >= s.ready_until:
+                    _refresh_ready(s, at)  # a replica became ready (or the set changed): an endpoint now
+                    if holding:
+                        release(s, at)
+                if holding or saturated(s.ready_cache, gate):
+                    holding.append(i)  # flow control holds it (FIFO)
+                    continue
+                dispatch(s, i, at)
 
     # -- 2. serving -----------------------------------------------------------------------------------
     def serving(self, t: int) -> None:
@@ -436,12 +561,15 @@ class Replay:
     def _keda(self, t: int, now: float) -> None:
         for s in self.at_zero:
             floor = s.floors[t // MINUTE] if s.floors else 0
-            busy = s.held or floor or any(r.running or r.queue for r in s.replicas)
+            in_flight = s.in_flight()
+            busy = in_flight or floor
             if busy:
                 s.last_active = now
             current = len(s.active())
-            if current == 0 and (s.held or floor):
-                # KEDA activates at once on the interceptor's push (or the cron window): 0 -> 1
+            assert s.wake_above is not None
+            if current == 0 and (in_flight > s.wake_above or floor):
+                # the gateway-requests trigger goes active on a held request (or the cron window opens):
+                # KEDA activates the target, 0 -> 1 (its poll and the proxies' scrape are the budget's signal)
                 s.behavior.record(0, 1, now)  # type: ignore[union-attr]
                 _rescale(s, self.pools[s.config.pool], 1, now)
             elif current > 0 and not busy and now - s.last_active >= s.idle_after and t % HPA_SYNC_SECONDS == 0:
@@ -503,7 +631,8 @@ class Replay:
         for name, s in self.models.items():  # the common case under load: an arrival in the next second
             if s.next_request < len(arrivals[name]) and arrivals[name][s.next_request] < soon:
                 return t + 1
-        if any(p.waiting or p.pending_placeholders for p in self.pools.values()) or any(s.draining or s.held for s in self.models.values()):
+        busy = any(p.waiting or p.pending_placeholders for p in self.pools.values())
+        if busy or any(s.draining or s.holding for s in self.models.values()):
             return t + 1
         candidates = [
             t - t % self.scrape_every + self.scrape_every,
@@ -525,11 +654,15 @@ class Replay:
             for r in s.replicas:
                 for i in r.running_ids:
                     self.batches.answered[name][i] = True  # admitted before the end: it finishes; still queued: not served
+            times, held_for = self.batches.arrivals[name], self.batches.held_for[name]
+            for i in s.holding:
+                held_for[i] = seconds - times[i]  # still held at the end: not served
         for name, p in self.pools.items():
             self.ledger.accrue(name, p, seconds)
         for name, s in self.models.items():
             b = self.batches
             s.ttft, s.wait, s.served = np.array(b.ttfts[name]), np.array(b.waits[name]), np.array(b.answered[name], dtype=bool)
+            s.held_seconds, s.rejected = np.array(b.held_for[name]), np.array(b.rejected[name], dtype=np.int8)
             self.series[name]["ttftP99"] = minute_p99(s.requests.arrival, s.ttft, len(self.series[name]["requests"])).tolist()
         ledger = self.ledger
         return Result(self.models, self.pools, seconds, ledger.cost, ledger.node_seconds, self.series, ledger.used_seconds)
@@ -542,11 +675,15 @@ def simulate(cfg: StackConfig, requests: dict[str, Requests], options: Options, 
 # -- the control loop's readings ----------------------------------------------------------------------
 def _scrape(m: ModelReplay, now: float) -> dict[str, float] | None:
     ready = [r for r in m.replicas if r.ready_at is not None and r.ready_at <= now]
-    if not ready:
+    if not ready and not m.derived.scales_to_zero:
         return None  # no pod, no series: the queries return nothing and KEDA reports an error
+    # a model at zero: with no replica available vLLM's queries read 0 (builders/serving/scaling.py _at_zero)
     waiting = sum(len(r.queue) for r in ready)
-    kv = sum(min(1.0, r.context / max(1, m.perf.kv_capacity_tokens)) for r in ready) / len(ready)
+    kv = sum(min(1.0, r.context / max(1, m.perf.kv_capacity_tokens)) for r in ready) / len(ready) if ready else 0.0
     readings = {"queue-depth": float(waiting), "kv-cache": kv}
+    if m.wake_above is not None:
+        # the proxies' active downstream requests: held by flow control, or dispatched and not completed
+        readings[scaling.GATEWAY_REQUESTS_TRIGGER] = float(m.in_flight())
     if m.recent_ttft is not None:
         while m.recent_ttft and m.recent_ttft[0][0] < now - TTFT_WINDOW:
             m.recent_ttft.popleft()
@@ -690,6 +827,7 @@ def _sample(
         row["desired"].append(float(static[name] if static else desired[name] or len(s.active())))
         row["ready"].append(float(sum(1 for r in s.replicas if r.ready(float(t)))))
         row["queue"].append(float(sum(len(r.queue) for r in s.replicas)))
+        row["held"].append(float(len(s.holding)))
     for name, p in pools.items():
         series[f"pool:{name}"]["nodes"].append(float(len(p.live())))
 

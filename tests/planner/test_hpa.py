@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from builders.serving import scaling
+from config.derived import capacity
 from offline import harness
 from planner import hpa
 from tests.conftest import DEV, fixture_run, parse, stack_data, values
@@ -60,7 +61,10 @@ def test_the_guardrail_trigger_counts_when_rendered() -> None:
 def test_a_config_threshold_reaches_the_arithmetic_through_the_scaled_object() -> None:
     data = stack_data(DEV)
     data["models"][0]["autoscaling"] = {"queueDepthPerReplica": 10}
-    relaxed = scaling.scaled_object(parse(data).models[0], "http://prometheus:9090", scales_to_zero=False)
+    cfg = parse(data)
+    pool = cfg.pool(cfg.models[0].pool)
+    assert pool is not None
+    relaxed = scaling.scaled_object(cfg.models[0], "http://prometheus:9090", pool, scales_to_zero=False)
     rendered = _scaled_object(fixture_run(DEV), "llama-3-1-8b")
     readings = {"queue-depth": 15, "kv-cache": 0.8}
     assert hpa.from_scaled_object(rendered, current=1, readings=readings) == 3  # ceil(15 / 5), the default
@@ -70,3 +74,42 @@ def test_a_config_threshold_reaches_the_arithmetic_through_the_scaled_object() -
 def test_a_missing_reading_is_an_error_not_a_zero(prod_8b: dict[str, Any]) -> None:
     with pytest.raises(KeyError, match="kv-cache"):
         hpa.from_scaled_object(prod_8b, current=2, readings={"queue-depth": 3})
+
+
+def _at_zero_scaled_object() -> tuple[dict[str, Any], int]:
+    """The scale-to-zero fixture's ScaledObject, built as the program builds it, and its replica's max-num-seqs."""
+    cfg = parse(stack_data("scale-to-zero-dev"))
+    model = cfg.models[0]
+    pool = cfg.pool(model.pool)
+    assert pool is not None
+    assert model.replicas.min == 0
+    return scaling.scaled_object(model, "http://prometheus:9090", pool, scales_to_zero=True), capacity.max_num_seqs(model, pool)
+
+
+def test_the_gateway_trigger_is_read_with_its_activation() -> None:
+    scaled, seqs = _at_zero_scaled_object()
+    found = {t.name: t for t in hpa.triggers(scaled)}
+    assert list(found) == ["queue-depth", "kv-cache", scaling.GATEWAY_REQUESTS_TRIGGER]  # the schedule is a cron, not a metric
+    assert found[scaling.GATEWAY_REQUESTS_TRIGGER] == hpa.Trigger(scaling.GATEWAY_REQUESTS_TRIGGER, "AverageValue", float(seqs), 0.0)
+    # activationThreshold rides beside the threshold; the others default to KEDA's 0
+    assert found["queue-depth"].activation == 0.0
+
+
+def test_an_activation_threshold_is_parsed_not_taken_for_the_target() -> None:
+    scaled, _ = _at_zero_scaled_object()
+    for t in scaled["spec"]["triggers"]:
+        if t["name"] == scaling.GATEWAY_REQUESTS_TRIGGER:
+            t["metadata"]["activationThreshold"] = "3"
+    gateway = next(t for t in hpa.triggers(scaled) if t.name == scaling.GATEWAY_REQUESTS_TRIGGER)
+    assert gateway.activation == 3.0
+    assert gateway.target != 3.0
+
+
+def test_requests_at_the_gateway_scale_beyond_one_replica() -> None:
+    scaled, seqs = _at_zero_scaled_object()
+    idle = {"queue-depth": 0, "kv-cache": 0.0}
+    # one request held while the first replica starts: one replica; 1.5 replicas' sequences in flight: ceil(1.5) = 2 (max is 3)
+    assert hpa.from_scaled_object(scaled, current=1, readings={**idle, scaling.GATEWAY_REQUESTS_TRIGGER: 1}) == 1
+    assert hpa.from_scaled_object(scaled, current=1, readings={**idle, scaling.GATEWAY_REQUESTS_TRIGGER: 1.5 * seqs}) == 2
+    with pytest.raises(KeyError, match=scaling.GATEWAY_REQUESTS_TRIGGER):
+        hpa.from_scaled_object(scaled, current=1, readings=idle)

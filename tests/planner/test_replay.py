@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -153,20 +154,41 @@ def test_a_load_step_is_served_within_the_scale_up_budget() -> None:
     assert first_new - step_at >= budget.miss - budget.terms["signal"] - HPA_SYNC_SECONDS
 
 
+def test_flow_control_keeps_vllm_below_its_admission_bound() -> None:
+    """The gateway holds what saturated replicas cannot take: vLLM's queue stops at the picker's
+    threshold, below the rendered --max-num-queued-reqs, so vLLM refuses nothing and the gateway
+    holds (and, past the TTL, sheds) the excess."""
+    seconds = HOUR // 2
+    cfg = _dev(replicas={"min": 1, "max": 1}, maxNumSeqs=8)
+    result = simulate(cfg, _requests(cfg, 600, seconds), Options(seconds, spot_availability=1.0))
+    replay = result.models["llama-3-1-8b"]
+    hold = state.of(cfg).model("llama-3-1-8b").hold
+    # derived: the batch of 8 plus 4 x queueDepthPerReplica (5); the picker's threshold 2 x 5
+    assert replay.max_in_flight == 8 + 20
+    assert hold.queue_threshold == 10
+    assert max(result.series["llama-3-1-8b"]["queue"]) == hold.queue_threshold  # one replica: saturated at 10 waiting
+    assert replay.refused == 0
+    assert replay.held > 0
+    assert max(result.series["llama-3-1-8b"]["held"]) > 0
+
+
 def test_a_replica_refuses_what_its_queue_cannot_hold() -> None:
-    """The replay honours the rendered --max-num-queued-reqs as vLLM counts it (running and waiting):
-    past it a request is refused (503), not queued."""
+    """vLLM's bound still applies to what the gateway sends: with a picker threshold above it (what
+    config/checks refuse), the replay honours the rendered --max-num-queued-reqs as vLLM counts it
+    (running and waiting): past it a request is refused (503), not queued."""
     seconds = HOUR // 2
     one = {"replicas": {"min": 1, "max": 1}, "maxNumSeqs": 8}
     bounded, loose = _dev(**one), _dev(maxWaitingRequests=10_000, **one)
     requests = _requests(bounded, 600, seconds)
-    kept = simulate(bounded, requests, Options(seconds, spot_availability=1.0))
-    free = simulate(loose, requests, Options(seconds, spot_availability=1.0))
-    # derived: the batch of 8 plus 4 x queueDepthPerReplica (5), which is above one batch waiting
+    never = {"llama-3-1-8b": dataclasses.replace(state.of(bounded).model("llama-3-1-8b").hold, queue_threshold=100_000)}
+    kept = simulate(bounded, requests, Options(seconds, spot_availability=1.0, holds=never))
+    free = simulate(loose, requests, Options(seconds, spot_availability=1.0, holds=never))
     assert kept.models["llama-3-1-8b"].max_in_flight == 8 + 20
     assert max(kept.series["llama-3-1-8b"]["queue"]) <= 20 < max(free.series["llama-3-1-8b"]["queue"])
     # what was admitted waited less than behind the unbounded queue, and the rest was refused at once
     assert np.nanmax(kept.models["llama-3-1-8b"].wait) < np.nanmax(free.models["llama-3-1-8b"].wait)
+    assert kept.models["llama-3-1-8b"].refused > free.models["llama-3-1-8b"].refused  # (the unbounded one fills 10,000 deep)
+    assert kept.models["llama-3-1-8b"].held == 0  # the picker never saw saturation
     assert kept.models["llama-3-1-8b"].served.sum() < len(requests["llama-3-1-8b"])
 
 
