@@ -6,19 +6,19 @@ from typing import Any
 
 from builders.helm import deep_merge
 from builders.k8s import namespace_manifest
-from config.facts.conventions import INGRESS_GROUP_MEMBER, KEDA_NAMESPACE, READINESS_GATE_LABEL, SYSTEM_NODE_SELECTOR
+from config.facts.conventions import INGRESS_GROUP_MEMBER, KEDA_NAMESPACE, SYSTEM_NODE_SELECTOR
 from config.sections.keda import KedaConfig
 
 RELEASE = "keda"
 
 
-def namespace(*, readiness_gate: bool = False) -> dict[str, Any]:
-    """KEDA's namespace; with models at zero the interceptors are ALB targets here, and the load
-    balancer controller holds their rollouts until the new pods pass the ALB's health checks. It is
-    always a member of the model IngressGroup (the HTTP add-on's Ingresses live here), so a model
-    moving between min 0 and min 1 never leaves an Ingress in a namespace the group refuses."""
-    labels = {**INGRESS_GROUP_MEMBER, **({READINESS_GATE_LABEL: "enabled"} if readiness_gate else {})}
-    return namespace_manifest(KEDA_NAMESPACE, "baseline", audit="restricted", labels=labels)
+def namespace() -> dict[str, Any]:
+    """KEDA's namespace. No ALB target lives here any more (the KEDA HTTP add-on's interceptors are gone:
+    every model's gateway holds its own requests), so no readiness gate. It stays a member of the model
+    IngressGroup for now: the `pulumi up` that removes the add-on deletes the Ingresses it had here only at
+    its end, and until then a member in a namespace the group refuses would block the whole group
+    (builders/ingress/endpoints.py ingress_class_params). A later release may drop the label."""
+    return namespace_manifest(KEDA_NAMESPACE, "baseline", audit="restricted", labels=dict(INGRESS_GROUP_MEMBER))
 
 
 def keda_values(cfg: KedaConfig) -> dict[str, Any]:

@@ -21,18 +21,13 @@ import ipaddress
 from typing import Any
 
 from builders.network import subnet_plan
-from config.derived import state
 from config.derived.exposure import exposed_models
 from config.facts.conventions import (
-    INTERCEPTOR_ADMIN,
-    INTERCEPTOR_PROXY,
     KARPENTER_NAMESPACE,
     KEDA_NAMESPACE,
     KUBE_SYSTEM,
     LOAD_BALANCER_CONTROLLER_NAMESPACE,
-    MODEL_LABEL,
     NAMESPACE_NAME_LABEL,
-    VLLM_PORT,
 )
 from config.sections.network import ExistingVpc
 from config.sections.stack import StackConfig
@@ -58,9 +53,6 @@ KARPENTER_POD = {"app.kubernetes.io/name": "karpenter"}
 LOAD_BALANCER_CONTROLLER_POD = {"app.kubernetes.io/name": "aws-load-balancer-controller"}
 ALERTMANAGER_POD = {"app.kubernetes.io/name": "alertmanager"}
 PROMETHEUS_POD = {"app.kubernetes.io/name": "prometheus"}
-INTERCEPTOR_POD = {"app.kubernetes.io/component": "interceptor"}
-"""The HTTP add-on's interceptor pods (its chart's component label)."""
-MODEL_NAMESPACES = {"namespaceSelector": {"matchExpressions": [{"key": MODEL_LABEL, "operator": "Exists"}]}}
 """Every model namespace (each carries the model label)."""
 
 
@@ -126,7 +118,7 @@ def _inside(cidr: str, others: list[str]) -> bool:
 
 
 def load_balancer_sources(cfg: StackConfig) -> list[str]:
-    """Where the shared ALB reaches its targets (the gateways' proxies, the interceptor) from: the
+    """Where the shared ALB reaches its targets (the gateways' proxies) from: the
     subnets it places its interfaces in. vLLM itself admits no address range.
 
     Internet-facing ALBs sit in the public subnets, where no pod runs. Internal ALBs sit in the
@@ -197,18 +189,6 @@ def keda(cfg: StackConfig) -> list[dict[str, Any]]:
     ]
     egress: list[Any] = [{"to": [prometheus_peer(cfg.observability.namespace)], "ports": tcp(PROMETHEUS_PORT)}]
     policies = _platform_namespace(KEDA_NAMESPACE, vpc, ingress, egress)
-    derived = state.of(cfg)
-    if derived.scales_to_zero:
-        # the HTTP add-on's interceptor only: the ALB in front (requests on the proxy port, health checks
-        # on the admin port), and the client namespaces of the models at zero (their front door in the
-        # cluster: vLLM admits no client), requests only; the models behind
-        front: list[Any] = [{"from": cidr_peers(load_balancer_sources(cfg)), "ports": tcp(INTERCEPTOR_PROXY[1], INTERCEPTOR_ADMIN[1])}]
-        clients = sorted({ns for m in cfg.models if derived.model(m).scales_to_zero for ns in m.client_namespaces})
-        if clients:
-            front.append({"from": [namespace_peer(ns) for ns in clients], "ports": tcp(INTERCEPTOR_PROXY[1])})
-        policies.append(
-            policy("interceptor", KEDA_NAMESPACE, INTERCEPTOR_POD, front, [{"to": [MODEL_NAMESPACES], "ports": tcp(VLLM_PORT)}])
-        )
     return policies
 
 

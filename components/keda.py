@@ -24,8 +24,6 @@ class KedaArgs:
     """The `keda` section."""
     provider: k8s.Provider
     """Kubernetes provider of the cluster."""
-    readiness_gate: bool = False
-    """The HTTP add-on's interceptors serve ALB targets here: gate their rollouts on the target's health."""
 
 
 class Keda(pulumi.ComponentResource):
@@ -38,7 +36,7 @@ class Keda(pulumi.ComponentResource):
         after = inherited_depends_on(opts)
         namespace = k8s_objects.create(
             f"{name}-namespace",
-            builders.namespace(readiness_gate=args.readiness_gate),
+            builders.namespace(),
             pulumi.ResourceOptions(parent=self, provider=args.provider),
         )
         self.release = release(

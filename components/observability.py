@@ -69,9 +69,8 @@ class Observability(pulumi.ComponentResource):
         )
         crds = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[self.release])
         k8s_objects.create(f"{name}-vllm", builders.vllm_pod_monitor(ns, cfg.vllm_scrape_interval), crds)
-        # The gateway's monitors only beside a gateway (a model with replicas.min >= 1), as its CRDs and
-        # releases are: a stack whose models all idle at zero runs no picker or proxy to scrape.
-        if any(m.has_gateway for m in args.models):
+        # The gateways' monitors (every model has one; a model at zero wakes on what the proxies report).
+        if args.models:
             k8s_objects.create(f"{name}-gateway-epp", builders.gateway_picker_pod_monitor(ns, cfg.vllm_scrape_interval), crds)
             k8s_objects.create(f"{name}-gateway-proxy", builders.gateway_proxy_pod_monitor(ns, cfg.vllm_scrape_interval), crds)
         k8s_objects.create(f"{name}-dcgm", builders.dcgm_service_monitor(ns, args.gpu_operator_namespace), crds)

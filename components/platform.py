@@ -6,8 +6,7 @@ from typing import Any
 
 import pulumi
 
-from builders import network_policies, scale_to_zero
-from builders.ingress import endpoints as ingress_endpoints
+from builders import network_policies
 from builders.network import node_subnet_selector_terms
 from builders.observability.rules import ModelWatch
 from builders.serving.workload import Sources
@@ -15,7 +14,6 @@ from components.cluster import Cluster, ClusterArgs
 from components.gateway import GatewayCrds, GatewayCrdsArgs
 from components.gpu_operator import GpuOperator, GpuOperatorArgs
 from components.headroom import Headroom, HeadroomArgs
-from components.helm import release
 from components.images import ImageCache, ImageCacheArgs
 from components.ingress import LoadBalancerController, LoadBalancerControllerArgs
 from components.karpenter import Karpenter, KarpenterArgs
@@ -28,7 +26,7 @@ from components.weights import WeightsBucket, WeightsBucketArgs
 from config.derived import state
 from config.derived.exposure import exposed_models
 from config.facts import versions
-from config.facts.conventions import KEDA_NAMESPACE, platform_tags
+from config.facts.conventions import platform_tags
 from config.load import Secrets
 from config.sections import images
 from config.sections.models import ModelConfig
@@ -89,31 +87,7 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
         GpuOperatorArgs(config=cfg.gpu_operator, pools=list(cfg.gpu_pools), provider=cluster.provider),
         opts=pulumi.ResourceOptions(depends_on=[cluster]),
     )
-    to_zero = [m for m in cfg.models if derived.model(m.name).scales_to_zero]
-    keda = Keda(
-        "keda",
-        KedaArgs(config=cfg.keda, provider=cluster.provider, readiness_gate=bool(to_zero)),
-        opts=pulumi.ResourceOptions(depends_on=[observability]),
-    )
-    http_add_on = None
-    if to_zero:
-        slowest = max(derived.model(m.name).scale_up.miss for m in to_zero)
-        # Holds the requests of models at zero replicas; its ScaledObject needs KEDA first (docs/upstream-facts.md#http-add-on, item 1).
-        http_add_on = release(
-            "keda-http-add-on",
-            release_name=scale_to_zero.RELEASE,
-            chart=versions.KEDA_HTTP_ADD_ON,
-            namespace=KEDA_NAMESPACE,
-            values=scale_to_zero.add_on_values(
-                miss_seconds=slowest,
-                alb_idle_timeout_seconds=cfg.ingress.idle_timeout_seconds,
-                drain=(
-                    max(m.drain.pre_stop_sleep_seconds for m in to_zero),
-                    max(m.drain.shutdown_timeout_seconds for m in to_zero),
-                ),
-            ),
-            opts=pulumi.ResourceOptions(parent=keda, provider=cluster.provider, depends_on=[keda.release]),
-        )
+    keda = Keda("keda", KedaArgs(config=cfg.keda, provider=cluster.provider), opts=pulumi.ResourceOptions(depends_on=[observability]))
     controller = None
     if exposed_models(cfg):
         controller = LoadBalancerController(
@@ -139,7 +113,6 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
         else None
     )
     cache = None
-    routed = [m for m in cfg.models if not derived.model(m.name).scales_to_zero]
     upstreams = sorted({u for m in cfg.models if (u := images.upstream_for(m.image.repository))}, key=lambda u: u.prefix)
     if cfg.image_cache.enabled and upstreams:
         cache = ImageCache(
@@ -167,13 +140,11 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
         )
 
     sources = {m.name: sources_of(m) for m in cfg.models}
-    crds = None
+    crds = GatewayCrds("gateway-crds", GatewayCrdsArgs(provider=cluster.provider), opts=pulumi.ResourceOptions(depends_on=[cluster]))
     envoy_image: pulumi.Input[str] = versions.ENVOY_IMAGE
-    if routed:
-        crds = GatewayCrds("gateway-crds", GatewayCrdsArgs(provider=cluster.provider), opts=pulumi.ResourceOptions(depends_on=[cluster]))
-        # Envoy through the cache's Docker Hub rule when the stack has one (the models' images made it)
-        if registry is not None and images.upstream_for(versions.ENVOY_IMAGE) in upstreams:
-            envoy_image = registry.apply(lambda r: images.cached_reference(versions.ENVOY_IMAGE, r, cfg.cluster.name))
+    # Envoy through the cache's Docker Hub rule when the stack has one (the models' images made it)
+    if registry is not None and images.upstream_for(versions.ENVOY_IMAGE) in upstreams:
+        envoy_image = registry.apply(lambda r: images.cached_reference(versions.ENVOY_IMAGE, r, cfg.cluster.name))
     pulls_after: list[pulumi.Resource] = [cache] if cache is not None else []
     if any(p.headroom for p in cfg.gpu_pools):
         Headroom(
@@ -196,10 +167,7 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
             endpoint = Endpoint(
                 ingress=cfg.ingress,
                 load_balancer_sources=network_policies.load_balancer_sources(cfg),
-                after=[
-                    *([controller.release] if controller is not None else []),
-                    *([http_add_on] if http_add_on is not None and facts.scales_to_zero else []),
-                ],
+                after=[controller.release] if controller is not None else [],
             )
         weights = None
         if bucket is not None and model.streams_from_s3:
@@ -210,11 +178,7 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
                 retired_revision_days=cfg.weights.retired_revision_days,
                 tags=tags,
             )
-        gateway = None
-        if not facts.scales_to_zero:
-            assert crds is not None
-            assert facts.hold is not None  # every model with replicas has one
-            gateway = Gateway(config=cfg.gateway, envoy_image=envoy_image, after=[crds], hold=facts.hold)
+        gateway = Gateway(config=cfg.gateway, envoy_image=envoy_image, after=[crds], hold=facts.hold)
         served = VllmModel(
             f"model-{model.name}",
             VllmModelArgs(
@@ -241,7 +205,7 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
             "namespace": served.namespace,
             "service": served.service_name,
             "url": served.url,
-            "host": ingress_endpoints.host(model, cfg.ingress) if facts.scales_to_zero else None,
+            "host": None,  # deprecated (config/facts/outputs.py): the interceptor's Host header, gone with it
             "servedModelName": model.name,
             "baseUrl": served.base_url,
             "weightsSource": model.weights.source,

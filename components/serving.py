@@ -12,7 +12,6 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from builders import scale_to_zero
 from builders import weights as weights_builders
 from builders.gateway import policies as gateway_policies
 from builders.gateway import prefix
@@ -27,7 +26,7 @@ from components.options import inherited_depends_on
 from config.derived import capacity
 from config.derived.hold import Hold
 from config.facts import versions
-from config.facts.conventions import INTERCEPTOR_PROXY, KEDA_NAMESPACE, populate_service_account
+from config.facts.conventions import populate_service_account
 from config.sections.gateway import GatewayConfig
 from config.sections.gpu_pools import GpuPool
 from config.sections.ingress import IngressConfig
@@ -43,13 +42,13 @@ class Endpoint:
     load_balancer_sources: list[str]
     """The ALB's subnets, admitted on vLLM's port (the ALB targets pod IPs)."""
     after: list[pulumi.Resource]
-    """What the Ingress, the exposed pods and (at zero) the interceptor route wait for: the load
-    balancer controller's release (its webhook adds the readiness gate) and, at zero, the HTTP add-on."""
+    """What the Ingress and the exposed pods wait for: the load balancer controller's release (its
+    webhook adds the readiness gate)."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class Gateway:
-    """The model's inference gateway (replicas.min >= 1): its router release and what it needs."""
+    """The model's inference gateway: its router release and what it needs."""
 
     config: GatewayConfig
     """The `gateway` section: replicas and sizes of the proxies and pickers, the escape hatch."""
@@ -106,25 +105,21 @@ class VllmModelArgs:
     """API key (secret) vLLM requires on /v1 requests; None for none."""
     endpoint: Endpoint | None = None
     """The model's Ingress and what it needs; None when the model is not exposed."""
-    gateway: Gateway | None = None
-    """The model's gateway; None for a model at zero (the interceptor holds its requests)."""
+    gateway: Gateway
+    """The model's gateway: every caller reaches the model through it, and it holds requests while no replica can take them."""
     weights: S3Weights | None = None
     """The S3 weights' roles and populate Job; None when the model downloads from Hugging Face."""
     scales_to_zero: bool
-    """replicas.min is 0 (config/derived/state.py ModelState.scales_to_zero): reached through the
-    HTTP add-on's interceptor, which KEDA's push trigger scales the model from."""
+    """replicas.min is 0 (config/derived/state.py ModelState.scales_to_zero): KEDA wakes it on the requests
+    its gateway holds (builders/serving/scaling.py gateway_requests_query)."""
     scale_up_miss_seconds: int | None = None
     """The model's scale-up budget on a new node: the floor of the default scale-down window."""
 
     def __post_init__(self) -> None:
         # The modes must be the model's own: a model streaming from S3 without its roles and populate
-        # Job would start and find no weights; a model at zero without its route could not be woken.
+        # Job would start and find no weights.
         if (self.weights is not None) != self.model.streams_from_s3:
             raise ValueError(f"{self.model.name}: weights (S3) must be given exactly when the model streams from S3")
-        if self.scales_to_zero and self.endpoint is None:
-            raise ValueError(f"{self.model.name}: a model that scales to zero needs its endpoint (the interceptor's route)")
-        if (self.gateway is None) != self.scales_to_zero:
-            raise ValueError(f"{self.model.name}: a model has a gateway exactly when it keeps replicas (replicas.min >= 1)")
 
 
 # Launching a GPU node, initializing its GPUs and pulling the vLLM image (about 10 GB).
@@ -158,7 +153,7 @@ class VllmModel(pulumi.ComponentResource):
         after = inherited_depends_on(opts)
         base = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=after)
         gateway = args.gateway
-        namespace = self._object(f"{name}-namespace", builders.namespace(model, gateway=gateway is not None), base)
+        namespace = self._object(f"{name}-namespace", builders.namespace(model), base)
         inside = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*after, namespace])
         self._object(f"{name}-service-account", builders.service_account(model), inside)
         needs: list[pulumi.Resource] = []
@@ -183,23 +178,26 @@ class VllmModel(pulumi.ComponentResource):
             args.monitoring_namespace,
             args.vpc_cidrs,
             args.interface_endpoints,
-            scales_to_zero=args.scales_to_zero,
-            gateway_peers=gateway_policies.gateway_peers(model) if gateway is not None else [],
-            kv_events=(
-                (prefix.KV_EVENTS_PORT, gateway_policies.picker_peers(model)) if gateway is not None and prefix.precise(model) else None
-            ),
+            gateway_peers=gateway_policies.gateway_peers(model),
+            kv_events=(prefix.KV_EVENTS_PORT, gateway_policies.picker_peers(model)) if prefix.precise(model) else None,
         )
-        # the allow rules first: a running pod never sees the deny alone
-        deny, *allows = builders.network_policies(model, flows)
-        if gateway is not None:
-            allows += gateway_policies.policies(
-                model,
-                load_balancer_sources=endpoint.load_balancer_sources if endpoint is not None else [],
-                monitoring_namespace=args.monitoring_namespace,
-                vpc_cidrs=args.vpc_cidrs,
-            )
-        allowed = [self._object(f"{name}-netpol-{p['metadata']['name']}", p, inside) for p in allows]
-        self._object(
+        # The gateway's own policies, then the gateway (the model's front door, at zero too: its picker holds
+        # what no replica can take), then vLLM's policy, which admits the gateway and nothing else a caller
+        # sends: vLLM's rule changes only once the gateway serves (on the `up` that removed the HTTP add-on,
+        # it dropped the interceptor only after the proxies were ready). The allow rules come before the
+        # deny and the deny before the replicas: a running pod never sees the deny alone, nor no policy.
+        deny, *vllm_allows = builders.network_policies(model, flows)
+        gateway_allows = gateway_policies.policies(
+            model,
+            load_balancer_sources=endpoint.load_balancer_sources if endpoint is not None else [],
+            monitoring_namespace=args.monitoring_namespace,
+            vpc_cidrs=args.vpc_cidrs,
+        )
+        gateway_allowed = [self._object(f"{name}-netpol-{p['metadata']['name']}", p, inside) for p in gateway_allows]
+        front = self._gateway(name, args, gateway, [*after, namespace, *gateway_allowed, *secrets])
+        after_front = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*after, namespace, *front])
+        allowed = [*gateway_allowed, *(self._object(f"{name}-netpol-{p['metadata']['name']}", p, after_front) for p in vllm_allows)]
+        protected = self._object(
             f"{name}-netpol-{deny['metadata']['name']}",
             deny,
             pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*after, namespace, *allowed]),
@@ -245,7 +243,7 @@ class VllmModel(pulumi.ComponentResource):
             pulumi.ResourceOptions(
                 parent=self,
                 provider=args.provider,
-                depends_on=[*after, namespace, *needs, *route_after],
+                depends_on=[*after, namespace, *needs, *route_after, *allowed, protected],
                 custom_timeouts=pulumi.CustomTimeouts(create=ready_minutes, update=rollout_minutes),
                 # spec.replicas is the count at creation only; then KEDA's HPA owns it (builders.deployment)
                 ignore_changes=["spec.replicas"],
@@ -253,66 +251,50 @@ class VllmModel(pulumi.ComponentResource):
         )
         self._object(f"{name}-service", builders.service(model), inside)
         self._object(f"{name}-pdb", builders.pod_disruption_budget(model), inside)
-        front: list[pulumi.Resource] = []
-        if gateway is not None:
-            front.append(self._gateway(name, args, gateway, [*after, namespace, *allowed, *secrets]))
-        scaled_after: list[pulumi.Resource] = [deployment]
-        if args.scales_to_zero:
-            # KEDA must find the route when it first reads the ScaledObject, or it falls back to CPU
-            # (docs/upstream-facts.md#http-add-on, item 3).
-            assert endpoint is not None  # VllmModelArgs refuses min 0 without its route
-            assert args.scale_up_miss_seconds is not None  # wired by the platform
-            scaled_after.append(
-                self._object(
-                    f"{name}-interceptor-route",
-                    scale_to_zero.interceptor_route(model, args.pool, endpoint.ingress, args.scale_up_miss_seconds),
-                    pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*after, namespace, *route_after]),
-                )
-            )
         self._object(
             f"{name}-scaledobject",
-            scaling.scaled_object(model, args.prometheus_url, args.scale_up_miss_seconds, scales_to_zero=args.scales_to_zero),
-            pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=scaled_after),
+            scaling.scaled_object(model, args.prometheus_url, args.pool, args.scale_up_miss_seconds, scales_to_zero=args.scales_to_zero),
+            # after the proxies are ready: at zero its wake reads their series, and a query with none is an
+            # error that KEDA's fallback answers with a replica
+            pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[deployment, *front]),
         )
         self.base_url = None
         if endpoint is not None:
-            manifest = (
-                scale_to_zero.ingress(model, endpoint.ingress, args.vpc_cidrs)
-                if args.scales_to_zero
-                else ingress_builders.ingress(model, endpoint.ingress, args.vpc_cidrs)
-            )
+            # After the gateway's proxies are ready (their budget waits for them, builders/gateway/policies.py).
+            # A replacement (a change of namespace: the `up` that removed the HTTP add-on moved a model at zero's
+            # Ingress out of KEDA's namespace) deletes the old Ingress first: two Ingresses of the group with
+            # the same host and path would leave the old one's rule first (the controller orders a group's
+            # members by namespace and name), sending callers to a backend that is going away.
             ingress = self._object(
                 f"{name}-ingress",
-                manifest,
+                ingress_builders.ingress(model, endpoint.ingress, args.vpc_cidrs),
                 pulumi.ResourceOptions(
                     parent=self,
                     provider=args.provider,
-                    depends_on=[*after, namespace, *route_after, *front],
+                    depends_on=[*after, namespace, *route_after, *front, *allowed],
                     custom_timeouts=pulumi.CustomTimeouts(create=ingress_builders.READY_TIMEOUT, update=ingress_builders.READY_TIMEOUT),
+                    delete_before_replace=True,
                 ),
             )
             settings = endpoint.ingress
             status = ingress.status  # type: ignore[attr-defined]
             self.base_url = status.apply(lambda s: ingress_builders.base_url(model, settings, _hostname(s)))
         self.namespace = model.name
-        if gateway is not None:
-            # the model's one front door in the cluster too: its gateway's proxies
-            self.service_name = gateway_router.proxy_name(model)
-            self.url = gateway_router.url(model)
-        else:
-            # at zero: the interceptor, which routes on the Host header (the `host` output)
-            proxy, port = INTERCEPTOR_PROXY
-            self.service_name = proxy
-            self.url = f"http://{proxy}.{KEDA_NAMESPACE}.svc.cluster.local:{port}/v1"
+        # the model's one front door in the cluster too: its gateway's proxies
+        self.service_name = gateway_router.proxy_name(model)
+        self.url = gateway_router.url(model)
         self.register_outputs({"namespace": self.namespace, "url": self.url, "baseUrl": self.base_url})
 
-    def _gateway(self, name: str, args: VllmModelArgs, gateway: Gateway, before: list[pulumi.Resource]) -> pulumi.Resource:
-        """The model's router release (Envoy proxies, Endpoint Pickers, the InferencePool) and the budgets
-        that keep one proxy and one picker up through a node drain."""
+    def _gateway(self, name: str, args: VllmModelArgs, gateway: Gateway, before: list[pulumi.Resource]) -> list[pulumi.Resource]:
+        """The model's router release (Envoy proxies, Endpoint Pickers, the InferencePool) and the budget
+        that keeps a proxy up through a node drain, which `pulumi up` also waits on until every proxy is
+        ready (the release itself is not awaited: see below). Returns both: what the Ingress waits for."""
         model = args.model
         opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*before, *gateway.after])
-        for budget in gateway_policies.disruption_budgets(model, proxy_replicas=gateway.config.proxy_replicas):
-            self._object(f"{name}-pdb-{budget['metadata']['name']}", budget, opts)
+        # the budget's await (every proxy ready) ends within the proxies' start on a system node
+        wait = pulumi.CustomTimeouts(create="10m", update="10m")
+        awaited = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(custom_timeouts=wait))
+        budgets = [self._object(f"{name}-pdb-{b['metadata']['name']}", b, awaited) for b in gateway_policies.disruption_budgets(model)]
         hf_secret = (builders.HF_TOKEN_SECRET, "token") if args.hf_token is not None and prefix.precise(model) else None
         values = pulumi.Output.from_input(gateway.envoy_image).apply(
             lambda image: gateway_router.values(
@@ -324,7 +306,7 @@ class VllmModel(pulumi.ComponentResource):
                 hold=gateway.hold,
             )
         )
-        return release(
+        router = release(
             f"{name}-router",
             release_name=gateway_router.release_name(model),
             chart=versions.LLM_D_ROUTER,
@@ -332,9 +314,10 @@ class VllmModel(pulumi.ComponentResource):
             values=values,  # type: ignore[arg-type]
             opts=opts,
             # Helm's wait counts every picker of a Recreate Deployment, and with a standby only the leader is
-            # ever ready: it would wait out its timeout on every up. The proxies' readiness shows at the ALB.
+            # ever ready: it would wait out its timeout on every up. The proxies' budget waits for them instead.
             skip_await=True,
         )
+        return [router, *budgets]
 
     def _weights(
         self,

@@ -119,6 +119,8 @@ class Registration:
     """How long the engine waits per operation (create, update, delete) where the program sets it."""
     ignore_changes: list[str] = field(default_factory=list)
     """Input paths the engine keeps at their old value on update (the `ignore_changes` option)."""
+    delete_before_replace: bool = False
+    """A replacement deletes the old object before it creates the new one (the `delete_before_replace` option)."""
 
     @property
     def ref(self) -> str:
@@ -454,6 +456,7 @@ class RecordingMonitor(MockMonitor):
                 op: getattr(request.customTimeouts, op) for op in ("create", "update", "delete") if getattr(request.customTimeouts, op)
             },
             ignore_changes=list(request.ignoreChanges),
+            delete_before_replace=bool(request.deleteBeforeReplace),
         )
         response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
         registration.id = response.id or None

@@ -27,10 +27,11 @@ from typing import Any
 import yaml
 
 from builders.gateway import router as gateway_router
+from builders.gateway import timeouts
 from components import account
 from config import load as config_load
 from config.checks import preflight
-from config.derived import cost, scaleup
+from config.derived import cost, scaleup, state
 from config.errors import ConfigError, format_report
 from config.facts import catalog, versions
 from config.sections.stack import StackConfig
@@ -183,6 +184,7 @@ def summary(
     if warnings:
         lines += ["", *warnings]
     lines += ["", *scale_up_table(cfg, endpoints, sources=sources)]
+    lines += ["", *hold_table(cfg)]
     lines += ["", *resource_counts(result, by_type=counts)]
     return "\n".join(lines)
 
@@ -226,6 +228,26 @@ def scale_up_table(cfg: StackConfig, outputs: dict[str, Any], *, sources: bool =
         return [*lines, "  The published figures behind the terms are in config/facts/speed.py (--sources lists them)."]
     lines.append("  Published figures behind the terms (config/facts/speed.py):")
     lines += [f"    {key:<18} {f.value:8.3g} {f.unit:<5} {f.what} [{f.measured_on}]" for key, f in scaleup.sources()]
+    return lines
+
+
+def hold_table(cfg: StackConfig) -> list[str]:
+    """What each model's gateway holds, and for how long: flow control's thresholds and TTL, against the
+    timeouts around it (builders/gateway/timeouts.py)."""
+    derived = state.of(cfg)
+    alb = cfg.ingress.idle_timeout_seconds
+    lines = [
+        "Gateway hold (flow control): a request waits while the replicas are saturated or none is ready, up to the TTL;",
+        f"then 429 (replicas up) or 503 (none). Every hold ends inside the ALB's idle timeout ({alb} s):",
+        f"  {'model':<16} {'queue/replica':>13} {'KV use':>7} {'TTL':>5} {'covers':<34} {'ext_proc':>8}",
+    ]
+    for m in cfg.models:
+        held = derived.model(m.name).hold
+        covers = f"pessimistic {'cold start' if held.cold_start else 'warm scale-up'} {held.wanted_seconds} s"
+        if held.ttl_seconds < held.wanted_seconds:
+            covers = f"capped by the ALB (wants {held.wanted_seconds} s)"
+        ext_proc = timeouts.chain(alb, held.ttl_seconds).ext_proc_message
+        lines.append(f"  {m.name:<16} {held.queue_threshold:>13} {held.kv_threshold:>7g} {held.ttl_seconds:>5} {covers:<34} {ext_proc:>8}")
     return lines
 
 

@@ -343,8 +343,6 @@ def namespaces_deny_by_default(args: StackValidationArgs, report: ReportViolatio
 
 PROMETHEUS_POD = {"app.kubernetes.io/name": "prometheus"}
 """The Prometheus pods (prometheus-operator labels them so); builders/network_policies.py PROMETHEUS_POD."""
-INTERCEPTOR_POD = {"app.kubernetes.io/component": "interceptor"}
-"""The KEDA HTTP add-on's interceptor pods (its chart's component label); builders/network_policies.py INTERCEPTOR_POD."""
 PROMETHEUS_CHART = "kube-prometheus-stack"
 
 
@@ -381,8 +379,8 @@ def _pods_among(peer: dict[str, Any], labels: dict[str, str]) -> bool:
 
 
 def _vllm_peer_problem(peer: dict[str, Any], namespace: str, monitoring: str | None) -> str | None:
-    """Why a peer may not reach vLLM's pods (None: it may): its own namespace's pods (the gateway), the
-    monitoring namespace's Prometheus and KEDA's interceptor, nothing else."""
+    """Why a peer may not reach vLLM's pods (None: it may): its own namespace's pods (the gateway) and the
+    monitoring namespace's Prometheus, nothing else."""
     if "ipBlock" in peer:
         return f"the address range {peer['ipBlock'].get('cidr')} (the ALB and every caller reach the gateway, never vLLM)"
     if "namespaceSelector" not in peer:
@@ -392,15 +390,13 @@ def _vllm_peer_problem(peer: dict[str, Any], namespace: str, monitoring: str | N
         return None
     if named is not None and named == monitoring:
         return None if _pods_among(peer, PROMETHEUS_POD) else f"every pod of the monitoring namespace {named}, not its Prometheus"
-    if named == CONVENTIONS.KEDA_NAMESPACE:
-        return None if _pods_among(peer, INTERCEPTOR_POD) else f"pods of {named} other than the HTTP add-on's interceptor"
     what = f"namespace {named}" if named else f"the namespaces {json.dumps(peer['namespaceSelector'], sort_keys=True)}"
-    return f"{what} (clients call the model's gateway, or at zero the interceptor)"
+    return f"{what} (clients call the model's gateway)"
 
 
 def vllm_port_sources(args: StackValidationArgs, report: ReportViolation) -> None:
-    """vLLM's pods admit only the model's gateway (pods of their own namespace), the monitoring namespace's
-    Prometheus and KEDA's interceptor: no address range at all (not the ALB's subnets, not the VPC, not the
+    """vLLM's pods admit only the model's gateway (pods of their own namespace) and the monitoring namespace's
+    Prometheus: no address range at all (not the ALB's subnets, not the VPC, not the
     internet), no client namespace, no other namespace. vLLM guards only /v1 with its API key; the
     gateway serves /v1 alone.
 
@@ -493,7 +489,7 @@ STACK_CHECKS: dict[str, tuple[str, Callable[[StackValidationArgs, ReportViolatio
     "iam-node-roles": ("Node roles carry exactly the node-role managed policies, inline only the image cache's import.", iam_node_roles),
     "namespaces-deny-by-default": ("Every namespace the program creates has a default-deny NetworkPolicy.", namespaces_deny_by_default),
     "vllm-port-sources": (
-        "vLLM's pods admit only their gateway, Prometheus and KEDA's interceptor: no address range, no client or other namespace.",
+        "vLLM's pods admit only their gateway and Prometheus: no address range, no client or other namespace.",
         vllm_port_sources,
     ),
 }

@@ -462,7 +462,7 @@ def crd_validation(broken: bool) -> list[str]:
 
 
 def vllm_port_sources(broken: bool) -> list[str]:
-    """OB-2: vLLM admits only its gateway, Prometheus and the interceptor (the policy pack); on the fixture
+    """OB-2: vLLM admits only its gateway and Prometheus (the policy pack); on the fixture
     also the relational checks: no forbidden flow, and at L7 no unguarded vLLM route and no /v1 but
     through the front door (tests/test_front_door.py)."""
     admit_alb = edit_policy(
@@ -946,7 +946,7 @@ ROWS: dict[str, Row] = {
     ),
     "AS-5": Row(
         (
-            f"{T}components/test_scale_to_zero.py::test_the_scaled_object_wakes_on_requests_and_keeps_its_floors",
+            f"{T}components/test_scale_to_zero.py::test_the_scaled_object_wakes_on_the_gateways_requests_and_keeps_its_floors",
             f"{T}config/checks/test_bad_inputs.py::test_bad_input_message",
         ),
         config_case("idle-after-shorter-than-the-budget", "models[llama-3-1-8b].autoscaling.idleAfter:"),

@@ -2,10 +2,11 @@
 
 vLLM checks its API key only under /v1 (and /v2, /inference, /cohere); POST /invocations (the
 SageMaker route) serves chat completions with no key, and /tokenize, /pooling, /score are unguarded
-too. So for every stack and every model, from (a) the ALB (through the rendered Ingress rules and,
-at zero, the InterceptorRoutes), (b) a pod in a client namespace, (c) any other pod of the cluster,
-those routes must be unreachable on the model's vLLM, path tricks included, and /v1 reachable only
-through the model's gateway (its Envoy proxies) or, at zero, KEDA's interceptor.
+too. So for every stack and every model, from (a) the ALB (through the rendered Ingress rules),
+(b) a pod in a client namespace, (c) any other pod of the cluster, those routes must be unreachable
+on the model's vLLM, path tricks included, and /v1 reachable only through the model's gateway (its
+Envoy proxies), for a model at replicas.min 0 as for any other (its gateway holds the request while a
+replica starts).
 
 Composed from the render, each hop as its software routes:
 - L4: the NetworkPolicies, in the world of tests/support/flows.py (every hop below is also a
@@ -20,9 +21,6 @@ Composed from the render, each hop as its software routes:
   %2E as a dot) and `merge_slashes`, in that order, then the first route that matches; the
   normalized path is the one forwarded; an ORIGINAL_DST cluster forwards wherever the header names
   (the picker's choice, or a caller's), so wherever the proxy's egress lets it;
-- the interceptor (http-add-on v0.15.0 `pkg/routing/key.go`, `tablememory.go`): the Host header and
-  Go's decoded URL path, trimmed of slashes, prefix-matched on whole segments against each rule's
-  hosts and paths, with no dot-segment removal; the request's path is forwarded as it came;
 - vLLM (uvicorn, Starlette): the path percent-decoded once and matched literally, no dot segments
   resolved: `/v1/../invocations` is no route of vLLM.
 Every trick path is shown to be harmless on the render and the check is shown failing on broken copies.
@@ -41,11 +39,10 @@ from typing import Any
 
 import pytest
 
-from config.facts.conventions import INTERCEPTOR_PROXY, VLLM_APP_LABEL, VLLM_PORT
+from config.facts.conventions import VLLM_APP_LABEL, VLLM_PORT
 from tests.conftest import values
 from tests.support.flows import (
     INGRESS,
-    INTERCEPTOR_ROUTE,
     NETWORK_POLICY,
     WORLDS,
     World,
@@ -85,7 +82,7 @@ def tricks(route: str) -> list[str]:
     ]
 
 
-# -- the door: the render's Ingresses, InterceptorRoutes and Envoy configs, in the world -------------------
+# -- the door: the render's Ingresses and Envoy configs, in the world ---------------------------------------
 
 
 @dataclass(frozen=True)
@@ -102,8 +99,6 @@ class Delivery:
 class Door:
     world: World
     ingresses: list[dict[str, Any]]
-    routes: list[dict[str, Any]]
-    """InterceptorRoutes."""
     envoy: dict[str, dict[str, Any]]
     """Each gateway's Envoy bootstrap, by its proxy pod's name."""
     vllm: dict[str, str] = field(default_factory=dict)
@@ -121,7 +116,6 @@ def build_door(stack: str, policies: list[dict[str, Any]] | None = None) -> Door
     return Door(
         world,
         [values(r) for r in run.of_type(INGRESS)],
-        [values(r) for r in run.of_type(INTERCEPTOR_ROUTE)],
         {g.proxy: g.envoy for g in world.gateways.values()},
         vllm,
     )
@@ -286,47 +280,6 @@ def _answered_by_health_check(http_filter: dict[str, Any], path: str) -> bool:
     return any(h["name"] == ":path" and (h.get("string_match") or {}).get("exact") == path for h in typed.get("headers") or [])
 
 
-# the interceptor
-
-
-def _interceptor_key(host: str, path: str) -> str:
-    trimmed = path.strip("/")
-    return f"{host}/{trimmed}/" if trimmed else f"{host}/"
-
-
-def _host_patterns(host: str) -> list[str]:
-    parts = host.split(".")
-    return [host, *(f"*.{'.'.join(parts[i:])}" for i in range(1, len(parts))), "*"]
-
-
-def interceptor_targets(door: Door, host: str, path: str) -> list[dict[str, Any]]:
-    """The InterceptorRoutes a request matches (headers are the caller's to set: not a restriction)."""
-    decoded = urllib.parse.unquote(path.split("?", 1)[0])  # Go's URL.Path
-    found = []
-    for route in door.routes:
-        for rule in route["spec"].get("rules") or [{}]:
-            hosts = [h if h not in ("", "*") else "*" for h in rule.get("hosts") or ["*"]]
-            prefixes = [p.get("value", "") for p in rule.get("paths") or [{}]]
-            candidates = [h for h in _host_patterns(host) if h in hosts]
-            if any(_interceptor_key(h, decoded).startswith(_interceptor_key(h, p)) for h in candidates for p in prefixes):
-                found.append(route)
-                break
-    return found
-
-
-def through_interceptor(door: Door, host: str, path: str, via: tuple[str, ...]) -> Iterator[Delivery]:
-    w = door.world
-    source = w.pods["interceptor"]
-    for route in interceptor_targets(door, host, path):
-        target = route["spec"]["target"]
-        service = w.services[f"{route['metadata']['namespace']}/{target['service']}"]
-        backends = w.backends(service)
-        if w.cluster.allowed_via_service(source, service, int(target["port"]), backends):
-            for pod in backends:
-                if pod.name in door.vllm:
-                    yield Delivery(door.vllm[pod.name], vllm_route(path), (*via, "interceptor"))
-
-
 # the ALB
 
 
@@ -358,7 +311,6 @@ def through_alb(door: Door, path: str) -> Iterator[Delivery]:
     for ingress in door.ingresses:
         annotations = ingress["metadata"].get("annotations") or {}
         for rule in ingress["spec"]["rules"]:
-            host = rule.get("host") or "any.example"
             for item in rule["http"]["paths"]:
                 if not any(_glob(p).match(path) for p in _patterns(item)):
                     continue
@@ -370,8 +322,6 @@ def through_alb(door: Door, path: str) -> Iterator[Delivery]:
                         continue
                     if target.name in door.envoy:
                         yield from through_envoy(door, target.name, port, forwarded, ("alb",))
-                    elif target.name == "interceptor":
-                        yield from through_interceptor(door, host, forwarded, ("alb",))
                     else:
                         yield Delivery(door.vllm.get(target.name, target.name), vllm_route(forwarded), ("alb",))
 
@@ -386,8 +336,8 @@ def json_list(text: str) -> list[dict[str, Any]]:
 
 
 def from_pod(door: Door, source: Endpoint, path: str) -> Iterator[Delivery]:
-    """Everything a pod can make a vLLM answer: directly, through any proxy listener or the interceptor it
-    reaches (with any Host header), and through the ALB."""
+    """Everything a pod can make a vLLM answer: directly, through any proxy listener it reaches (with any
+    Host header), and through the ALB."""
     w = door.world
     yield from _direct(door, source, path, ())
     for proxy, config in door.envoy.items():
@@ -395,9 +345,6 @@ def from_pod(door: Door, source: Endpoint, path: str) -> Iterator[Delivery]:
             port = int(listener["address"]["socket_address"]["port_value"])
             if w.cluster.allowed(source, w.pods[proxy], port):
                 yield from through_envoy(door, proxy, port, path, ())
-    if w.cluster.allowed(source, w.pods["interceptor"], INTERCEPTOR_PROXY[1]):
-        for host in {h for r in door.routes for rule in r["spec"].get("rules") or [] for h in rule.get("hosts") or ["*"]}:
-            yield from through_interceptor(door, host, path, ())
     yield from through_alb(door, path)
 
 
@@ -405,7 +352,7 @@ def relays(door: Door) -> set[str]:
     """Pods whose own software decides what reaches vLLM (modelled above), and vLLM's other admitted peers:
     Prometheus (its scrapes are its config's, no caller's) and the pickers (their metrics and KV events)."""
     w = door.world
-    return {"interceptor", "prometheus", *(g.proxy for g in w.gateways.values()), *(g.picker for g in w.gateways.values())}
+    return {"prometheus", *(g.proxy for g in w.gateways.values()), *(g.picker for g in w.gateways.values())}
 
 
 def callers(door: Door) -> Iterator[tuple[str, Endpoint | None]]:
@@ -442,16 +389,12 @@ def holes(door: Door) -> list[str]:
 
 
 def side_doors(door: Door) -> list[str]:
-    """Deliveries of /v1 that did not come through the model's own gateway or, at zero, the interceptor."""
+    """Deliveries of /v1 that did not come through the model's own gateway (at zero too)."""
     w = door.world
     out = set()
     for caller, sent, d in deliveries(door, [API, *(f"/{m.name}{API}" for m in w.cfg.models)]):
-        model = next(m for m in w.cfg.models if m.name == d.model)
-        gateway = w.gateways.get(model.name)
-        front = {gateway.proxy} if gateway else set()
-        if model.replicas.min == 0:
-            front.add("interceptor")
-        if not d.via or d.via[-1] not in front:
+        gateway = w.gateways.get(d.model)
+        if gateway is None or not d.via or d.via[-1] != gateway.proxy:
             out.add(f"{caller} -> {d.model} {d.path} (sent {sent!r}, via {' > '.join(d.via) or 'vLLM directly'})")
     return sorted(out)
 
@@ -470,12 +413,10 @@ def test_vllm_normalization_and_envoy_normalization_as_specified() -> None:
     assert envoy_path("/v1//chat/completions", hcm) == "/v1/chat/completions"
     assert envoy_path("/v1/..%2finvocations", {}) == "/v1/..%2finvocations"
     assert vllm_route("/v1/%2e%2e/invocations") == "/v1/../invocations"  # a route vLLM does not have
-    assert _interceptor_key("h", "/v1/../invocations").startswith(_interceptor_key("h", "/v1"))
-    assert not _interceptor_key("h", "/v1x").startswith(_interceptor_key("h", "/v1"))
 
 
 @pytest.mark.parametrize("stack", WORLDS)
-def test_only_the_gateway_prometheus_and_the_interceptor_reach_vllms_port(stack: str) -> None:
+def test_only_the_gateway_and_prometheus_reach_vllms_port(stack: str) -> None:
     """What makes the callers above complete: no pod but the relays and scrapers, no address outside, opens vLLM's port."""
     door = build_door(stack)
     w = door.world
@@ -484,6 +425,8 @@ def test_only_the_gateway_prometheus_and_the_interceptor_reach_vllms_port(stack:
         direct = {n for n, src in w.pods.items() if src is not pod and w.cluster.allowed(src, pod, VLLM_PORT)}
         outside = {n for n, h in w.hosts.items() if w.cluster.allowed(h, pod, VLLM_PORT)}
         assert (direct, outside) == (vllm_admits(w, model), set()), model.name
+        gateway = w.gateways[model.name]
+        assert direct == {"prometheus", gateway.proxy, gateway.picker}, model.name
 
 
 @pytest.mark.parametrize("stack", WORLDS)
@@ -500,13 +443,12 @@ def test_v1_reaches_vllm_only_through_the_models_front_door(stack: str) -> None:
 
 @pytest.mark.parametrize("stack", WORLDS)
 def test_clients_reach_v1_through_the_front_door(stack: str) -> None:
-    """Each client namespace's pod gets /v1 answered by its model, through the gateway's proxies (at zero, the interceptor)."""
+    """Each client namespace's pod gets /v1 answered by its model, through the gateway's proxies (at zero too)."""
     door = build_door(stack)
     for model in door.world.cfg.models:
         for client in model.client_namespaces:
             got = {(d.model, d.path, d.via[-1]) for d in from_pod(door, door.world.pods[f"client:{client}"], API) if d.via}
-            gateway = door.world.gateways.get(model.name)
-            front = gateway.proxy if gateway else "interceptor"
+            front = door.world.gateways[model.name].proxy
             assert (model.name, API, front) in got, (client, model.name, got)
 
 
@@ -575,25 +517,34 @@ def test_envoy_without_path_normalization_is_no_hole_but_a_rewrite_out_of_v1_is(
     assert "alb -> llama-3-1-8b /invocations (sent '/v1/invocations', via alb > llama-3-1-8b/llama-3-1-8b-proxy)" in found
 
 
-def test_an_interceptor_route_without_paths_is_a_hole() -> None:
+def _every_path(door: Door, proxy: str) -> Door:
+    """The door with the proxy's API route matching every path (not /v1 only)."""
+    config = copy.deepcopy(door.envoy[proxy])
+    api = next(x for x in config["static_resources"]["listeners"] if x["name"] == "api")
+    api["filter_chains"][0]["filters"][0]["typed_config"]["route_config"]["virtual_hosts"][0]["routes"][0]["match"] = {"prefix": "/"}
+    return dataclasses.replace(door, envoy={**door.envoy, proxy: config})
+
+
+def test_a_gateway_at_zero_routing_every_path_is_a_hole() -> None:
+    """The client of a model at zero reaches its proxies, which route /v1 only: a route for every path
+    forwards the unguarded routes."""
     door = build_door("scale-to-zero-dev+clients")
-    routes = copy.deepcopy(door.routes)
-    for route in routes:
-        for rule in route["spec"]["rules"]:
-            rule.pop("paths")
-    found = holes(dataclasses.replace(door, routes=routes))
-    assert "client:chat-app -> llama-3-1-8b /invocations (sent '/invocations', via interceptor)" in found
-    # the ALB still routes /v1 only, and /v1/../invocations is no route of vLLM
-    assert not any(f.startswith("alb ->") for f in found)
+    assert holes(door) == []
+    found = holes(_every_path(door, "llama-3-1-8b/llama-3-1-8b-proxy"))
+    assert "client:chat-app -> llama-3-1-8b /invocations (sent '/invocations', via llama-3-1-8b/llama-3-1-8b-proxy)" in found
+    # through the ALB only what its /v1 rule passes and the proxies normalize out of /v1
+    assert "alb -> llama-3-1-8b /invocations (sent '/v1/../invocations', via alb > llama-3-1-8b/llama-3-1-8b-proxy)" in found
+    assert "alb -> llama-3-1-8b /invocations (sent '/invocations', via alb > llama-3-1-8b/llama-3-1-8b-proxy)" not in found
+    # a pod of no client namespace still reaches the proxies only through the ALB
+    assert [f for f in found if f.startswith("stranger ->") and "via alb >" not in f] == []
 
 
 def test_an_ingress_for_every_path_at_zero_is_a_hole() -> None:
+    """Two locks on a model at zero as on any other: the ALB's rule (/v1) and the gateway's route (/v1)."""
     door = build_door("scale-to-zero-dev")
     ingresses = copy.deepcopy(door.ingresses)
-    routes = copy.deepcopy(door.routes)
     ingresses[0]["spec"]["rules"][0]["http"]["paths"][0]["path"] = "/"
-    for route in routes:
-        for rule in route["spec"]["rules"]:
-            rule["paths"] = [{"value": "/"}]
-    found = holes(dataclasses.replace(door, ingresses=ingresses, routes=routes))
-    assert "alb -> llama-3-1-8b /score (sent '/score', via alb > interceptor)" in found
+    wide_alb = dataclasses.replace(door, ingresses=ingresses)
+    assert holes(wide_alb) == []  # the gateway still routes /v1 only
+    found = holes(_every_path(wide_alb, "llama-3-1-8b/llama-3-1-8b-proxy"))
+    assert "alb -> llama-3-1-8b /score (sent '/score', via alb > llama-3-1-8b/llama-3-1-8b-proxy)" in found

@@ -14,13 +14,19 @@ from typing import Any
 import pytest
 
 from builders import network_policies as netpol
+from offline import harness
 from tests.conftest import FIXTURES, values
 from tests.support.flows import (
+    HTTP_ADD_ON_RELEASE,
     NETWORK_POLICY,
+    RELEASE,
+    SCALED_OBJECT,
     WORLDS,
     World,
     blocked,
     build_world,
+    gateway_of,
+    http_add_on_remnants,
     job_may_reach,
     job_reach,
     kv_events_port,
@@ -28,8 +34,10 @@ from tests.support.flows import (
     needed_flows,
     needed_service_flows,
     populate_jobs,
+    ready_port,
     stack_run,
     undefended_namespaces,
+    url_service,
     vllm_admits,
 )
 from tests.validators.netpol import Cluster, Endpoint
@@ -49,18 +57,16 @@ def test_every_forbidden_flow_is_shut(stack: str) -> None:
 
 @pytest.mark.parametrize("stack", WORLDS)
 def test_the_world_holds_each_models_front_door(stack: str) -> None:
-    """A gateway (proxies and pickers, as the router chart labels them) per model with replicas.min >= 1,
-    none at zero; every vLLM pod, proxy and picker scraped; the flows that matter for the front door
-    are among the needed ones (an empty selector would make the flow checks vacuous)."""
+    """A gateway (proxies and pickers, as the router chart labels them) per model, those at replicas.min 0
+    included; every vLLM pod, proxy and picker scraped; the flows that matter for the front door are among
+    the needed ones (an empty selector would make the flow checks vacuous)."""
     world = build_world(stack)
-    assert sorted(world.gateways) == sorted(m.name for m in world.cfg.models if m.replicas.min >= 1)
+    assert sorted(world.gateways) == sorted(m.name for m in world.cfg.models)
     needed = {why for why, *_ in needed_flows(world)}
     scraped = {dst.name for why, src, dst, *_ in needed_flows(world) if why.startswith("Prometheus scrapes ") and src.name == "prometheus"}
     for model in world.cfg.models:
         assert f"{model.name}/{model.name}" in scraped, model.name
-        gateway = world.gateways.get(model.name)
-        if gateway is None:
-            continue
+        gateway = world.gateways[model.name]
         assert {gateway.proxy, gateway.picker} <= scraped
         assert {
             f"{gateway.proxy} forwards to {model.name}/{model.name}",
@@ -121,14 +127,26 @@ def test_a_closed_needed_flow_is_found() -> None:
     assert "KEDA queries Prometheus" in blocked(world)
 
 
-def test_a_missing_interceptor_health_check_is_found() -> None:
-    def no_admin_port(ps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def test_a_missing_health_check_of_a_model_at_zero_is_found() -> None:
+    """The ALB checks the proxies of a model at zero on their ready listener, as for any model."""
+    world = build_world("scale-to-zero-dev")
+    (model,) = [m for m in world.cfg.models if m.replicas.min == 0]
+    gateway = gateway_of(world, model.name)
+    ready = ready_port(world, gateway)
+    needed = {why for why, *_ in needed_flows(world)}
+    assert {f"ALB forwards to {gateway.proxy}", f"ALB health-checks {gateway.proxy}"} <= needed
+
+    def no_ready_port(ps: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for p in ps:
-            for rule in p["spec"].get("ingress") or []:
-                rule["ports"] = [x for x in rule.get("ports") or [] if not (p["metadata"]["namespace"] == "keda" and x["port"] == 9090)]
+            if p["metadata"]["namespace"] == model.name:
+                # (a rule left without ports would admit every port: drop it)
+                rules = [{**r, "ports": [x for x in r.get("ports") or [] if x["port"] != ready]} for r in p["spec"].get("ingress") or []]
+                p["spec"]["ingress"] = [r for r in rules if r["ports"]]
         return ps
 
-    assert "ALB health-checks interceptor" in blocked(_broken("scale-to-zero-dev", no_admin_port))
+    found = blocked(_broken("scale-to-zero-dev", no_ready_port))
+    assert f"ALB health-checks {gateway.proxy}" in found
+    assert f"ALB forwards to {gateway.proxy}" not in found
 
 
 def test_vllm_open_to_the_vpc_is_found() -> None:
@@ -219,8 +237,9 @@ def test_a_client_namespace_left_out_is_found() -> None:
     assert "a pod in batch-jobs calls mistral-7b's gateway" in blocked(
         _broken("internet-facing-tls", lambda ps: [{**p, "spec": _no_peer(p["spec"], "batch-jobs")} for p in ps])
     )
-    assert "a pod in chat-app calls llama-3-1-8b through the interceptor" in blocked(
-        _broken("scale-to-zero-dev+clients", lambda ps: [{**p, "spec": _no_peer(p["spec"], "chat-app")} for p in ps])
+    # a model at zero is called through its gateway like any other
+    assert {"a pod in chat-app calls llama-3-1-8b's gateway", "a pod in chat-app calls the llama-3-1-8b-proxy Service"} <= set(
+        blocked(_broken("scale-to-zero-dev+clients", lambda ps: [{**p, "spec": _no_peer(p["spec"], "chat-app")} for p in ps]))
     )
 
 
@@ -234,20 +253,42 @@ def _no_peer(spec: dict[str, Any], namespace: str) -> dict[str, Any]:
     return {**spec, "ingress": rules} if spec.get("ingress") else spec
 
 
-def test_clients_of_a_model_at_zero_reach_the_interceptor_only_on_its_proxy_port() -> None:
+def test_clients_of_a_model_at_zero_reach_its_proxies_only_on_the_api_port() -> None:
+    """The client of a model at zero calls its gateway's proxies on 8081; not their health or metrics port, not vLLM."""
     world = build_world("scale-to-zero-dev+clients")
-    assert world.cluster.allowed(world.pods["client:chat-app"], world.pods["interceptor"], 8080)
-    assert not world.cluster.allowed(world.pods["client:chat-app"], world.pods["interceptor"], 9090)
-    wider = _edit("keda", "interceptor", lambda s: s["ingress"][1]["ports"].append({"protocol": "TCP", "port": 9090}))
-    assert "client:chat-app reaches the interceptor's admin port" in leaks(_broken("scale-to-zero-dev+clients", wider))
+    client, proxy = world.pods["client:chat-app"], world.pods["llama-3-1-8b/llama-3-1-8b-proxy"]
+    gateway = gateway_of(world, "llama-3-1-8b")
+    assert world.ports[gateway.proxy]["api"] == 8081
+    assert world.cluster.allowed(client, proxy, 8081)
+    assert world.cluster.allowed_via_service(client, world.services[gateway.proxy], 8081, world.backends(world.services[gateway.proxy]))
+    assert not world.cluster.allowed(client, proxy, ready_port(world, gateway))
+    assert not world.cluster.allowed(client, proxy, world.ports[gateway.proxy]["envoy-metrics"])
+    assert not world.cluster.allowed(client, world.pods["llama-3-1-8b/llama-3-1-8b"], 8000)
+    (rule,) = [r for r in _proxy_policy(world)["spec"]["ingress"] if netpol.namespace_peer("chat-app") in r["from"]]
+    index = _proxy_policy(world)["spec"]["ingress"].index(rule)
+    wider = _edit("llama-3-1-8b", "llama-3-1-8b-proxy", lambda s: s["ingress"][index]["ports"].append({"protocol": "TCP", "port": 19001}))
+    assert "client:chat-app reaches llama-3-1-8b/llama-3-1-8b-proxy's health port 19001" in leaks(
+        _broken("scale-to-zero-dev+clients", wider)
+    )
+
+
+def _proxy_policy(world: World) -> dict[str, Any]:
+    (policy,) = [p for p in world.policies if (p["metadata"]["namespace"], p["metadata"]["name"]) == ("llama-3-1-8b", "llama-3-1-8b-proxy")]
+    return policy
 
 
 def test_a_named_target_port_on_a_model_service_is_found() -> None:
-    """The policy controller maps a rule's port to a Service only through a numeric target port."""
+    """The policy controller maps a rule's port to a Service only through a numeric target port: the proxies
+    of a model at zero ask its picker's Service, and a named target port there would cut them off."""
     world = build_world("scale-to-zero-dev")
-    service = world.services["llama-3-1-8b/llama-3-1-8b"]
-    world.services["llama-3-1-8b/llama-3-1-8b"] = dataclasses.replace(service, ports=((8000, "http"),))
-    assert "the interceptor reaches the llama-3-1-8b Service" in blocked(world)
+    why = "llama-3-1-8b/llama-3-1-8b-proxy asks the llama-3-1-8b-epp Service"
+    assert why in {w for w, *_ in needed_service_flows(world)}
+    assert why not in blocked(world)
+    service = world.services["llama-3-1-8b/llama-3-1-8b-epp"]
+    world.services["llama-3-1-8b/llama-3-1-8b-epp"] = dataclasses.replace(
+        service, ports=tuple((port, "grpc" if port == 9002 else target) for port, target in service.ports)
+    )
+    assert why in blocked(world)
 
 
 # -- the evaluator itself, on hand-written policies --------------------------------------------------------
@@ -351,7 +392,7 @@ def test_scrapes_need_the_vpc_rule() -> None:
     assert {"Prometheus scrapes KEDA", "Prometheus scrapes nodes on 9100", "Prometheus scrapes nodes on 10250"} <= set(closed)
 
 
-# -- every workload as a source and a target: the populate Jobs, the interceptor ---------------------------
+# -- every workload as a source and a target: the populate Jobs, the gateways' proxies ---------------------
 
 
 @pytest.mark.parametrize("stack", WORLDS)
@@ -383,13 +424,90 @@ def test_a_populate_job_admitted_to_every_kubelet_is_found() -> None:
     assert all(("other-node", 10250, "TCP") in job_reach(world, job) - job_may_reach(world) for job in jobs.values())
 
 
-def test_an_interceptor_open_to_the_internet_is_found() -> None:
-    def open_interceptor(ps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def test_the_proxies_of_a_model_at_zero_open_to_the_internet_are_found() -> None:
+    def open_proxies(ps: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for p in ps:
-            if (p["metadata"]["namespace"], p["metadata"]["name"]) == ("keda", "interceptor"):
-                p["spec"]["ingress"][0]["from"].append({"ipBlock": {"cidr": "0.0.0.0/0"}})
+            if (p["metadata"]["namespace"], p["metadata"]["name"]) == ("llama-3-1-8b", "llama-3-1-8b-proxy"):
+                for rule in p["spec"]["ingress"][:2]:
+                    rule["from"].append({"ipBlock": {"cidr": "0.0.0.0/0"}})
         return ps
 
-    found = leaks(_broken("scale-to-zero-dev", open_interceptor))
-    assert "the internet reaches the interceptor on 8080" in found
-    assert "the internet reaches the interceptor on 9090" in found
+    found = leaks(_broken("scale-to-zero-dev", open_proxies))
+    assert "the internet reaches llama-3-1-8b/llama-3-1-8b-proxy on 8081" in found
+    assert "the internet reaches llama-3-1-8b/llama-3-1-8b-proxy on 19001" in found
+
+
+# -- a model at zero: its gateway, its wake, nothing of the KEDA HTTP add-on ---------------------------------
+
+
+def test_a_model_at_zero_is_served_and_woken_through_its_gateway() -> None:
+    """scale-to-zero-dev: the model at zero has its gateway (proxies, pickers), vLLM admits nothing else,
+    and its wake trigger is a Prometheus query KEDA makes on the series the proxies' scrape brings."""
+    world = build_world("scale-to-zero-dev")
+    (model,) = [m for m in world.cfg.models if m.replicas.min == 0]
+    gateway = gateway_of(world, model.name)
+    assert vllm_admits(world, model) == {"prometheus", gateway.proxy, gateway.picker}
+    # its clients are told to call the proxies' Service on the API port, with no Host header to send
+    service, port = url_service(world, model.name)
+    assert (f"{service.namespace}/{service.name}", port) == (gateway.proxy, world.ports[gateway.proxy]["api"])
+    assert world.run.outputs["models"][model.name]["host"] is None
+    (scaled,) = [values(r) for r in world.run.of_type(SCALED_OBJECT) if values(r)["metadata"]["namespace"] == model.name]
+    (wake,) = [t for t in scaled["spec"]["triggers"] if "envoy_http_downstream_rq_active" in t["metadata"].get("query", "")]
+    assert wake["type"] == "prometheus"
+    assert f'namespace="{model.name}"' in wake["metadata"]["query"]
+    assert not any(t["type"].startswith("external") for t in scaled["spec"]["triggers"])
+    needed = {why for why, *_ in needed_flows(world)}
+    metrics = world.ports[gateway.proxy]["envoy-metrics"]
+    assert {f"Prometheus scrapes {gateway.proxy} on {metrics}", "KEDA queries Prometheus"} <= needed
+    assert blocked(world) == []
+    # the wake depends on that scrape: a proxy policy without Prometheus on its metrics port cuts it
+    no_scrape = _edit(model.name, f"{model.name}-proxy", lambda s: s["ingress"].pop(2))
+    assert f"Prometheus scrapes {gateway.proxy} on {metrics}" in blocked(_broken("scale-to-zero-dev", no_scrape))
+
+
+@pytest.mark.parametrize("stack", WORLDS)
+def test_nothing_of_the_http_add_on_is_rendered(stack: str) -> None:
+    """No InterceptorRoute, no `keda-add-ons-http` release, no `interceptor` NetworkPolicy, no Ingress in KEDA's
+    namespace, no external scaler trigger; scale-to-zero-dev (a model at zero) above all."""
+    cfg, run = stack_run(stack)
+    assert http_add_on_remnants(run) == []
+    if stack.startswith("scale-to-zero-dev"):
+        assert any(m.replicas.min == 0 for m in cfg.models)
+        assert not run.of_type("kubernetes:http.keda.sh/v1beta1:InterceptorRoute")
+        assert HTTP_ADD_ON_RELEASE not in {values(r).get("name") for r in run.of_type(RELEASE)}
+        assert ("keda", "interceptor") not in {
+            (values(r)["metadata"]["namespace"], values(r)["metadata"]["name"]) for r in run.of_type(NETWORK_POLICY)
+        }
+
+
+def test_a_remnant_of_the_http_add_on_is_found() -> None:
+    """The check above, on a render with each of the add-on's resources put back."""
+    run = stack_run("scale-to-zero-dev")[1]
+
+    def put_back(type_: str, name: str, inputs: dict[str, Any]) -> Any:
+        return dataclasses.replace(run.registrations[0], type=type_, name=name, inputs=inputs)
+
+    backend = {"service": {"name": f"{HTTP_ADD_ON_RELEASE}-interceptor-proxy", "port": {"number": 8080}}}
+    add_on = [
+        put_back(
+            "kubernetes:http.keda.sh/v1beta1:InterceptorRoute",
+            "model-llama-3-1-8b-interceptor-route",
+            {"metadata": {"name": "llama-3-1-8b", "namespace": "llama-3-1-8b"}, "spec": {}},
+        ),
+        put_back(RELEASE, "keda-http-add-on", {"name": HTTP_ADD_ON_RELEASE, "chart": HTTP_ADD_ON_RELEASE, "namespace": "keda"}),
+        put_back(
+            NETWORK_POLICY, "network-policies-keda-interceptor", {"metadata": {"name": "interceptor", "namespace": "keda"}, "spec": {}}
+        ),
+        put_back(
+            "kubernetes:networking.k8s.io/v1:Ingress",
+            "model-llama-3-1-8b-ingress-at-zero",
+            {"metadata": {"name": "llama-3-1-8b", "namespace": "keda"}, "spec": {"rules": [{"http": {"paths": [{"backend": backend}]}}]}},
+        ),
+    ]
+    broken = harness.RunResult([*run.registrations, *add_on], run.outputs, run.secret_outputs, run.logs)
+    assert http_add_on_remnants(broken) == [
+        "kubernetes:http.keda.sh/v1beta1:InterceptorRoute model-llama-3-1-8b-interceptor-route",
+        f"{RELEASE} keda-http-add-on ({HTTP_ADD_ON_RELEASE}, chart {HTTP_ADD_ON_RELEASE})",
+        f"{NETWORK_POLICY} keda/interceptor",
+        f"kubernetes:networking.k8s.io/v1:Ingress keda/llama-3-1-8b -> {HTTP_ADD_ON_RELEASE}-interceptor-proxy",
+    ]

@@ -141,13 +141,17 @@ def _policy_name(stack: str, namespace: str, name: str) -> str:
     return r.name
 
 
-def test_an_interceptor_admitting_the_internet_is_found() -> None:
+def test_the_proxies_of_a_model_at_zero_admitting_the_internet_are_found() -> None:
+    """The front door of a model at zero is its gateway's proxies, as for any model: a /0 on their ALB rule is a finding."""
+
     def change(doc: dict[str, Any]) -> dict[str, Any]:
         doc["spec"]["ingress"][0]["from"].append({"ipBlock": {"cidr": "0.0.0.0/0"}})
         return doc
 
-    found = _broken("scale-to-zero-dev", NETWORK_POLICY, _policy_name("scale-to-zero-dev", "keda", "interceptor"), change)
-    assert f"{NETWORK_POLICY} network-policies-keda-interceptor spec.ingress.0.from.2.ipBlock.cidr: 0.0.0.0/0" in found
+    name = _policy_name("scale-to-zero-dev", "llama-3-1-8b", "llama-3-1-8b-proxy")
+    assert name == "model-llama-3-1-8b-netpol-llama-3-1-8b-proxy"
+    found = _broken("scale-to-zero-dev", NETWORK_POLICY, name, change)
+    assert found == [f"{NETWORK_POLICY} {name} spec.ingress.0.from.2.ipBlock.cidr: 0.0.0.0/0"]
 
 
 def test_internet_egress_on_another_port_or_into_the_vpc_is_found() -> None:

@@ -32,6 +32,8 @@ EXT_PROC_PORT = 9002
 READY_PATH = "/ready"
 METRICS_PATH = "/stats/prometheus"
 API_PREFIX = "/v1"
+API_STAT_PREFIX = "api"
+"""The API listener's stat_prefix: `envoy_http_conn_manager_prefix` on its statistics (dashboards, the wake trigger)."""
 DESTINATION_HEADER = "x-gateway-destination-endpoint"
 """Where the Endpoint Picker writes the chosen pod's address (the ORIGINAL_DST cluster reads it)."""
 EXT_PROC_CLUSTER = "ext_proc"
@@ -147,7 +149,7 @@ def _api_listener(timeouts: Chain) -> dict[str, Any]:
     no_picker = {"envoy.filters.http.ext_proc": _typed("envoy.config.route.v3.FilterConfig", disabled=True)}
     manager = _typed(
         HCM,
-        stat_prefix="api",
+        stat_prefix=API_STAT_PREFIX,
         route_config={
             "name": "api",
             "virtual_hosts": [{"name": "api", "domains": ["*"], "routes": [api, {**_not_found(), "typed_per_filter_config": no_picker}]}],

@@ -77,18 +77,30 @@ def policies(
     ]
 
 
-def disruption_budgets(model: ModelConfig, *, proxy_replicas: int) -> list[dict[str, Any]]:
+WAIT_FOR_ANNOTATION = "pulumi.com/waitFor"
+"""pulumi-kubernetes' own await on any resource (since v4.18.0; over a kind's built-in await since v4.18.4):
+`condition=<type>` waits for the condition to be True."""
+
+
+def disruption_budgets(model: ModelConfig) -> list[dict[str, Any]]:
     """The chart renders none. A node drain takes one proxy at a time (the other keeps serving); a proxy
     that is not ready may always go (every proxy turns unready together only when Envoy cannot start, and
     a drain must not wait on that). The pickers get none: only the leader is ready, so a budget over them
-    would forbid evicting the leader at all, and a drain must be able to move it (the standby takes over)."""
-    if proxy_replicas < 2:
-        return []
+    would forbid evicting the leader at all, and a drain must be able to move it (the standby takes over).
+
+    The budget is also what `pulumi up` waits on for the proxies (the router release is not awaited,
+    components/serving.py): with `maxUnavailable: 1` its DisruptionAllowed condition is True exactly when
+    every proxy the Deployment wants is ready, so the model's Ingress, which waits for it, moves the ALB's
+    rule to proxies that serve. With one proxy the budget never blocks a drain (one may always go)."""
     return [
         {
             "apiVersion": "policy/v1",
             "kind": "PodDisruptionBudget",
-            "metadata": {"name": router.proxy_name(model), "namespace": model.name},
+            "metadata": {
+                "name": router.proxy_name(model),
+                "namespace": model.name,
+                "annotations": {WAIT_FOR_ANNOTATION: "condition=DisruptionAllowed"},
+            },
             "spec": {
                 "maxUnavailable": 1,
                 "selector": {"matchLabels": dict(router.proxy_pods(model))},

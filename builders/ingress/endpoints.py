@@ -2,15 +2,15 @@
 
 All model Ingresses join one IngressGroup, so one ALB serves every model. The group is closed:
 the `alb` IngressClass's parameters (an IngressClassParams the controller's chart creates) name the
-group and admit only the namespaces the platform labels for it (the models' and KEDA's); the
+group and admit only the namespaces the platform labels for it (the models'; KEDA's still is); the
 controller refuses to reconcile an Ingress of the class in any other namespace. Routing:
 - with `ingress.domain`: by host, https://<model>.<domain>/v1;
 - without: by path prefix, <scheme>://<alb>/<model>/v1, rewritten to /v1 by an ALB URL-rewrite
   transform before it reaches vLLM.
 Only /v1 is routed: /metrics, /health and vLLM's control endpoints never leave the cluster.
 The backend is the model's gateway (builders/gateway/router.py): its Envoy proxies, health-checked
-on their ready listener, which answers 200 only while the model's Endpoint Picker does. A model at
-zero is routed to the HTTP add-on's interceptor instead (builders/scale_to_zero.py).
+on their ready listener (Envoy's own: not tied to the picker), for every model, those at zero included
+(the gateway holds their requests while a replica starts).
 """
 
 from __future__ import annotations
@@ -47,12 +47,12 @@ def ingress_class_params() -> dict[str, Any]:
     """The spec of the IngressClassParams behind the `alb` class. `group.name` puts every Ingress
     of the class into the model group whatever its own annotations say; `namespaceSelector` admits
     only namespaces carrying the platform's group label (INGRESS_GROUP_MEMBER): every model
-    namespace and KEDA's, which the platform creates with it. Labelling a namespace takes
+    namespace, which the platform creates with it (and KEDA's, builders/keda.py). Labelling a namespace takes
     cluster-wide rights (namespaces are cluster-scoped), so a tenant cannot label its own way in.
 
     A label rather than a list of names: a namespace keeps its label until it is deleted, while a
-    list would drop a model's namespace at the start of the `pulumi up` that removes the model (or
-    moves its Ingress between its namespace and KEDA's at a change of `replicas.min`), and the
+    list would drop a model's namespace at the start of the `pulumi up` that removes the model (or, for
+    the `up` that removed the HTTP add-on, KEDA's namespace, where its Ingresses were), and the
     Ingress is deleted at the end; meanwhile the controller reconciles none of the group (a member
     in a namespace the selector does not admit blocks it, upstream issue #2731, PR #2750), so any other Ingress
     the same run creates would wait out its timeout."""
@@ -87,7 +87,7 @@ def controller_values(cfg: IngressConfig, cluster_name: Any, region: str, vpc_id
 
 
 def deregistration_delay(model: ModelConfig) -> int:
-    """Seconds the ALB keeps a draining target (a gateway proxy, or the interceptor at zero): the
+    """Seconds the ALB keeps a draining target (a gateway proxy): the
     model's drain, so a stream the target still relays can end."""
     return model.drain.pre_stop_sleep_seconds + model.drain.shutdown_timeout_seconds
 
@@ -117,7 +117,7 @@ def ingress(model: ModelConfig, cfg: IngressConfig, vpc_cidrs: list[str]) -> dic
         f"{A}/healthcheck-path": envoy.READY_PATH,
         f"{A}/healthcheck-port": str(envoy.READY_PORT),
         f"{A}/success-codes": "200",
-        # A new target (a gateway proxy, or an interceptor at zero) takes traffic after two passing checks
+        # A new target (a gateway proxy) takes traffic after two passing checks
         # 5 s apart (the controller's defaults are 15 s apart); new vLLM replicas are found by the
         # gateway, not registered with the ALB (config/derived/scaleup.py, loadBalancer).
         f"{A}/healthcheck-interval-seconds": str(scaleup.ALB_HEALTHCHECK_INTERVAL_SECONDS),

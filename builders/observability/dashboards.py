@@ -83,8 +83,7 @@ def _gateway_quantiles(histogram: str) -> tuple[tuple[str, str], ...]:
 # the namespace named after it, so the model variable selects them by namespace. Names and labels:
 # metrics.py EPP_* and ENVOY_* (llm-d router v0.10.0, Envoy 1.33).
 GATEWAY = 'namespace=~"$model"'
-API_STAT_PREFIX = "api"
-"""The API listener's stat_prefix in the proxies' config (builders/gateway/envoy.py; a test ties the two)."""
+API_STAT_PREFIX = envoy_config.API_STAT_PREFIX
 _API = f'envoy_http_conn_manager_prefix="{API_STAT_PREFIX}"'
 _ENDPOINTS = f'envoy_cluster_name="{envoy_config.ENDPOINT_CLUSTER}"'
 _PICKERS = f'envoy_cluster_name="{envoy_config.EXT_PROC_CLUSTER}"'

@@ -44,12 +44,6 @@ class ModelWatch:
     """replicas.min 0: no metrics is normal while no replica is available."""
 
     @property
-    def has_gateway(self) -> bool:
-        """A model that keeps replicas (replicas.min >= 1) is served through its own gateway; one at
-        zero has none (components/serving.py holds the two together)."""
-        return not self.scales_to_zero
-
-    @property
     def picker(self) -> str:
         """The Endpoint Picker's Deployment: the chart's name for the release named after the model
         (builders/gateway/router.py picker_name; a test ties the two)."""
@@ -119,9 +113,7 @@ def _epp_blind(m: ModelWatch) -> str:
 
 
 def gateway_alerts(m: ModelWatch) -> list[dict[str, Any]]:
-    """The alerts of one model's gateway; none for a model without one."""
-    if not m.has_gateway:
-        return []
+    """The alerts of one model's gateway (every model has one)."""
     labels = {"namespace": m.namespace, "model_name": m.name}
     ns = m.namespace
     return [

@@ -4,7 +4,9 @@ Triggers read vLLM's own metrics through Prometheus:
 - queue depth, `sum(vllm:num_requests_waiting{...})` as AverageValue: the HPA divides the total
   by the threshold, so desired = ceil(total waiting / acceptable waiting per replica);
 - KV-cache usage, the average over replicas as Value: desired = ceil(current x average / target);
-- optionally p95 time to first token as Value, a guardrail when latency breaks before queues grow.
+- optionally p95 time to first token as Value, a guardrail when latency breaks before queues grow;
+- for a model that scales to zero, the requests in flight at its gateway's proxies as AverageValue
+  (the wake: see `gateway_requests_query`).
 Every query aggregates to one series (KEDA errors on several). A failing query is an error, not
 a zero (ignoreNullValues false), and the fallback holds the current replica count.
 """
@@ -13,7 +15,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from config.facts.conventions import EXTERNAL_SCALER, KEDA_NAMESPACE, hpa_name
+from builders.gateway import envoy
+from builders.observability.rules import GATEWAY_PROXY_JOB
+from config.derived import capacity
+from config.facts.conventions import hpa_name
+from config.sections.gpu_pools import GpuPool
 from config.sections.models import ModelConfig, ScalePolicy
 from config.sections.types import duration_seconds
 
@@ -45,6 +51,21 @@ def kv_cache_query(model: ModelConfig, scales_to_zero: bool = False) -> str:
     return _at_zero(model, _over_pods("avg", "vllm:kv_cache_usage_perc", model), scales_to_zero)
 
 
+def gateway_requests_query(model: ModelConfig) -> str:
+    """Requests in flight at the model's Envoy proxies (API listener only: not the ALB's health checks on
+    the ready listener, not Prometheus on the metrics listener): held by the picker's flow control, or
+    streaming from a replica.
+
+    The wake signal from zero. Envoy writes every statistic from its own start (its `/stats/prometheus`
+    without `usedonly`), so the series exists, at 0, while the pool has no endpoint and never had one: it
+    does not depend on the Endpoint Picker having seen a backend, unlike the picker's
+    llm_d_epp_flow_control_queue_size (llm-d/llm-d#2492), and survives a picker restart. No fallback to 0:
+    with no proxy scraped the query returns nothing, which (ignoreNullValues false) is an error, and KEDA's
+    fallback then starts a replica; a missing signal never reads as idle."""
+    selector = f'job="{GATEWAY_PROXY_JOB}", namespace="{model.name}", envoy_http_conn_manager_prefix="{envoy.API_STAT_PREFIX}"'
+    return f"sum(envoy_http_downstream_rq_active{{{selector}}})"
+
+
 def ttft_query(model: ModelConfig) -> str:
     # No requests in the window gives NaN; with ignoreNullValues false KEDA would read that as a
     # failure and hold the fallback. Idle is 0 seconds to first token, not an error.
@@ -52,15 +73,20 @@ def ttft_query(model: ModelConfig) -> str:
     return f"({quantile} >= 0) or vector(0)"
 
 
+GATEWAY_REQUESTS_TRIGGER = "gateway-requests"
+WAKE_ACTIVATION = 0
+"""KEDA activates a trigger whose value is strictly above its activation threshold: one request in flight."""
+
+
 def _number(value: float) -> str:
     return f"{value:g}"
 
 
-def triggers(model: ModelConfig, server_address: str, scales_to_zero: bool = False) -> list[dict[str, Any]]:
-    """vLLM's metrics, then (at zero) the interceptor's push, then the schedules."""
+def triggers(model: ModelConfig, server_address: str, pool: GpuPool, scales_to_zero: bool = False) -> list[dict[str, Any]]:
+    """vLLM's metrics, then (at zero) the gateway's requests in flight, then the schedules."""
     a = model.autoscaling
 
-    def prometheus(name: str, metric_type: str, query: str, threshold: float) -> dict[str, Any]:
+    def prometheus(name: str, metric_type: str, query: str, threshold: float, activation: float | None = None) -> dict[str, Any]:
         return {
             "type": "prometheus",
             "name": name,
@@ -69,6 +95,7 @@ def triggers(model: ModelConfig, server_address: str, scales_to_zero: bool = Fal
                 "serverAddress": server_address,
                 "query": query,
                 "threshold": _number(threshold),
+                **({"activationThreshold": _number(activation)} if activation is not None else {}),
                 "ignoreNullValues": "false",
                 "unsafeSsl": "false",
             },
@@ -81,14 +108,16 @@ def triggers(model: ModelConfig, server_address: str, scales_to_zero: bool = Fal
     if a.ttft_p95_seconds is not None:
         out.append(prometheus("ttft-p95", "Value", ttft_query(model), a.ttft_p95_seconds))
     if scales_to_zero:
-        # The interceptor pushes its held and in-flight requests: the one signal that exists at zero.
-        scaler, port = EXTERNAL_SCALER
+        # The one signal that exists at zero: active above 0, so one held request wakes the model. Per replica
+        # its target is the sequences a replica runs at once; vLLM's triggers scale beyond one.
         out.append(
-            {
-                "type": "external-push",
-                "name": "requests",
-                "metadata": {"scalerAddress": f"{scaler}.{KEDA_NAMESPACE}:{port}", "interceptorRoute": model.name},
-            }
+            prometheus(
+                GATEWAY_REQUESTS_TRIGGER,
+                "AverageValue",
+                gateway_requests_query(model),
+                capacity.max_num_seqs(model, pool),
+                activation=WAKE_ACTIVATION,
+            )
         )
     for i, s in enumerate(a.schedules):
         out.append(
@@ -120,10 +149,10 @@ def scale_down_window(model: ModelConfig, scale_up_miss_seconds: int | None) -> 
 
 
 def scaled_object(
-    model: ModelConfig, server_address: str, scale_up_miss_seconds: int | None = None, *, scales_to_zero: bool
+    model: ModelConfig, server_address: str, pool: GpuPool, scale_up_miss_seconds: int | None = None, *, scales_to_zero: bool
 ) -> dict[str, Any]:
     """The model's ScaledObject. `scales_to_zero` is the derived state's (config/derived/state.py
-    ModelState.scales_to_zero): the interceptor's push trigger, queries that read 0 at zero replicas,
+    ModelState.scales_to_zero): the gateway's wake trigger, queries that read 0 at zero replicas,
     and the idle cooldown."""
     a = model.autoscaling
     fallback: dict[str, Any] = {
@@ -153,6 +182,6 @@ def scaled_object(
                     "behavior": {"scaleUp": _policy(a.scale_up), "scaleDown": scale_down},
                 }
             },
-            "triggers": triggers(model, server_address, scales_to_zero),
+            "triggers": triggers(model, server_address, pool, scales_to_zero),
         },
     }

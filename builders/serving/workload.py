@@ -16,7 +16,6 @@ from config.derived.sharing import gpu_request
 from config.facts.conventions import (
     API_KEY_FINGERPRINT_ANNOTATION,
     INGRESS_GROUP_MEMBER,
-    KEDA_NAMESPACE,
     MODEL_LABEL,
     POOL_LABEL,
     PROJECT,
@@ -43,11 +42,8 @@ class ModelFlows:
     """Excluded from 'the internet' in egress rules."""
     interface_endpoints: list[str]
     """Subnets of an existing VPC's interface endpoints, reachable on 443 (S3 resolving inside the VPC)."""
-    scales_to_zero: bool
-    """The model scales to zero (config/derived/state.py ModelState): its requests come through the
-    HTTP add-on's interceptor."""
     gateway_peers: list[dict[str, Any]] = field(default_factory=list)
-    """The model's gateway pods (builders/gateway/policies.py gateway_peers); empty at zero."""
+    """The model's gateway pods (builders/gateway/policies.py gateway_peers)."""
     kv_events: tuple[int, list[dict[str, Any]]] | None = None
     """vLLM's KV-event port and the pods it admits there: the gateway's pickers (precise prefix-cache routing)."""
 
@@ -121,18 +117,16 @@ def cache_size(model: ModelConfig) -> str:
     return f"{math.ceil(capacity.checkpoint_gib(model) * 1.2) + 10}Gi"
 
 
-def namespace(model: ModelConfig, *, gateway: bool = False) -> dict[str, Any]:
+def namespace(model: ModelConfig) -> dict[str, Any]:
     """The model's namespace. The load balancer controller holds a rollout until the ALB target is
     healthy (readiness gate); the group label admits the model's Ingress to the shared ALB
-    (builders/ingress/endpoints.py). Pod Security `restricted` is enforced, except beside a gateway:
-    the router chart (llm-d-router v0.10.0, routerlib `_deployment.yaml`) renders the Endpoint Picker
-    container with no securityContext and has no value to set one, which `restricted` refuses; there
-    `baseline` is enforced and `restricted` still audited and warned, and every container the platform
-    writes itself (vLLM, its init containers, the populate Job) keeps the restricted context."""
+    (builders/ingress/endpoints.py). Pod Security `baseline` is enforced and `restricted` audited and
+    warned: the model's gateway runs here, and the router chart (llm-d-router v0.10.0, routerlib
+    `_deployment.yaml`) renders the Endpoint Picker container with no securityContext and has no value to
+    set one, which `restricted` refuses. Every container the platform writes itself (vLLM, its init
+    containers, the populate Job) keeps the restricted context (a test holds each to it)."""
     labels = {READINESS_GATE_LABEL: "enabled", MODEL_LABEL: model.name, **INGRESS_GROUP_MEMBER}
-    if gateway:
-        return namespace_manifest(model.name, "baseline", audit="restricted", labels=labels)
-    return namespace_manifest(model.name, "restricted", labels=labels)
+    return namespace_manifest(model.name, "baseline", audit="restricted", labels=labels)
 
 
 def service_account(model: ModelConfig) -> dict[str, Any]:
@@ -506,12 +500,9 @@ def pod_disruption_budget(model: ModelConfig) -> dict[str, Any]:
 
 def network_policies(model: ModelConfig, flows: ModelFlows) -> list[dict[str, Any]]:
     """Default deny in the namespace; vLLM's port admits only the model's gateway (its proxies send the
-    requests, its pickers read /metrics), Prometheus and, at zero, the interceptor. No load balancer
-    subnet and no client namespace: they reach the gateway, which serves /v1 alone."""
+    requests, its pickers read /metrics) and Prometheus. No load balancer subnet and no client namespace:
+    they reach the gateway, which serves /v1 alone."""
     sources: list[dict[str, Any]] = [netpol.prometheus_peer(flows.monitoring_namespace), *flows.gateway_peers]
-    if flows.scales_to_zero:
-        # scaled to zero: requests come through the HTTP add-on's interceptor, in KEDA's namespace
-        sources.append({**netpol.namespace_peer(KEDA_NAMESPACE), "podSelector": {"matchLabels": dict(netpol.INTERCEPTOR_POD)}})
     ingress: list[dict[str, Any]] = [{"from": sources, "ports": netpol.tcp(PORT)}]
     if flows.kv_events is not None:
         port, pickers = flows.kv_events

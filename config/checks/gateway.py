@@ -21,18 +21,11 @@ PRECISE_FLAGS = {
 
 
 def rule_precise_routing(cfg: StackConfig) -> Iterator[Problem]:
-    """models[].routing.prefixCache precise: only with a gateway, and vLLM's KV-event flags are the platform's."""
-    derived = state.of(cfg)
+    """models[].routing.prefixCache precise: vLLM's KV-event flags are the platform's."""
     for m in cfg.models:
         if m.routing.prefix_cache != "precise":
             continue
         path = model_path(m)
-        if derived.model(m.name).scales_to_zero:
-            yield Problem(
-                f"{path}.routing.prefixCache",
-                "precise needs the model's gateway, and a model at replicas.min 0 is reached through the HTTP add-on's "
-                "interceptor, which routes round robin. Fix: set replicas.min to 1 or more, or use approximate",
-            )
         for i, arg in enumerate(m.extra_args):
             flag = vllm_flag(arg.split("=", 1)[0])
             if flag in PRECISE_FLAGS:
@@ -43,13 +36,13 @@ def rule_precise_routing(cfg: StackConfig) -> Iterator[Problem]:
 
 
 def rule_hold(cfg: StackConfig) -> Iterator[Problem]:
-    """Flow control of a model with a gateway: its thresholds above KEDA's targets and vLLM's bound, its
-    hold inside the ALB's idle timeout (config/derived/hold.py)."""
+    """Flow control of every model's gateway: its thresholds above KEDA's targets and vLLM's bound, its
+    hold inside the ALB's idle timeout, and for a model at zero a hold that outlasts its cold start
+    (config/derived/hold.py)."""
     derived = state.of(cfg)
     for m in cfg.models:
-        held = derived.model(m.name).hold
-        if held is None:
-            continue
+        facts = derived.model(m.name)
+        held = facts.hold
         path = model_path(m)
         target = m.autoscaling.kv_cache_usage_target
         if held.kv_threshold <= target:
@@ -75,13 +68,27 @@ def rule_hold(cfg: StackConfig) -> Iterator[Problem]:
                 f"{hold.PICK_TIMEOUT_SECONDS} s pick and {HOLD_MARGIN_SECONDS} s of margin must fit inside the ALB's idle "
                 f"timeout. Fix: raise it to at least {least}",
             )
+        elif held.cold_start and held.ttl_seconds < facts.scale_up.miss:
+            need = facts.scale_up.miss + hold.PICK_TIMEOUT_SECONDS + HOLD_MARGIN_SECONDS
+            yield Problem(
+                "ingress.idleTimeoutSeconds",
+                f"{cfg.ingress.idle_timeout_seconds} s caps how long {m.name}'s gateway holds a request at {held.ttl_seconds} s "
+                f"(a hold, a {hold.PICK_TIMEOUT_SECONDS} s pick and {HOLD_MARGIN_SECONDS} s of margin inside the ALB's idle "
+                f"timeout), short of its expected cold start ({facts.scale_up.miss} s): {m.name} scales to zero, and the first "
+                f"request after a quiet spell would get a 503 before a replica can serve it. Fix: raise it to at least {need} "
+                f"({held.wanted_seconds + hold.PICK_TIMEOUT_SECONDS + HOLD_MARGIN_SECONDS} covers the pessimistic cold start), "
+                "or keep replicas.min >= 1",
+            )
         elif held.ttl_seconds < held.wanted_seconds:
+            start = "cold start" if held.cold_start else "warm scale-up"
+            during = "a slow cold start the first callers get 503" if held.cold_start else "a slow scale-up callers get 429"
             yield Problem(
                 "ingress.idleTimeoutSeconds",
                 f"{cfg.ingress.idle_timeout_seconds} s caps how long {m.name}'s gateway holds a request at "
                 f"{held.ttl_seconds} s (a hold, a {hold.PICK_TIMEOUT_SECONDS} s pick and {HOLD_MARGIN_SECONDS} s of margin "
-                f"inside the ALB's idle timeout), short of its pessimistic warm scale-up ({held.wanted_seconds} s): during "
-                "a slow scale-up callers get 429 before a new replica can serve them. Fix: raise it to at least "
-                f"{held.wanted_seconds + hold.PICK_TIMEOUT_SECONDS + HOLD_MARGIN_SECONDS}, or accept the earlier 429s",
+                f"inside the ALB's idle timeout), short of its pessimistic {start} ({held.wanted_seconds} s): during "
+                f"{during} before a new replica can serve them. Fix: raise it to at least "
+                f"{held.wanted_seconds + hold.PICK_TIMEOUT_SECONDS + HOLD_MARGIN_SECONDS}, or accept the earlier "
+                f"{'503' if held.cold_start else '429'}s",
                 "warning",
             )

@@ -9,7 +9,7 @@ import math
 from collections.abc import Iterator
 
 from config.checks.common import catalog_problems, models_with_pools, pool_path
-from config.derived import capacity, scaleup, state
+from config.derived import capacity, state
 from config.errors import Problem
 from config.sections import cron
 from config.sections.gpu_pools import GpuPool
@@ -82,29 +82,15 @@ def rule_scale_down_window(cfg: StackConfig) -> Iterator[Problem]:
 
 
 def rule_scale_to_zero(cfg: StackConfig) -> Iterator[Problem]:
-    """min 0 needs a signal that exists at zero and something to hold a request: the HTTP add-on's
-    interceptor on the model's route, which routes by host, and timeouts longer than a cold start
-    (idleAfter, and the ALB's idle timeout for the slowest model at zero)."""
-    cold: list[tuple[str, int]] = []
+    """min 0: idleAfter longer than a cold start. The rest a model at zero needs is its gateway's: the hold
+    that outlasts the cold start inside the ALB's idle timeout (config/checks/gateway.py rule_hold); the
+    gateway routes by path as well as by host and serves in-cluster callers, so neither ingress.domain nor
+    expose is needed."""
     for path, m, _ in models_with_pools(cfg):
         a = m.autoscaling
         s = state.of(cfg).model(m)
         if s.scales_to_zero:
-            exp, budget = s.exposure, s.scale_up
-            if not exp.exposed:
-                yield Problem(
-                    f"{path}.replicas.min",
-                    "is 0 but the model has no route through the interceptor (expose is false): a request at zero replicas "
-                    "would find no pod and fail. Fix: set expose: true, or keep replicas.min >= 1",
-                )
-            elif cfg.ingress.domain is None:
-                yield Problem(
-                    f"{path}.replicas.min",
-                    "is 0 but ingress.domain is not set: the interceptor that holds requests at zero routes by host "
-                    f"({m.name}.<domain>), and path routing cannot reach it. Fix: set ingress.domain, or keep replicas.min >= 1",
-                )
-            else:
-                cold.append((m.name, budget.miss))
+            budget = s.scale_up
             idle = duration_seconds(a.idle_after)
             if idle < budget.miss:
                 yield Problem(
@@ -112,15 +98,6 @@ def rule_scale_to_zero(cfg: StackConfig) -> Iterator[Problem]:
                     f"{a.idle_after} is shorter than the model's scale-up budget on a new node ({budget.miss} s): it would go "
                     f"back to zero sooner than a cold start takes. Fix: set idleAfter to at least {math.ceil(budget.miss / 60)}m",
                 )
-    slowest = max(cold, key=lambda c: c[1], default=None)
-    if slowest is not None and cfg.ingress.idle_timeout_seconds < slowest[1] + scaleup.HOLD_MARGIN_SECONDS:
-        need = slowest[1] + scaleup.HOLD_MARGIN_SECONDS
-        yield Problem(
-            "ingress.idleTimeoutSeconds",
-            f"{cfg.ingress.idle_timeout_seconds} s does not cover the scale-up budget of {slowest[0]} ({slowest[1]} s), which "
-            f"scales to zero, plus {scaleup.HOLD_MARGIN_SECONDS} s for its first token: no byte flows while the interceptor "
-            f"holds a request, so the ALB would close it first. Fix: raise idleTimeoutSeconds to at least {need}",
-        )
 
 
 def _window(s: Schedule) -> list[bool]:
@@ -253,21 +230,4 @@ def rule_prod_min_replicas(cfg: StackConfig) -> Iterator[Problem]:
                 f"holds {per_node}), so {_node_loss(pool)} is an outage. Fix: remove placement: pack to spread them "
                 "over two zones (a node more at min), or accept the risk",
                 "warning",
-            )
-
-
-def rule_admission(cfg: StackConfig) -> Iterator[Problem]:
-    """models[].maxWaitingRequests: above the queue depth at which KEDA adds a replica."""
-    derived = state.of(cfg)
-    for path, m, _ in models_with_pools(cfg):
-        bound, target = m.max_waiting_requests, m.autoscaling.queue_depth_per_replica
-        if derived.model(m.name).hold is not None:
-            continue  # a gateway's model: above the gateway's higher threshold (config/checks/gateway.py rule_hold)
-        if bound is not None and bound <= target:
-            yield Problem(
-                f"{path}.maxWaitingRequests",
-                f"{bound} is not above autoscaling.queueDepthPerReplica ({target:g}): a replica would answer 503 before "
-                "its queue ever reached the depth at which KEDA adds a replica, so the queue trigger could never scale "
-                f"the model out. Fix: raise maxWaitingRequests above {target:g} (the platform's default is one batch, "
-                f"at least {math.ceil(capacity.ADMISSION_TRIGGER_MULTIPLE * target)}), or remove it",
             )

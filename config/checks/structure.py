@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from config.checks.common import catalog_problems, model_path, models_with_pools
-from config.derived import state
 from config.errors import Problem
 from config.facts.conventions import HPA_PREFIX, K8S_NAME_MAX, hpa_name, reserved_namespaces
 from config.sections.gateway import RELEASE_NAME_MAX
@@ -56,13 +55,12 @@ def rule_model_names(cfg: StackConfig) -> Iterator[Problem]:
 
 
 def rule_gateway_names(cfg: StackConfig) -> Iterator[Problem]:
-    """models[].name: a model with a gateway names its router's Helm release, which Helm caps."""
-    derived = state.of(cfg)
+    """models[].name: every model's gateway names its router's Helm release after it, which Helm caps."""
     for path, m, _ in models_with_pools(cfg):
-        if not derived.model(m.name).scales_to_zero and len(m.name) > RELEASE_NAME_MAX:
+        if len(m.name) > RELEASE_NAME_MAX:
             yield Problem(
                 f"{path}.name",
-                f"name too long for a model with a gateway: its router's Helm release is named after it ({len(m.name)} "
+                f"name too long: the model's gateway is a Helm release named after it ({len(m.name)} "
                 f"characters) and Helm allows {RELEASE_NAME_MAX}. Fix: use at most {RELEASE_NAME_MAX} characters",
             )
 

@@ -1,17 +1,20 @@
 """What the gateway holds, and when (flow control in the Endpoint Picker). Pure.
 
-A model with a gateway (replicas.min >= 1) runs the picker's flow control: when its replicas are
-saturated, the picker holds a request instead of sending it to a full queue, and answers 429
-(`rejected-ttl-expired`; 503 `rejected-no-endpoints` while the pool has no endpoint) once the request
-has waited `ttl_seconds`. Saturation is the picker's utilization detector: a replica's score is
+Every model runs the picker's flow control in its gateway: when its replicas are saturated, or it has
+none (a model at zero, or one whose replicas all went), the picker holds a request instead of sending
+it to a full queue, and answers 429 (`rejected-ttl-expired`; 503 `rejected-no-endpoints` while the pool
+has no endpoint) once the request has waited `ttl_seconds`. Saturation is the picker's utilization detector: a replica's score is
 max(waiting / queue_threshold, KV use / kv_threshold), the pool's the average.
 
 - The thresholds sit strictly above KEDA's targets (autoscaling.queueDepthPerReplica and
   kvCacheUsageTarget): were they at or below, the picker would hold exactly the excess that makes
   vLLM's metrics exceed KEDA's targets, the metrics would sit at target, and the HPA would never add
   the replica the held requests wait for (1 -> N stalls; upstream defaults 5 and 0.8 equal KEDA's).
-- The TTL is the pessimistic warm scale-up (config/derived/scaleup.py: a replica on a warm node at
-  the slow end of every source), capped so a held request, its pick and a margin end inside the ALB's
+- The TTL of a model that keeps replicas (replicas.min >= 1) is the pessimistic warm scale-up
+  (config/derived/scaleup.py: a replica on a warm node at the slow end of every source); that of a
+  model at zero is the pessimistic cold start (a new node as well: at zero its node is gone, and the
+  first request must outlast the whole start, or the caller meets a 503 however soon after the replica
+  serves). Either is capped so a held request, its pick and a margin end inside the ALB's
   idle timeout (a warning says when the cap cuts it short): a burst waits as long as a new replica may
   take where capacity is ready, and beyond that the caller is told at once (429) to back off and
   retry, instead of waiting out a node launch with no byte sent, or meeting the ALB's 504.
@@ -42,9 +45,12 @@ class Hold:
     kv_threshold: float
     """KV-cache use at which the picker counts it saturated (kvCacheUtilThreshold)."""
     ttl_seconds: int
-    """How long a held request waits before the picker answers 429 (defaultRequestTTL)."""
+    """How long a held request waits before the picker answers 429 (503 while no replica is ready) (defaultRequestTTL)."""
     wanted_seconds: int
-    """The pessimistic warm scale-up the TTL would be without the ALB's cap."""
+    """The pessimistic scale-up the TTL would be without the ALB's cap: warm (hit) for a model that keeps
+    replicas, cold (miss) for a model at zero."""
+    cold_start: bool = False
+    """The model scales to zero: a held request may wait out a whole cold start."""
 
     @property
     def longest_wait_seconds(self) -> int:
@@ -69,7 +75,10 @@ def ttl_cap(alb_idle_timeout_seconds: int) -> int:
 
 
 def hold(model: ModelConfig, budget: ScaleUpBudget, alb_idle_timeout_seconds: int) -> Hold:
-    wanted = budget.pessimistic_budget.hit
+    cold = model.replicas.min == 0
+    slow = budget.pessimistic_budget
+    wanted = slow.miss if cold else slow.hit
     # at least 1 s: a TTL of 0 s turns the picker's TTL off (hold forever); config/checks/gateway.py refuses
     # an ALB idle timeout that leaves no second to hold
-    return Hold(queue_threshold(model), kv_threshold(model), max(1, min(wanted, ttl_cap(alb_idle_timeout_seconds))), wanted)
+    ttl = max(1, min(wanted, ttl_cap(alb_idle_timeout_seconds)))
+    return Hold(queue_threshold(model), kv_threshold(model), ttl, wanted, cold)

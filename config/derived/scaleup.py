@@ -11,8 +11,8 @@ Every term comes from the config or from a published figure in `config/facts/spe
 - weights: the checkpoint over its source's rate (S3 through the streamer, or Hugging Face);
 - engine start: vLLM's profiling and KV-cache allocation, plus torch.compile unless --enforce-eager;
 - probe: at worst one startup-probe period after the server answers;
-- load balancer: the model's gateway finds the new replica among its pool's pods (models at zero:
-  none, the interceptor forwards at once); the ALB's targets are the gateway's proxies, not replicas.
+- load balancer: the model's gateway finds the new replica among its pool's pods; the ALB's targets
+  are the gateway's proxies, not replicas.
 
 `hit`: a headroom node is free (a placeholder steps aside at once); `miss`: a node must launch.
 
@@ -38,9 +38,9 @@ ALB_HEALTHCHECK_INTERVAL_SECONDS = 5
 ALB_HEALTHCHECK_TIMEOUT_SECONDS = 3
 ALB_HEALTHY_THRESHOLD = 2
 HOLD_MARGIN_SECONDS = 30
-"""A held request's wait ends this long before the ALB's idle timeout, so the interceptor answers
-(504) before the ALB cuts the connection, and a replica that just became ready still has time to
-send its first token."""
+"""A held request's wait ends this long before the ALB's idle timeout, so the gateway answers (503 or
+429) before the ALB cuts the connection, and a replica that just became ready still has time to send
+its first token."""
 TERMS = ("signal", "nodeLaunch", "imagePull", "weights", "engineStart", "probe", "loadBalancer")
 MISS_ONLY = ("nodeLaunch", "imagePull")
 
@@ -80,10 +80,9 @@ def budget(model: ModelConfig, *, scrape_interval: str) -> ScaleUpBudget:
     signal = duration_seconds(scrape_interval) + speed.HPA_SYNC_PERIOD.value + model.autoscaling.scale_up.stabilization_window_seconds
     node = speed.KARPENTER_BATCH_IDLE.value + speed.NODE_READY.value
     image = speed.IMAGE_SIZE_GB.value / speed.IMAGE_PULL_RATE.value
-    # A model with replicas is reached through its gateway, which finds a new replica from the pool's
-    # pods (no ALB registration: the ALB's targets are the gateway's proxies); a model at zero through
-    # the interceptor, which forwards as soon as the replica is ready. In-cluster callers take the same path.
-    balancer = speed.GATEWAY_ENDPOINT_DISCOVERY.value if model.replicas.min > 0 else 0
+    # Every model is reached through its gateway, which finds a new replica from the pool's pods (no ALB
+    # registration: the ALB's targets are the gateway's proxies). In-cluster callers take the same path.
+    balancer = speed.GATEWAY_ENDPOINT_DISCOVERY.value
     raw = {
         "signal": signal,
         "nodeLaunch": node,

@@ -60,10 +60,11 @@ class ModelState:
     """Extra nodes of the peak host a rolling update needs at `max` replicas."""
     scale_up: scaleup.ScaleUpBudget
     scales_to_zero: bool
-    """replicas.min is 0: reached through the KEDA HTTP add-on, scaled from zero on a held request."""
+    """replicas.min is 0: its gateway holds the first request while KEDA wakes it on the proxies' count of
+    requests in flight (builders/serving/scaling.py)."""
     exposure: Exposure
-    hold: Hold | None
-    """The gateway's flow control (config/derived/hold.py); None at zero (no gateway)."""
+    hold: Hold
+    """The gateway's flow control (config/derived/hold.py)."""
 
     gpus_at_min: int
     """GPUs of the nodes at minimum replicas."""
@@ -152,7 +153,7 @@ class StackState:
 
     @property
     def scales_to_zero(self) -> bool:
-        """A model may scale to zero replicas, so the KEDA HTTP add-on runs."""
+        """A model may scale to zero replicas."""
         return any(m.scales_to_zero for m in self.models.values())
 
 
@@ -213,7 +214,7 @@ def _model(cfg: StackConfig, model: ModelConfig) -> ModelState:
         scale_up=budget,
         scales_to_zero=model.replicas.min == 0,
         exposure=exp,
-        hold=hold(model, budget, cfg.ingress.idle_timeout_seconds) if model.replicas.min > 0 else None,
+        hold=hold(model, budget, cfg.ingress.idle_timeout_seconds),
     )
 
 

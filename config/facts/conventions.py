@@ -89,11 +89,6 @@ LOAD_BALANCER_CONTROLLER_NAMESPACE: Final = KUBE_SYSTEM
 KEDA_NAMESPACE: Final = "keda"
 READINESS_GATE_LABEL: Final = "elbv2.k8s.aws/pod-readiness-gate-inject"
 """On a namespace whose pods are ALB targets: the load balancer controller gates their rollouts on target health."""
-HTTP_ADD_ON_PREFIX: Final = "keda-add-ons-http"
-"""The add-on's Service names start with the chart name, whatever the release is called (docs/upstream-facts.md#http-add-on, item 4)."""
-INTERCEPTOR_PROXY: Final = (f"{HTTP_ADD_ON_PREFIX}-interceptor-proxy", 8080)
-INTERCEPTOR_ADMIN: Final = (f"{HTTP_ADD_ON_PREFIX}-interceptor-admin", 9090)
-EXTERNAL_SCALER: Final = (f"{HTTP_ADD_ON_PREFIX}-external-scaler", 9090)
 HEADROOM_NAMESPACE: Final = "gpu-headroom"
 """Where the placeholder pods that keep warm GPU headroom run."""
 HEADROOM_PRIORITY_CLASS: Final = "llm-platform-headroom"
@@ -123,8 +118,8 @@ INGRESS_CLASS: Final = "alb"
 INGRESS_GROUP: Final = PROJECT
 """The IngressGroup every model Ingress joins: one ALB for the stack."""
 INGRESS_GROUP_MEMBER: Final = {f"{LABEL_DOMAIN}/ingress-group": INGRESS_GROUP}
-"""On the namespaces the platform creates for its Ingresses (every model's, and KEDA's for the HTTP
-add-on's): the `alb` class's IngressClassParams admit exactly these to the group."""
+"""On the namespaces the platform creates for its Ingresses (every model's; KEDA's still carries it from
+the HTTP add-on's Ingresses, builders/keda.py): the `alb` class's IngressClassParams admit exactly these."""
 
 
 # -- derived names -----------------------------------------------------------------------------

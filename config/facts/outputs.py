@@ -40,8 +40,10 @@ OUTPUTS: tuple[OutputSpec, ...] = (
         "map of model name to {namespace, service, url, host, servedModelName, baseUrl, weightsSource, scaleUpSeconds}",
         "Per model: its namespace, the Service in-cluster callers reach it through and its OpenAI-compatible base URL "
         "there (`url`). **Changed value:** both now name the model's gateway (the `<model>-proxy` Service, port 8081) "
-        "instead of the vLLM Service on port 8000, which admits only the gateway; for a model at replicas.min 0 they "
-        "name the HTTP add-on's interceptor, and `host` is the Host header to send it (null for other models). Then "
+        "instead of the vLLM Service on port 8000, which admits only the gateway, for every model, those at "
+        "replicas.min 0 included (the gateway holds their requests while a replica starts). **Deprecated:** `host` is "
+        "null for every model (it was the Host header the KEDA HTTP add-on's interceptor routed models at zero by; "
+        "the add-on is gone); kept so consumers that read it do not break, to be removed in a later release. Then "
         "the `model` name clients send, the base URL through the ALB (`baseUrl`, null when the model is not "
         "exposed), where its weights come from (`s3` or `huggingface`), and its scale-up budget `{hit, miss, terms}` "
         "in seconds from a growing queue to a serving replica (`hit`: a warm headroom node is free; `miss`: a node "

@@ -19,7 +19,6 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from config.derived import state
 from config.derived.exposure import exposed_models
 from config.facts import catalog, versions
 from config.sections.gateway import TOKENIZER_RESOURCES
@@ -82,14 +81,6 @@ def _row(
 
 
 KEDA = f"keda-{versions.KEDA_VERSION}"
-HTTP_ADD_ON = f"keda-add-ons-http-{versions.KEDA_HTTP_ADD_ON_VERSION}"
-HTTP_ADD_ON_SCALERS = 2
-HTTP_ADD_ON_INTERCEPTORS = 2
-"""Replicas this program sets for the add-on's scaler and interceptor (builders/scale_to_zero.py reads them)."""
-HTTP_ADD_ON_OPERATOR = Requests("100m", "32Mi")
-HTTP_ADD_ON_SCALER = Requests("100m", "32Mi")
-"""Below the chart's 250m: they reconcile routes and relay a few pushes; the interceptors, which proxy
-every request of the models at zero, keep the chart's default."""
 GPU_OPERATOR = f"gpu-operator-{versions.GPU_OPERATOR_VERSION}"
 
 
@@ -158,37 +149,17 @@ def workloads(cfg: StackConfig) -> list[SystemWorkload]:
     ]
     if exposed_models(cfg):
         rows.append(_row("aws-load-balancer-controller", "Deployment", 2, "0", "0", "chart 3.5.0: no default requests"))
-    if state.of(cfg).scales_to_zero:
-        # the KEDA HTTP add-on, for models that scale to zero (builders/scale_to_zero.py sets the counts)
-        rows += [
-            SystemWorkload("http-add-on-operator", "Deployment", 1, HTTP_ADD_ON_OPERATOR, "builders/scale_to_zero.py operator.resources"),
-            SystemWorkload(
-                "http-add-on-scaler", "Deployment", HTTP_ADD_ON_SCALERS, HTTP_ADD_ON_SCALER, "builders/scale_to_zero.py scaler.resources"
-            ),
-            _row(
-                "http-add-on-interceptor",
-                "Deployment",
-                HTTP_ADD_ON_INTERCEPTORS,
-                "250m",
-                "20Mi",
-                f"chart {HTTP_ADD_ON} interceptor.resources",
-                (HTTP_ADD_ON, ("interceptor", "resources", "requests")),
-            ),
-        ]
     rows += gateway_rows(cfg)
     return rows
 
 
 def gateway_rows(cfg: StackConfig) -> list[SystemWorkload]:
-    """Per model with a gateway (replicas.min >= 1): its Endpoint Pickers (with the tokenizer sidecar
+    """Per model: its gateway's Endpoint Pickers (with the tokenizer sidecar
     under precise prefix-cache routing) and its Envoy proxies, sized by `gateway` (config/sections/gateway.py)."""
     gw = cfg.gateway
-    derived = state.of(cfg)
     rows: list[SystemWorkload] = []
     tokenizer = Requests(TOKENIZER_RESOURCES.cpu, TOKENIZER_RESOURCES.memory)
     for m in cfg.models:
-        if derived.model(m.name).scales_to_zero:
-            continue  # no gateway: the interceptor holds its requests
         picker = Requests(gw.epp_resources.cpu, gw.epp_resources.memory)
         if m.routing.prefix_cache == "precise":
             picker = Requests(f"{picker.cpu_millis + tokenizer.cpu_millis}m", f"{picker.memory_mib + tokenizer.memory_mib}Mi")

@@ -42,9 +42,6 @@ AWS_LOAD_BALANCER_CONTROLLER_REPOSITORY: Final = "https://aws.github.io/eks-char
 
 KARPENTER: Final = Chart(KARPENTER_CHART, KARPENTER_VERSION)
 KEDA: Final = Chart("keda", KEDA_VERSION, KEDA_REPOSITORY)
-KEDA_HTTP_ADD_ON_VERSION: Final = "0.15.0"
-KEDA_HTTP_ADD_ON: Final = Chart("keda-add-ons-http", KEDA_HTTP_ADD_ON_VERSION, KEDA_REPOSITORY)
-"""Holds requests for models at zero replicas (docs/upstream-facts.md#http-add-on); installed only when one has replicas.min 0."""
 KUBE_PROMETHEUS_STACK: Final = Chart("kube-prometheus-stack", KUBE_PROMETHEUS_STACK_VERSION, KUBE_PROMETHEUS_STACK_REPOSITORY)
 GPU_OPERATOR: Final = Chart("gpu-operator", GPU_OPERATOR_VERSION, GPU_OPERATOR_REPOSITORY)
 AWS_LOAD_BALANCER_CONTROLLER: Final = Chart(

@@ -1,4 +1,4 @@
-"""`gateway`: the inference gateway in front of every model that keeps replicas (replicas.min >= 1).
+"""`gateway`: the inference gateway in front of every model (those at replicas.min 0 included).
 
 Per model, one release of the llm-d router's standalone chart: an Envoy proxy Deployment the ALB
 targets, and the Endpoint Picker (EPP) Envoy asks, through ext_proc, which vLLM replica should

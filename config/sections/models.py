@@ -149,8 +149,8 @@ class Replicas(ConfigModel):
 
     min: int = Field(
         ge=0,
-        description="Minimum replicas. 0 scales the model to zero when idle: requests then go through the KEDA HTTP "
-        "add-on's interceptor, which holds them while a replica starts (needs expose and ingress.domain).",
+        description="Minimum replicas. 0 scales the model to zero when idle: its gateway holds the next request "
+        "while a replica starts (a cold start: a GPU node, the image, the weights) and KEDA wakes the model on it.",
     )
     max: int = Field(ge=1, description="Maximum replicas.")
 
@@ -359,13 +359,11 @@ class ModelConfig(ConfigModel):
     expose: bool = Field(default=True, description="Serve the model's /v1 API through the shared ALB.")
     client_namespaces: list[K8sName] = Field(
         default_factory=list,
-        description="Namespaces whose pods may call the model in the cluster (its `url` output: the gateway's Service, "
-        "or the HTTP add-on's interceptor for a model at zero); every other pod is refused by the NetworkPolicies. "
+        description="Namespaces whose pods may call the model in the cluster (its `url` output: the gateway's Service); "
+        "every other pod is refused by the NetworkPolicies. "
         "Only /v1 is served; the platform's Prometheus may always scrape the model.",
     )
-    routing: RoutingConfig = Field(
-        default_factory=RoutingConfig, description="How the gateway picks a replica for each request (models with replicas.min >= 1)."
-    )
+    routing: RoutingConfig = Field(default_factory=RoutingConfig, description="How the gateway picks a replica for each request.")
     extra_args: list[str] = Field(default_factory=list, description="Further vLLM flags (not the ones the platform manages).")
 
     @field_validator("extra_args")

@@ -40,7 +40,7 @@ class StackConfig(ConfigModel):
     keda: KedaConfig = Field(default_factory=KedaConfig, description="KEDA.")
     ingress: IngressConfig = Field(default_factory=IngressConfig, description="Model endpoints.")
     gateway: GatewayConfig = Field(
-        default_factory=GatewayConfig, description="The inference gateway in front of every model with replicas.min >= 1."
+        default_factory=GatewayConfig, description="The inference gateway in front of every model, those at replicas.min 0 included."
     )
     models: list[ModelConfig] = Field(default_factory=list, description="Models to serve.")
     weights: WeightsConfig = Field(default_factory=WeightsConfig, description="The weights bucket of models that stream from S3.")

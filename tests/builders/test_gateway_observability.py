@@ -25,7 +25,7 @@ from tests.validators import promtool
 POD_MONITOR = "kubernetes:monitoring.coreos.com/v1:PodMonitor"
 NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
 MODEL = MODELS[0]
-"""`chat` in namespace `chat`, replicas.min >= 1: it has a gateway."""
+"""`chat` in namespace `chat`: like every model, it has a gateway."""
 
 
 def models(stack: str) -> list[ModelConfig]:
@@ -33,7 +33,8 @@ def models(stack: str) -> list[ModelConfig]:
 
 
 def gateway_models(stack: str) -> list[ModelConfig]:
-    return [m for m in models(stack) if m.replicas.min >= 1]
+    """Every model has a gateway, those at replicas.min 0 included."""
+    return models(stack)
 
 
 # What the router chart (llm-d-router-standalone v0.10.0, routerlib templates) puts on the pods:
@@ -80,9 +81,8 @@ def _monitors(run: harness.RunResult) -> dict[str, dict[str, Any]]:
 def test_the_monitors_select_every_gateway_pod_and_nothing_else(stack: str) -> None:
     found = _monitors(fixture_run(stack))
     served = gateway_models(stack)
-    if not served:
-        assert set(found) == {"vllm"}
-        return
+    assert served  # every fixture serves a model
+    assert set(found) == {"vllm", rules.GATEWAY_PICKER_JOB, rules.GATEWAY_PROXY_JOB}
     picker, proxy = found[rules.GATEWAY_PICKER_JOB]["spec"], found[rules.GATEWAY_PROXY_JOB]["spec"]
     assert picker["namespaceSelector"] == proxy["namespaceSelector"] == {"any": True}
     for model in models(stack):
@@ -158,7 +158,6 @@ def test_the_watch_names_are_the_routers(stack: str) -> None:
     for model in models(stack):
         watch = rules.ModelWatch(model.name, model.name, Slo(), scales_to_zero=model.replicas.min == 0)
         assert (watch.picker, watch.proxy) == (router.picker_name(model), router.proxy_name(model))
-        assert watch.has_gateway == (model.replicas.min >= 1)
 
 
 @pytest.mark.parametrize("stack", FIXTURES)
@@ -438,11 +437,13 @@ def test_gateway_alert(name: str) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_a_model_at_zero_has_no_gateway_alerts() -> None:
+def test_a_model_at_zero_has_the_gateway_alerts_too() -> None:
+    """Its gateway is its front door at zero as well: a proxy or picker down is an outage there too."""
     idle = rules.ModelWatch("chat", NS, Slo(), scales_to_zero=True)
-    assert rules.gateway_alerts(idle) == []
+    kept = rules.ModelWatch("chat", NS, Slo())
+    assert rules.gateway_alerts(idle) == rules.gateway_alerts(kept)
     names = {r["alert"] for g in rules.rule_groups([idle], AlertTuning()) for r in g["rules"] if "alert" in r}
-    assert not names & set(GATEWAY_CASES)
+    assert {"GatewayUnavailable", "GatewayShedding", "EppCannotScrapePod"} <= names
 
 
 def test_the_alerts_name_the_ports_and_objects_to_check() -> None:

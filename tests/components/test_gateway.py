@@ -41,8 +41,8 @@ def _releases(stack: str) -> dict[str, dict[str, Any]]:
 
 
 def _every_release() -> list[tuple[str, str]]:
-    """(stack, model) of every kept model of every fixture (read from config: collecting runs nothing)."""
-    cases = [(stack, m.name) for stack in FIXTURES for m in parse(stack_data(stack)).models if m.replicas.min >= 1]
+    """(stack, model) of every model of every fixture, those at zero included (read from config: collecting runs nothing)."""
+    cases = [(stack, m.name) for stack in FIXTURES for m in parse(stack_data(stack)).models]
     assert cases
     return cases
 
@@ -73,10 +73,10 @@ CASES = pytest.mark.parametrize(("stack", "model"), [*_every_release(), ("precis
 
 
 @pytest.mark.parametrize("stack", FIXTURES)
-def test_every_kept_model_has_exactly_one_router_release(stack: str) -> None:
+def test_every_model_has_exactly_one_router_release(stack: str) -> None:
     cfg = parse(stack_data(stack))
     run = fixture_run(stack)
-    kept = {m.name for m in cfg.models if m.replicas.min >= 1}
+    kept = {m.name for m in cfg.models}
     found = gw.router_releases(run)  # refuses two releases of one model
     assert set(found) == kept
     for model, r in found.items():
@@ -90,12 +90,20 @@ def test_every_kept_model_has_exactly_one_router_release(stack: str) -> None:
     assert len([r for r in run.of_type(gw.RELEASE) if values(r)["chart"] == versions.LLM_D_ROUTER.name]) == len(kept)
 
 
-def test_models_at_zero_have_no_router_release() -> None:
+def test_models_at_zero_have_their_gateway_and_no_http_add_on() -> None:
+    """The gateway holds the requests of a model at zero: the KEDA HTTP add-on and its routes are gone."""
     cfg = parse(stack_data(SCALE_TO_ZERO))
+    run = fixture_run(SCALE_TO_ZERO)
     at_zero = [m.name for m in cfg.models if m.replicas.min == 0]
     assert at_zero, "the scale-to-zero fixture lost its model at zero"
-    assert set(gw.router_releases(fixture_run(SCALE_TO_ZERO))).isdisjoint(at_zero)
-    assert [r for r in fixture_run(SCALE_TO_ZERO).of_type(gw.RELEASE) if values(r)["chart"] == versions.LLM_D_ROUTER.name] == []
+    assert set(at_zero) <= set(gw.router_releases(run))
+    assert [values(r)["chart"] for r in run.of_type(gw.RELEASE) if "keda-add-ons-http" in values(r)["chart"]] == []
+    assert [r.name for r in run.registrations if "http.keda.sh" in r.type] == []
+    for name in at_zero:
+        ingress = values(run.one("kubernetes:networking.k8s.io/v1:Ingress", f"model-{name}-ingress"))
+        assert ingress["metadata"]["namespace"] == name
+        backends = {p["backend"]["service"]["name"] for rule in ingress["spec"]["rules"] for p in rule["http"]["paths"]}
+        assert backends == {f"{name}-proxy"}
 
 
 SEMVER_TAG = re.compile(r"^v\d+\.\d+\.\d+$")

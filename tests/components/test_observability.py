@@ -169,13 +169,15 @@ def test_gateway_pod_monitors(prod_run: harness.RunResult) -> None:
     }
 
 
-def test_no_gateway_monitors_without_a_gateway() -> None:
-    """scale-to-zero-dev: its one model idles at zero, behind the interceptor, with no gateway."""
+def test_a_stack_at_zero_still_monitors_its_gateway() -> None:
+    """scale-to-zero-dev: its one model idles at zero behind its gateway, whose proxies' series wake it."""
     run = fixture_run("scale-to-zero-dev")
-    assert [r.name for r in run.of_type(f"{MON}:PodMonitor")] == ["observability-vllm"]
-    assert not run.of_type("kubernetes:helm.sh/v3:Release") or all(
-        "llm-d-router" not in values(r)["chart"] for r in run.of_type("kubernetes:helm.sh/v3:Release")
-    )
+    assert sorted(r.name for r in run.of_type(f"{MON}:PodMonitor")) == [
+        "observability-gateway-epp",
+        "observability-gateway-proxy",
+        "observability-vllm",
+    ]
+    assert [values(r)["chart"] for r in run.of_type("kubernetes:helm.sh/v3:Release") if "llm-d-router" in values(r)["chart"]]
 
 
 def test_dcgm_and_karpenter_monitors(prod_run: harness.RunResult) -> None:

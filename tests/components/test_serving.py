@@ -79,7 +79,8 @@ def test_scaled_objects_validate_against_the_keda_crd(stack: str) -> None:
 
 def test_keda_crd_catches_a_numeric_threshold() -> None:
     crd = shared_path("crds", "keda.sh_scaledobjects.yaml")
-    doc = scaling.scaled_object(parse(stack_data(DEV)).models[0], "http://p:9090", scales_to_zero=False)
+    cfg = parse(stack_data(DEV))
+    doc = scaling.scaled_object(cfg.models[0], "http://p:9090", cfg.gpu_pools[0], scales_to_zero=False)
     doc["spec"]["triggers"][0]["metadata"]["threshold"] = 5
     assert any("threshold" in e for e in crds.errors(doc, crd))
 
@@ -142,7 +143,8 @@ def test_triggers(dev_run: harness.RunResult) -> None:
 def test_ttft_guardrail_is_a_value_trigger() -> None:
     data = stack_data(DEV)
     data["models"][0]["autoscaling"] = {"ttftP95Seconds": 1.5}
-    trigger = scaling.triggers(parse(data).models[0], "http://p:9090")[-1]
+    cfg = parse(data)
+    trigger = scaling.triggers(cfg.models[0], "http://p:9090", cfg.gpu_pools[0])[-1]
     assert trigger["name"] == "ttft-p95"
     assert trigger["metricType"] == "Value"
     assert trigger["metadata"]["threshold"] == "1.5"

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from components import serving
+from config.derived import state
 from offline import harness
 from offline.mocks import Registration
 from tests.conftest import DEV, PROD, parse, stack_data, values
@@ -158,11 +159,12 @@ def test_args_are_frozen_keyword_only_dataclasses_with_a_docstring_per_field(cls
     assert documented == {f.name for f in dataclasses.fields(cls)}
 
 
-def test_the_only_optional_fields_are_whole_modes_secrets_and_the_scale_to_zero_route() -> None:
+def test_the_only_optional_fields_are_whole_modes_and_secrets() -> None:
     # the annotations are strings (postponed evaluation), as written in components/serving.py
     optional = sorted(f.name for f in dataclasses.fields(serving.VllmModelArgs) if str(f.type).endswith("| None"))
-    # a new optional field is a mode: give it its own sub-object, not a flat field and an assert
-    assert optional == ["api_key", "endpoint", "gateway", "hf_token", "scale_up_miss_seconds", "weights"]
+    # a new optional field is a mode: give it its own sub-object, not a flat field and an assert; the
+    # gateway is no mode (every model has one, those at zero included)
+    assert optional == ["api_key", "endpoint", "hf_token", "scale_up_miss_seconds", "weights"]
 
 
 @pytest.mark.parametrize(
@@ -170,8 +172,6 @@ def test_the_only_optional_fields_are_whole_modes_secrets_and_the_scale_to_zero_
     [
         (DEV, True, False, False, "weights (S3) must be given exactly when the model streams from S3"),
         (PROD, False, False, False, "weights (S3) must be given exactly when the model streams from S3"),
-        (DEV, False, True, False, "a model that scales to zero needs its endpoint"),
-        (DEV, False, False, False, "a model has a gateway exactly when it keeps replicas"),
     ],
 )
 def test_args_refuse_modes_the_model_does_not_have(stack: str, weights: bool, zero: bool, endpoint: bool, expected: str) -> None:
@@ -192,5 +192,5 @@ def test_args_refuse_modes_the_model_does_not_have(stack: str, weights: bool, ze
             endpoint=None,
             weights=s3 if weights else None,
             scales_to_zero=zero,
-            gateway=None,
+            gateway=serving.Gateway(config=cfg.gateway, envoy_image="envoy:test", after=[], hold=state.of(cfg).model(model.name).hold),
         )

@@ -314,10 +314,10 @@ def _ns(name: str) -> dict[str, Any]:
         # a client namespace, or namespaces by another selector
         (
             {"namespaceSelector": _ns("chat-app")},
-            "admits vLLM's pods (8000) from namespace chat-app (clients call the model's gateway, or at zero the interceptor).",
+            "admits vLLM's pods (8000) from namespace chat-app (clients call the model's gateway).",
         ),
         ({"namespaceSelector": {"matchExpressions": [{"key": "llm-platform.io/model", "operator": "Exists"}]}}, "from the namespaces {"),
-        # the monitoring namespace beyond its Prometheus, KEDA's beyond its interceptor
+        # the monitoring namespace beyond its Prometheus; KEDA's (its operator queries Prometheus, never vLLM)
         ({"namespaceSelector": _ns("monitoring")}, "from every pod of the monitoring namespace monitoring, not its Prometheus."),
         (
             {"namespaceSelector": _ns("monitoring"), "podSelector": {"matchLabels": {"app.kubernetes.io/name": "grafana"}}},
@@ -325,7 +325,7 @@ def _ns(name: str) -> dict[str, Any]:
         ),
         (
             {"namespaceSelector": _ns("keda"), "podSelector": {"matchLabels": {"app": "keda-operator"}}},
-            "from pods of keda other than the HTTP add-on's interceptor.",
+            "admits vLLM's pods (8000) from namespace keda (clients call the model's gateway).",
         ),
     ],
 )
@@ -361,10 +361,10 @@ def test_another_policy_selecting_vllm_counts_and_the_gateways_own_do_not(dev_ru
 
 
 def test_the_packs_pod_labels_are_the_programs() -> None:
-    """The pack runs without the program's modules: its copies of the Prometheus and interceptor labels must agree."""
+    """The pack runs without the program's modules: its copy of the Prometheus labels must agree."""
     from builders import network_policies as netpol
 
-    assert (checks.PROMETHEUS_POD, checks.INTERCEPTOR_POD) == (netpol.PROMETHEUS_POD, netpol.INTERCEPTOR_POD)
+    assert checks.PROMETHEUS_POD == netpol.PROMETHEUS_POD
 
 
 @pytest.mark.parametrize(

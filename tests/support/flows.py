@@ -13,8 +13,10 @@ ScaledObject's Prometheus trigger a KEDA query, every router release's Inference
 proxies forward to and its pickers read, its Envoy config the picker's address.
 
 The front door (issue 28): the ALB and the models' client namespaces reach a model's gateway (its
-proxies) or, at zero, KEDA's interceptor; vLLM admits only its gateway, Prometheus and, at zero,
-the interceptor. Each check is shown failing on a broken copy of the render.
+proxies), for every model, those at replicas.min 0 included (their gateway holds a request while KEDA
+wakes a replica on the proxies' requests in flight); vLLM admits only its gateway and Prometheus.
+Nothing of the KEDA HTTP add-on (its interceptor, its InterceptorRoutes) is rendered any more
+(`http_add_on_remnants`). Each check is shown failing on a broken copy of the render.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import copy
 import functools
 import ipaddress
 import json
+import urllib.parse
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,7 +36,7 @@ from builders import network_policies as netpol
 from builders.network import subnet_plan
 from config import stack_file
 from config.facts import versions
-from config.facts.conventions import INTERCEPTOR_ADMIN, INTERCEPTOR_PROXY, KEDA_NAMESPACE, VLLM_PORT
+from config.facts.conventions import KEDA_NAMESPACE, VLLM_PORT
 from config.sections.network import ExistingVpc
 from config.sections.stack import StackConfig
 from offline import harness
@@ -43,7 +46,11 @@ from tests.validators.netpol import Cluster, Endpoint, Service, selects
 NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
 RELEASE = "kubernetes:helm.sh/v3:Release"
 INGRESS = "kubernetes:networking.k8s.io/v1:Ingress"
-INTERCEPTOR_ROUTE = "kubernetes:http.keda.sh/v1beta1:InterceptorRoute"
+SCALED_OBJECT = "kubernetes:keda.sh/v1alpha1:ScaledObject"
+HTTP_ADD_ON_GROUP = "http.keda.sh"
+"""The KEDA HTTP add-on's API group (InterceptorRoute, HTTPScaledObject): removed with the add-on."""
+HTTP_ADD_ON_RELEASE = "keda-add-ons-http"
+"""The add-on's chart and Helm release name, as the platform installed it in KEDA's namespace."""
 
 CHART_PODS: list[tuple[str, str, dict[str, str]]] = [
     # (name, namespace ("@monitoring", "@gpu-operator": the stack's), labels the upstream chart sets)
@@ -58,7 +65,6 @@ CHART_PODS: list[tuple[str, str, dict[str, str]]] = [
     ("keda-operator", KEDA_NAMESPACE, {"app": "keda-operator"}),
     ("keda-metrics-apiserver", KEDA_NAMESPACE, {"app": "keda-operator-metrics-apiserver"}),
     ("keda-admission-webhooks", KEDA_NAMESPACE, {"app": "keda-admission-webhooks"}),
-    ("interceptor", KEDA_NAMESPACE, {"app.kubernetes.io/component": "interceptor", "app.kubernetes.io/name": "http-add-on"}),
     ("gpu-operator", "@gpu-operator", {"app": "gpu-operator"}),
     ("dcgm-exporter", "@gpu-operator", {"app": "nvidia-dcgm-exporter"}),
     ("karpenter", "kube-system", {"app.kubernetes.io/name": "karpenter", "app.kubernetes.io/instance": "karpenter"}),
@@ -169,7 +175,7 @@ def _chart_services(items: list[dict[str, Any]]) -> tuple[tuple[int, int | str],
 
 
 def _zero_with_clients(data: dict[str, Any]) -> dict[str, Any]:
-    """scale-to-zero-dev with a client namespace for its model at zero (through the interceptor), behind an
+    """scale-to-zero-dev with a client namespace for its model at zero (through its gateway), behind an
     internet-facing ALB: its subnets (the public ones) then hold no pod, so a client is told apart from the ALB."""
     data["models"][0]["clientNamespaces"] = ["chat-app"]
     ingress = {
@@ -210,6 +216,32 @@ def stack_run(stack: str) -> tuple[StackConfig, harness.RunResult]:
 
 def router_releases(run: harness.RunResult) -> list[dict[str, Any]]:
     return [values(r) for r in run.of_type(RELEASE) if values(r)["chart"] == versions.LLM_D_ROUTER.name]
+
+
+def http_add_on_remnants(run: harness.RunResult) -> list[str]:
+    """What the render still holds of the KEDA HTTP add-on: a resource of its API group (InterceptorRoute,
+    HTTPScaledObject), its Helm release, the `interceptor` NetworkPolicy or any policy selecting its pods, an
+    Ingress in KEDA's namespace or to one of its Services, a ScaledObject trigger its scaler serves."""
+    found = [f"{r.type} {r.name}" for r in run.registrations if f":{HTTP_ADD_ON_GROUP}/" in r.type]
+    for r in run.of_type(RELEASE):
+        doc = values(r)
+        if HTTP_ADD_ON_RELEASE in (doc.get("name"), str(doc.get("chart", "")).rsplit("/", 1)[-1]):
+            found.append(f"{RELEASE} {r.name} ({doc.get('name')}, chart {doc.get('chart')})")
+    for r in run.of_type(NETWORK_POLICY):
+        doc = values(r)
+        selector = (doc["spec"].get("podSelector") or {}).get("matchLabels") or {}
+        if doc["metadata"]["name"] == "interceptor" or selector.get("app.kubernetes.io/component") == "interceptor":
+            found.append(f"{NETWORK_POLICY} {doc['metadata']['namespace']}/{doc['metadata']['name']}")
+    for r in run.of_type(INGRESS):
+        doc = values(r)
+        backends = [path["backend"]["service"]["name"] for rule in doc["spec"]["rules"] for path in rule["http"]["paths"]]
+        if doc["metadata"]["namespace"] == KEDA_NAMESPACE or any(b.startswith(HTTP_ADD_ON_RELEASE) for b in backends):
+            found.append(f"{INGRESS} {doc['metadata']['namespace']}/{doc['metadata']['name']} -> {', '.join(backends)}")
+    for r in run.of_type(SCALED_OBJECT):
+        for trigger in values(r)["spec"]["triggers"]:
+            if trigger["type"].startswith("external") or "interceptorRoute" in (trigger.get("metadata") or {}):
+                found.append(f"{SCALED_OBJECT} {r.name} trigger {trigger.get('name')} ({trigger['type']})")
+    return found
 
 
 def _host(network: str, offset: int) -> str:
@@ -271,7 +303,7 @@ def build_world(stack: str, policies: list[dict[str, Any]] | None = None) -> Wor
         gateways[name] = Gateway(name, ns, chart_values, f"{ns}/{base}-proxy", f"{ns}/{base}-epp")
     for name, ns, labels in CHART_PODS:
         ns = {"@monitoring": cfg.observability.namespace, "@gpu-operator": cfg.gpu_operator.namespace}.get(ns, ns)
-        add(name, ns, labels, {"proxy": INTERCEPTOR_PROXY[1], "admin": INTERCEPTOR_ADMIN[1]} if name == "interceptor" else None)
+        add(name, ns, labels)
     for client in sorted({ns for m in cfg.models for ns in m.client_namespaces}):
         add(f"client:{client}", client, {"app": "client"})
     alb_subnet = netpol.load_balancer_sources(cfg)[0]
@@ -312,15 +344,18 @@ def kv_events_port(world: World, model_name: str) -> int | None:
     return None
 
 
-def gateway_of(world: World, model_name: str) -> Gateway | None:
-    return world.gateways.get(model_name)
+def gateway_of(world: World, model_name: str) -> Gateway:
+    """The model's gateway: every model has one, those at replicas.min 0 included."""
+    gateway = world.gateways.get(model_name)
+    assert gateway is not None, f"{model_name} renders no router release"
+    return gateway
 
 
 def vllm_admits(world: World, model: Any) -> set[str]:
-    """Who may open vLLM's port of a model (world pod names): Prometheus, the model's gateway (proxies
-    and pickers) and, at zero, the interceptor. Nothing else, no address outside the cluster."""
+    """Who may open vLLM's port of a model (world pod names): Prometheus and the model's gateway (proxies
+    and pickers), at zero as at any other size. Nothing else, no address outside the cluster."""
     gateway = gateway_of(world, model.name)
-    return {"prometheus", *([gateway.proxy, gateway.picker] if gateway else []), *(["interceptor"] if model.replicas.min == 0 else [])}
+    return {"prometheus", gateway.proxy, gateway.picker}
 
 
 def _scrape_targets(world: World, selector: dict[str, Any], namespaces: dict[str, Any]) -> list[Endpoint]:
@@ -365,7 +400,7 @@ def needed_flows(world: World) -> Iterator[tuple[str, Endpoint, Endpoint, int, s
     yield "Prometheus alerts Alertmanager", prometheus, p["alertmanager"], 9093, "TCP"
     yield "Alertmanager notifies", p["alertmanager"], h["internet"], 443, "TCP"
     # KEDA: every ScaledObject's Prometheus trigger is a query from the operator
-    for r in world.run.of_type("kubernetes:keda.sh/v1alpha1:ScaledObject"):
+    for r in world.run.of_type(SCALED_OBJECT):
         for trigger in values(r)["spec"]["triggers"]:
             if trigger["type"] == "prometheus":
                 port = int(trigger["metadata"]["serverAddress"].rsplit(":", 1)[1])
@@ -381,7 +416,7 @@ def needed_flows(world: World) -> Iterator[tuple[str, Endpoint, Endpoint, int, s
         netpol.PROMETHEUS_OPERATOR_WEBHOOK_PORT,
         "TCP",
     )
-    # every Ingress: the ALB reaches each target of its backend (a gateway's proxies, the interceptor) and health-checks it
+    # every Ingress: the ALB reaches each target of its backend (a gateway's proxies) and health-checks it
     for r in world.run.of_type(INGRESS):
         doc = values(r)
         annotations = doc["metadata"].get("annotations") or {}
@@ -391,8 +426,10 @@ def needed_flows(world: World) -> Iterator[tuple[str, Endpoint, Endpoint, int, s
                 for target, port in ingress_targets(world, doc["metadata"]["namespace"], path["backend"]["service"]):
                     yield f"ALB forwards to {target.name}", h["alb"], target, port, "TCP"
                     health = port if check == "traffic-port" else int(check)
-                    if target.name == "interceptor":
-                        assert health == INTERCEPTOR_ADMIN[1]
+                    # the target is a gateway's proxies (at zero too), checked on their ready listener
+                    gateway = next((g for g in world.gateways.values() if g.proxy == target.name), None)
+                    assert gateway is not None, f"Ingress {doc['metadata']['name']} sends to {target.name}, no gateway's proxies"
+                    assert health == ready_port(world, gateway), f"Ingress {doc['metadata']['name']} checks port {health}"
                     yield f"ALB health-checks {target.name}", h["alb"], target, health, "TCP"
     # each gateway: its proxies forward to the pool's pods and ask the picker; the pickers read the pool's pods
     for gateway in world.gateways.values():
@@ -413,19 +450,8 @@ def needed_flows(world: World) -> Iterator[tuple[str, Endpoint, Endpoint, int, s
     for model, pod in _models(world):
         gateway = gateway_of(world, model.name)
         for client in model.client_namespaces:
-            if gateway is not None:
-                port = world.ports[gateway.proxy]["api"]
-                yield f"a pod in {client} calls {model.name}'s gateway", p[f"client:{client}"], p[gateway.proxy], port, "TCP"
-            else:
-                yield (
-                    f"a pod in {client} calls {model.name} through the interceptor",
-                    p[f"client:{client}"],
-                    p["interceptor"],
-                    INTERCEPTOR_PROXY[1],
-                    "TCP",
-                )
-        if model.replicas.min == 0:
-            yield f"interceptor forwards to {model.name}", p["interceptor"], pod, VLLM_PORT, "TCP"
+            port = world.ports[gateway.proxy]["api"]
+            yield f"a pod in {client} calls {model.name}'s gateway", p[f"client:{client}"], p[gateway.proxy], port, "TCP"
         yield f"{model.name} fetches weights over HTTPS", pod, h["internet"], 443, "TCP"
         yield f"{model.name} resolves names", pod, p["coredns"], 53, "UDP"
         if model.streams_from_s3:
@@ -452,11 +478,8 @@ def needed_flows(world: World) -> Iterator[tuple[str, Endpoint, Endpoint, int, s
 
 def ingress_targets(world: World, namespace: str, backend: dict[str, Any]) -> list[tuple[Endpoint, int]]:
     """The pods (and their ports) the ALB registers for an Ingress backend (target type ip): the
-    interceptor's proxy port, else the Service's pods on its target port."""
+    Service's pods on its target port."""
     port = int(backend["port"]["number"])
-    if backend["name"] == INTERCEPTOR_PROXY[0]:
-        assert port == INTERCEPTOR_PROXY[1]
-        return [(world.pods["interceptor"], INTERCEPTOR_PROXY[1])]
     service = world.services[f"{namespace}/{backend['name']}"]
     target = next(t for s, t in service.ports if s == port)
     assert isinstance(target, int), f"{service.name}: a named target port"
@@ -476,14 +499,14 @@ def forbidden_flows(world: World) -> Iterator[tuple[str, Endpoint, Endpoint, int
         for host in ("alb", "other-node", "control-plane", "internet"):
             for port in vllm_ports:
                 yield f"{host} reaches {model.name} on {port}", h[host], pod, port, "TCP"
-        # no pod but its gateway, Prometheus and (at zero) the interceptor: not a client, not another model
+        # no pod but its gateway and Prometheus (at zero too): not a client, not KEDA, not another model
         for name, source in p.items():
             if source is pod:
                 continue
             if name not in admitted:
                 yield f"{name} reaches {model.name} on {VLLM_PORT}", source, pod, VLLM_PORT, "TCP"
             for port in vllm_ports:
-                if port != VLLM_PORT and name not in ({gateway.proxy, gateway.picker} if gateway else set()):
+                if port != VLLM_PORT and name not in (gateway.proxy, gateway.picker):
                     yield f"{name} reaches {model.name} on {port}", source, pod, port, "TCP"
         yield f"{model.name} calls the API server", pod, h["api-service"], 443, "TCP"
         yield f"{model.name} reads instance metadata", pod, h["imds"], 80, "TCP"
@@ -499,13 +522,9 @@ def forbidden_flows(world: World) -> Iterator[tuple[str, Endpoint, Endpoint, int
         for host in ("alb", "other-node", "internet"):
             yield f"{host} reaches {gateway.picker} on {ext_proc}", h[host], picker, ext_proc, "TCP"
         proxy = p[gateway.proxy]
-        yield (
-            f"the internet reaches {gateway.proxy} on {envoy_metrics(world, gateway)}",
-            h["internet"],
-            proxy,
-            envoy_metrics(world, gateway),
-            "TCP",
-        )
+        # the proxies take requests and health checks from the ALB's subnets (and the model's clients): not the internet
+        for port in (world.ports[gateway.proxy]["api"], ready_port(world, gateway), envoy_metrics(world, gateway)):
+            yield f"the internet reaches {gateway.proxy} on {port}", h["internet"], proxy, port, "TCP"
         yield f"a stray pod scrapes {gateway.proxy}", p["stranger"], proxy, envoy_metrics(world, gateway), "TCP"
         yield f"{gateway.proxy} reaches the API server", proxy, h["api-service"], 443, "TCP"
         yield f"{gateway.proxy} reaches the internet", proxy, h["internet"], 443, "TCP"
@@ -520,24 +539,18 @@ def forbidden_flows(world: World) -> Iterator[tuple[str, Endpoint, Endpoint, int
     ):
         yield f"the internet reaches {name} on {port}", h["internet"], p[name], port, "TCP"
     yield "a stray pod scrapes Karpenter", p["stranger"], p["karpenter"], netpol.CONTROLLER_METRICS_PORT, "TCP"
-    # the interceptor forwards to vLLM for every model at zero: only the ALB's subnets (and those models' clients) reach it
-    for port in (INTERCEPTOR_PROXY[1], INTERCEPTOR_ADMIN[1]):
-        yield f"the internet reaches the interceptor on {port}", h["internet"], p["interceptor"], port, "TCP"
-    # wherever the ALB's subnets do not hold a pod's address: only a model's clients reach its front door
-    zero_clients = {ns for m in world.cfg.models if m.replicas.min == 0 for ns in m.client_namespaces}
+    # wherever the ALB's subnets do not hold a pod's address: only a model's clients reach its front door (its
+    # proxies' API port, at zero as at any other size), and no pod reaches the proxies' health port (the ALB's)
     for name, source in p.items():
-        if in_load_balancer_subnets(world, source) or source.namespace == KEDA_NAMESPACE:
+        if in_load_balancer_subnets(world, source):
             continue
-        # (Prometheus reaches every KEDA pod on 8080, the controllers' metrics port, which is also the
-        # interceptor's proxy port: the interceptor routes /v1 of the models at zero by host, no other path)
-        if source.namespace not in zero_clients and name != "prometheus":
-            yield f"{name} reaches the interceptor", source, p["interceptor"], INTERCEPTOR_PROXY[1], "TCP"
-        yield f"{name} reaches the interceptor's admin port", source, p["interceptor"], INTERCEPTOR_ADMIN[1], "TCP"
         for model in world.cfg.models:
             gateway = gateway_of(world, model.name)
-            if gateway is not None and source.namespace not in (*model.client_namespaces, gateway.namespace):
+            if source.namespace not in (*model.client_namespaces, gateway.namespace):
                 port = world.ports[gateway.proxy]["api"]
                 yield f"{name} reaches {gateway.proxy} on {port}", source, p[gateway.proxy], port, "TCP"
+            ready = ready_port(world, gateway)
+            yield f"{name} reaches {gateway.proxy}'s health port {ready}", source, p[gateway.proxy], ready, "TCP"
     # a populate Job reaches DNS, HTTPS outside the VPC, the S3 endpoint and the Pod Identity agent only
     for name, job in populate_jobs(world).items():
         for why, dst, port, proto in JOB_FORBIDDEN:
@@ -553,6 +566,11 @@ def in_load_balancer_subnets(world: World, endpoint: Endpoint) -> bool:
 
 def envoy_metrics(world: World, gateway: Gateway) -> int:
     return world.ports[gateway.proxy]["envoy-metrics"]
+
+
+def ready_port(world: World, gateway: Gateway) -> int:
+    """The proxies' ready listener (the ALB's health checks)."""
+    return world.ports[gateway.proxy]["ready"]
 
 
 def populate_jobs(world: World) -> dict[str, Endpoint]:
@@ -604,7 +622,7 @@ def job_may_reach(world: World) -> set[tuple[str, int, str]]:
 def needed_service_flows(world: World) -> Iterator[tuple[str, Endpoint, Service, int, str]]:
     """Connections the platform makes to a Service's address (judged before DNAT)."""
     p = world.pods
-    for r in world.run.of_type("kubernetes:keda.sh/v1alpha1:ScaledObject"):
+    for r in world.run.of_type(SCALED_OBJECT):
         for trigger in values(r)["spec"]["triggers"]:
             if trigger["type"] == "prometheus":
                 host, port = trigger["metadata"]["serverAddress"].split("//", 1)[1].rsplit(":", 1)
@@ -612,19 +630,12 @@ def needed_service_flows(world: World) -> Iterator[tuple[str, Endpoint, Service,
                 yield "KEDA queries the Prometheus Service", p["keda-operator"], world.services[f"{ns}/{name}"], int(port), "TCP"
     prometheus = world.services[f"{world.cfg.observability.namespace}/kube-prometheus-stack-prometheus"]
     yield "Grafana queries the Prometheus Service", p["grafana"], prometheus, 9090, "TCP"
-    for r in world.run.of_type("kubernetes:http.keda.sh/v1beta1:InterceptorRoute"):
-        doc = values(r)
-        target = doc["spec"]["target"]
-        service = world.services[f"{doc['metadata']['namespace']}/{target['service']}"]
-        yield f"the interceptor reaches the {service.name} Service", p["interceptor"], service, int(target["port"]), "TCP"
     dns = world.services["kube-system/kube-dns"]
     for model, pod in _models(world):
-        gateway = gateway_of(world, model.name)
-        if gateway is not None:
-            # the model's url output: its proxies' Service
-            service, port = world.services[gateway.proxy], world.ports[gateway.proxy]["api"]
-            for client in model.client_namespaces:
-                yield f"a pod in {client} calls the {service.name} Service", p[f"client:{client}"], service, port, "TCP"
+        # the model's url output (its proxies' Service, at zero too): where its clients are told to call
+        service, port = url_service(world, model.name)
+        for client in model.client_namespaces:
+            yield f"a pod in {client} calls the {service.name} Service", p[f"client:{client}"], service, port, "TCP"
         yield f"{model.name} resolves names through the kube-dns Service", pod, dns, 53, "UDP"
     for gateway in world.gateways.values():
         # Envoy's ext_proc cluster: the picker's Service, by the name its config holds
@@ -635,6 +646,15 @@ def needed_service_flows(world: World) -> Iterator[tuple[str, Endpoint, Service,
             yield f"{source} resolves names through the kube-dns Service", p[source], dns, 53, "UDP"
     for name in ("keda-operator", "prometheus", "grafana", "gpu-operator", "karpenter"):
         yield f"{name} resolves names through the kube-dns Service", p[name], dns, 53, "UDP"
+
+
+def url_service(world: World, model_name: str) -> tuple[Service, int]:
+    """The Service and port the model's `url` output names (`http://<service>.<namespace>.svc...:<port>/v1`)."""
+    url = urllib.parse.urlsplit(world.run.outputs["models"][model_name]["url"])
+    assert url.hostname is not None, url
+    assert url.port is not None, url
+    name, ns = url.hostname.split(".")[:2]
+    return world.services[f"{ns}/{name}"], url.port
 
 
 def _cluster_addresses(envoy: dict[str, Any], cluster: str) -> list[tuple[str, int]]:

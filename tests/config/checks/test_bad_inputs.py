@@ -28,7 +28,6 @@ CASES: dict[str, Callable[[dict[str, Any]], object]] = {
     "zero-queue-threshold": lambda d: m0(d).update(autoscaling={"queueDepthPerReplica": 0}),
     "duplicate-model": lambda d: d["models"].append(dict(m0(d))),
     "hpa-name-too-long": lambda d: m0(d).update(name="m" * 55),
-    "scale-to-zero-without-a-host-route": lambda d: m0(d)["replicas"].update(min=0),
     "cluster-name-too-long": lambda d: d["cluster"].update(name="c" * 47),
     "requirement-gt-not-integer": lambda d: p0(d).update(
         requirements=[{"key": "karpenter.k8s.aws/instance-generation", "operator": "Gt", "values": ["4", "5"]}]
@@ -188,11 +187,8 @@ EXPECTED: dict[str, list[str]] = {
     ],
     "hpa-name-too-long": [
         "models[mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm].name: name too long: KEDA names the HPA keda-hpa-mmmmmmmmmmm... (64 characters), which must be at most 63. Fix: use at most 54 characters",
-        "models[mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm].name: name too long for a model with a gateway: its router's Helm release is named after it (55 characters) and Helm allows 53. Fix: use at most 53 characters",
+        "models[mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm].name: name too long: the model's gateway is a Helm release named after it (55 characters) and Helm allows 53. Fix: use at most 53 characters",
         "ingress.certificateArn: is not set: mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm is served over plain HTTP inside the VPC. Fix: set an ACM certificate ARN to serve HTTPS (HTTP then redirects)",
-    ],
-    "scale-to-zero-without-a-host-route": [
-        "models[llama-3-1-8b].replicas.min: is 0 but ingress.domain is not set: the interceptor that holds requests at zero routes by host (llama-3-1-8b.<domain>), and path routing cannot reach it. Fix: set ingress.domain, or keep replicas.min >= 1"
     ],
     "cluster-name-too-long": [
         "cluster.name: 'ccccccccccccccccccccccccccccccccccccccccccccccc' is 47 characters; derived IAM role names such as KarpenterNodeRole-<cluster> would exceed 64 characters. Fix: use at most 46 characters"

@@ -21,11 +21,6 @@ CASES: dict[str, Callable[[dict[str, Any]], object]] = {
     "alb-idle-below-hold": lambda d: d.setdefault("ingress", {}).update(idleTimeoutSeconds=120),
     "alb-idle-leaves-no-hold": lambda d: d.setdefault("ingress", {}).update(idleTimeoutSeconds=60),
     "router-release-name-too-long": lambda d: m0(d).update(name="m" * 54),
-    "precise-routing-at-zero": lambda d: (
-        d.setdefault("ingress", {}).update(domain="llm.example.net"),
-        m0(d).update(routing={"prefixCache": "precise"}),
-        m0(d)["replicas"].update(min=0),
-    ),
     "precise-routing-with-block-size": lambda d: m0(d).update(routing={"prefixCache": "precise"}, extraArgs=["--block-size=16"]),
     "precise-routing-with-hash-algo": lambda d: m0(d).update(
         routing={"prefixCache": "precise"}, extraArgs=["--prefix-caching-hash-algo", "sha256"]
@@ -62,11 +57,8 @@ EXPECTED: dict[str, list[str]] = {
         "ingress.idleTimeoutSeconds: 60 s leaves llama-3-1-8b's gateway no time to hold a request: a hold, a 30 s pick and 30 s of margin must fit inside the ALB's idle timeout. Fix: raise it to at least 61"
     ],
     "router-release-name-too-long": [
-        "models[mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm].name: name too long for a model with a gateway: its router's Helm release is named after it (54 characters) and Helm allows 53. Fix: use at most 53 characters",
+        "models[mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm].name: name too long: the model's gateway is a Helm release named after it (54 characters) and Helm allows 53. Fix: use at most 53 characters",
         "ingress.certificateArn: is not set: mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm is served over plain HTTP inside the VPC. Fix: set an ACM certificate ARN to serve HTTPS (HTTP then redirects)",
-    ],
-    "precise-routing-at-zero": [
-        "models[llama-3-1-8b].routing.prefixCache: precise needs the model's gateway, and a model at replicas.min 0 is reached through the HTTP add-on's interceptor, which routes round robin. Fix: set replicas.min to 1 or more, or use approximate"
     ],
     "precise-routing-with-block-size": [
         "models[llama-3-1-8b].extraArgs[0]: --block-size is managed with routing.prefixCache precise: the picker hashes KV blocks of exactly the size the platform passes. Fix: remove it",

@@ -19,6 +19,10 @@ def _model(stack: str, name: str | None = None) -> ModelConfig:
     return next(m for m in cfg.models if name is None or m.name == name)
 
 
+POOL = parse(stack_data(DEV)).gpu_pools[0]
+"""The dev fixture's pool (what a ScaledObject's wake trigger sizes its target from)."""
+
+
 def test_every_figure_names_its_source_and_setup() -> None:
     assert speed.CATALOG
     for key, figure in speed.CATALOG.items():
@@ -81,10 +85,10 @@ def test_no_pessimistic_term_is_shorter_than_the_expected_one(stack: str) -> Non
 def test_each_config_knob_moves_its_own_term() -> None:
     model = _model(PROD, "llama-3-1-8b")
     base = scaleup.budget(model, scrape_interval="10s")
-    # the gateway's discovery of the new replica, exposed or not; a model at zero has no gateway in its path
+    # the gateway's discovery of the new replica, exposed or not, at zero too (its gateway holds the request)
     assert base.terms["loadBalancer"] == speed.GATEWAY_ENDPOINT_DISCOVERY.value
     at_zero = model.model_copy(update={"replicas": model.replicas.model_copy(update={"min": 0})})
-    assert scaleup.budget(at_zero, scrape_interval="10s").terms["loadBalancer"] == 0
+    assert scaleup.budget(at_zero, scrape_interval="10s").terms["loadBalancer"] == speed.GATEWAY_ENDPOINT_DISCOVERY.value
     assert scaleup.budget(model, scrape_interval="30s").terms["signal"] == base.terms["signal"] + 20
     eager = model.model_copy(update={"extra_args": ["--enforce-eager"]})
     assert scaleup.budget(eager, scrape_interval="10s").terms["engineStart"] == 48
@@ -109,9 +113,9 @@ def test_the_startup_probe_allows_the_expected_load_with_margin() -> None:
 
 def test_the_default_scale_down_window_covers_the_budget() -> None:
     model = _model(DEV)
-    so = scaling.scaled_object(model, "http://prometheus:9090", scale_up_miss_seconds=457, scales_to_zero=False)
+    so = scaling.scaled_object(model, "http://prometheus:9090", POOL, scale_up_miss_seconds=457, scales_to_zero=False)
     assert so["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"] == 457
-    so = scaling.scaled_object(model, "http://prometheus:9090", scale_up_miss_seconds=100, scales_to_zero=False)
+    so = scaling.scaled_object(model, "http://prometheus:9090", POOL, scale_up_miss_seconds=100, scales_to_zero=False)
     assert so["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"] == 300
 
 
@@ -119,7 +123,7 @@ def test_an_explicit_scale_down_window_is_kept() -> None:
     data = stack_data(DEV)
     data["models"][0]["autoscaling"] = {"scaleDown": {"stabilizationWindowSeconds": 600, "pods": 1, "periodSeconds": 60}}
     model = parse(data).models[0]
-    so = scaling.scaled_object(model, "http://prometheus:9090", scale_up_miss_seconds=900, scales_to_zero=False)
+    so = scaling.scaled_object(model, "http://prometheus:9090", POOL, scale_up_miss_seconds=900, scales_to_zero=False)
     assert so["spec"]["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"] == 600
 
 
