@@ -53,7 +53,6 @@ KARPENTER_POD = {"app.kubernetes.io/name": "karpenter"}
 LOAD_BALANCER_CONTROLLER_POD = {"app.kubernetes.io/name": "aws-load-balancer-controller"}
 ALERTMANAGER_POD = {"app.kubernetes.io/name": "alertmanager"}
 PROMETHEUS_POD = {"app.kubernetes.io/name": "prometheus"}
-"""Every model namespace (each carries the model label)."""
 
 
 def namespace_peer(name: str) -> dict[str, Any]:

@@ -104,11 +104,11 @@ def picker_affinity(model: ModelConfig) -> dict[str, Any]:
 DETECTOR = "utilization-detector"
 
 
-def epp_config(model: ModelConfig, hold: Hold | None = None) -> dict[str, Any]:
+def epp_config(model: ModelConfig, hold: Hold) -> dict[str, Any]:
     """The Endpoint Picker's EndpointPickerConfig: the queue and KV-cache scorers on the metrics the
     picker scrapes from vLLM (vllm:num_requests_waiting, vllm:kv_cache_usage_perc), and a prefix-cache
-    scorer, weighted 2 / 2 / 3 as the chart's default profile. With `hold`, flow control: the feature
-    gate, the utilization detector at the hold's thresholds (above KEDA's targets), the hold's TTL
+    scorer, weighted 2 / 2 / 3 as the chart's default profile; flow control: the feature gate, the
+    utilization detector at the hold's thresholds (above KEDA's targets), the hold's TTL
     (config/derived/hold.py).
 
     approximate: the picker indexes the prompt prefixes it routed (approx-prefix-cache-producer,
@@ -166,21 +166,19 @@ def epp_config(model: ModelConfig, hold: Hold | None = None) -> dict[str, Any]:
     }
     if data_layer is not None:
         out["dataLayer"] = data_layer
-    if hold is not None:
-        plugins.append(
-            {"type": DETECTOR, "parameters": {"queueDepthThreshold": hold.queue_threshold, "kvCacheUtilThreshold": hold.kv_threshold}}
-        )
-        out = {
-            "apiVersion": out["apiVersion"],
-            "kind": out["kind"],
-            "featureGates": ["flowControl"],
-            **{k: v for k, v in out.items() if k not in ("apiVersion", "kind")},
-            "flowControl": {"defaultRequestTTL": f"{hold.ttl_seconds}s", "saturationDetector": {"pluginRef": DETECTOR}},
-        }
-    return out
+    plugins.append(
+        {"type": DETECTOR, "parameters": {"queueDepthThreshold": hold.queue_threshold, "kvCacheUtilThreshold": hold.kv_threshold}}
+    )
+    return {
+        "apiVersion": out["apiVersion"],
+        "kind": out["kind"],
+        "featureGates": ["flowControl"],
+        **{k: v for k, v in out.items() if k not in ("apiVersion", "kind")},
+        "flowControl": {"defaultRequestTTL": f"{hold.ttl_seconds}s", "saturationDetector": {"pluginRef": DETECTOR}},
+    }
 
 
-def envoy_preset(model: ModelConfig, image: str, alb_idle_timeout_seconds: int, hold_seconds: int = 0) -> dict[str, Any]:
+def envoy_preset(model: ModelConfig, image: str, alb_idle_timeout_seconds: int, *, hold_seconds: int) -> dict[str, Any]:
     """The preset's parts replaced: the image (pinned, through the image cache where it applies), the
     config, the ports and the readiness probe (on the ready listener)."""
     chain = timeouts.chain(alb_idle_timeout_seconds, hold_seconds)
@@ -228,10 +226,10 @@ def values(
     alb_idle_timeout_seconds: int,
     envoy_image: str = versions.ENVOY_IMAGE,
     hf_token_secret: tuple[str, str] | None = None,
-    hold: Hold | None = None,
+    hold: Hold,
 ) -> dict[str, Any]:
     """The release's values. `hf_token_secret` (secret name, key) feeds the precise-prefix tokenizer of a gated
-    model; `hold` turns on the picker's flow control (config/derived/hold.py)."""
+    model; `hold` is the picker's flow control (config/derived/hold.py)."""
     registry, repository, tag = versions.EPP_IMAGE
     picker_config = yaml.safe_dump(epp_config(model, hold), sort_keys=False)
     epp: dict[str, Any] = {
@@ -264,7 +262,7 @@ def values(
             "replicas": cfg.proxy_replicas,
             "failOpen": False,
             "resources": cfg.proxy_resources.as_values(),
-            "presets": {"envoy": envoy_preset(model, envoy_image, alb_idle_timeout_seconds, hold.ttl_seconds if hold else 0)},
+            "presets": {"envoy": envoy_preset(model, envoy_image, alb_idle_timeout_seconds, hold_seconds=hold.ttl_seconds)},
         },
         "extraServicePorts": [{"name": "http", "port": envoy.API_PORT, "protocol": "TCP", "targetPort": envoy.API_PORT}],
     }

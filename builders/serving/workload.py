@@ -13,6 +13,7 @@ from builders.gateway import prefix
 from builders.k8s import namespace_manifest
 from config.derived import capacity
 from config.derived.sharing import gpu_request
+from config.facts import speed
 from config.facts.conventions import (
     API_KEY_FINGERPRINT_ANNOTATION,
     INGRESS_GROUP_MEMBER,
@@ -461,7 +462,13 @@ def deployment(
                                 "failureThreshold": startup_failures,
                                 "timeoutSeconds": 5,
                             },
-                            "readinessProbe": {**probe, "periodSeconds": 10, "failureThreshold": 3, "timeoutSeconds": 5},
+                            "readinessProbe": {
+                                **probe,
+                                # the pessimistic budget counts one such period after the startup probe
+                                "periodSeconds": int(speed.READINESS_PROBE_PERIOD.value),
+                                "failureThreshold": 3,
+                                "timeoutSeconds": 5,
+                            },
                             "livenessProbe": {**probe, "periodSeconds": 15, "failureThreshold": 6, "timeoutSeconds": 10},
                             "lifecycle": {"preStop": {"sleep": {"seconds": model.drain.pre_stop_sleep_seconds}}},
                             "volumeMounts": volume_mounts,

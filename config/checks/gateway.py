@@ -61,7 +61,7 @@ def rule_hold(cfg: StackConfig) -> Iterator[Problem]:
                 f"instead of the gateway holding them. Fix: raise maxWaitingRequests above {held.queue_threshold}, or remove it",
             )
         if hold.ttl_cap(cfg.ingress.idle_timeout_seconds) < 1:
-            least = hold.PICK_TIMEOUT_SECONDS + HOLD_MARGIN_SECONDS + 1
+            least = hold.idle_timeout_for(1)
             yield Problem(
                 "ingress.idleTimeoutSeconds",
                 f"{cfg.ingress.idle_timeout_seconds} s leaves {m.name}'s gateway no time to hold a request: a hold, a "
@@ -69,14 +69,14 @@ def rule_hold(cfg: StackConfig) -> Iterator[Problem]:
                 f"timeout. Fix: raise it to at least {least}",
             )
         elif held.cold_start and held.ttl_seconds < facts.scale_up.miss:
-            need = facts.scale_up.miss + hold.PICK_TIMEOUT_SECONDS + HOLD_MARGIN_SECONDS
+            need = hold.idle_timeout_for(facts.scale_up.miss)
             yield Problem(
                 "ingress.idleTimeoutSeconds",
                 f"{cfg.ingress.idle_timeout_seconds} s caps how long {m.name}'s gateway holds a request at {held.ttl_seconds} s "
                 f"(a hold, a {hold.PICK_TIMEOUT_SECONDS} s pick and {HOLD_MARGIN_SECONDS} s of margin inside the ALB's idle "
                 f"timeout), short of its expected cold start ({facts.scale_up.miss} s): {m.name} scales to zero, and the first "
                 f"request after a quiet spell would get a 503 before a replica can serve it. Fix: raise it to at least {need} "
-                f"({held.wanted_seconds + hold.PICK_TIMEOUT_SECONDS + HOLD_MARGIN_SECONDS} covers the pessimistic cold start), "
+                f"({hold.idle_timeout_for(held.wanted_seconds)} covers the pessimistic cold start), "
                 "or keep replicas.min >= 1",
             )
         elif held.ttl_seconds < held.wanted_seconds:
@@ -88,7 +88,7 @@ def rule_hold(cfg: StackConfig) -> Iterator[Problem]:
                 f"{held.ttl_seconds} s (a hold, a {hold.PICK_TIMEOUT_SECONDS} s pick and {HOLD_MARGIN_SECONDS} s of margin "
                 f"inside the ALB's idle timeout), short of its pessimistic {start} ({held.wanted_seconds} s): during "
                 f"{during} before a new replica can serve them. Fix: raise it to at least "
-                f"{held.wanted_seconds + hold.PICK_TIMEOUT_SECONDS + HOLD_MARGIN_SECONDS}, or accept the earlier "
+                f"{hold.idle_timeout_for(held.wanted_seconds)}, or accept the earlier "
                 f"{'503' if held.cold_start else '429'}s",
                 "warning",
             )

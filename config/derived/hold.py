@@ -52,11 +52,6 @@ class Hold:
     cold_start: bool = False
     """The model scales to zero: a held request may wait out a whole cold start."""
 
-    @property
-    def longest_wait_seconds(self) -> int:
-        """A held request's longest silence: the TTL, then its pick."""
-        return self.ttl_seconds + PICK_TIMEOUT_SECONDS
-
 
 def queue_threshold(model: ModelConfig) -> int:
     target = model.autoscaling.queue_depth_per_replica
@@ -74,8 +69,13 @@ def ttl_cap(alb_idle_timeout_seconds: int) -> int:
     return alb_idle_timeout_seconds - PICK_TIMEOUT_SECONDS - HOLD_MARGIN_SECONDS
 
 
-def hold(model: ModelConfig, budget: ScaleUpBudget, alb_idle_timeout_seconds: int) -> Hold:
-    cold = model.replicas.min == 0
+def idle_timeout_for(ttl_seconds: int) -> int:
+    """The shortest ALB idle timeout that lets a request be held this long (the inverse of ttl_cap)."""
+    return ttl_seconds + PICK_TIMEOUT_SECONDS + HOLD_MARGIN_SECONDS
+
+
+def hold(model: ModelConfig, budget: ScaleUpBudget, alb_idle_timeout_seconds: int, *, cold: bool) -> Hold:
+    """`cold`: the model scales to zero (config/derived/state.py ModelState.scales_to_zero)."""
     slow = budget.pessimistic_budget
     wanted = slow.miss if cold else slow.hit
     # at least 1 s: a TTL of 0 s turns the picker's TTL off (hold forever); config/checks/gateway.py refuses

@@ -179,6 +179,7 @@ def _gpus_for(model: ModelConfig, pool: GpuPool, zones: int, replicas: int, inst
 def _model(cfg: StackConfig, model: ModelConfig) -> ModelState:
     exp = exposure(cfg, model)
     budget = scaleup.budget(model, scrape_interval=cfg.observability.vllm_scrape_interval)
+    to_zero = model.replicas.min == 0
     pool = cfg.pool(model.pool)
     if pool is not None and catalog_problems(pool):
         pool = None  # a pool the catalog cannot size gives no placement facts (the rules report it)
@@ -212,9 +213,9 @@ def _model(cfg: StackConfig, model: ModelConfig) -> ModelState:
         surge_gpus=surge * peak.gpu_count if peak else 0,
         vcpus_at_min=at_min * hosts[0].vcpus if hosts else 0,
         scale_up=budget,
-        scales_to_zero=model.replicas.min == 0,
+        scales_to_zero=to_zero,
         exposure=exp,
-        hold=hold(model, budget, cfg.ingress.idle_timeout_seconds),
+        hold=hold(model, budget, cfg.ingress.idle_timeout_seconds, cold=to_zero),
     )
 
 

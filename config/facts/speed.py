@@ -87,7 +87,7 @@ READINESS_PROBE_PERIOD: Final = Figure(
     10,
     "s",
     "a readiness probe period after the startup probe passes (two periods, not one)",
-    "the platform's vLLM readinessProbe (builders/serving/workload.py)",
+    "the platform's vLLM readinessProbe (builders/serving/workload.py reads this figure)",
     f"{WAVE3_B} 2.7",
 )
 GATEWAY_ENDPOINT_DISCOVERY: Final = Figure(

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from config.checks.escape_hatches import DERIVED_VALUES, PROTECTED_VALUES, has_path
+from config.derived import state
 from config.facts import versions
 from config.facts.conventions import PROJECT
 from config.sections.models import MANAGED_FLAGS
@@ -247,7 +248,9 @@ def test_listed_router_values_of_precise_routing_are_set_then() -> None:
     data["cluster"]["systemNodeGroup"].update(minSize=3, desiredSize=3)
     cfg = parse(data)
     model = cfg.models[0]
-    values = router.values(model, cfg.gateway, alb_idle_timeout_seconds=cfg.ingress.idle_timeout_seconds)
+    values = router.values(
+        model, cfg.gateway, alb_idle_timeout_seconds=cfg.ingress.idle_timeout_seconds, hold=state.of(cfg).model(model.name).hold
+    )
     assert set(LISTED) >= PRECISE_ONLY
     for section, path in PRECISE_ONLY:
         assert section == "gateway"

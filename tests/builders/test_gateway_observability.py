@@ -104,7 +104,7 @@ def test_the_monitors_scrape_the_named_ports_at_their_paths() -> None:
     assert (picker["port"], picker["path"]) == (router.EPP_METRICS_PORT_NAME, "/metrics")
     assert (proxy["port"], proxy["path"]) == (monitors.ENVOY_METRICS_PORT_NAME, envoy.METRICS_PATH)
     # the proxies' container port of that name is Envoy's metrics listener, which routes that path
-    ports = {p["name"]: p["containerPort"] for p in router.envoy_preset(model, "envoy:test", 300)["ports"]}
+    ports = {p["name"]: p["containerPort"] for p in router.envoy_preset(model, "envoy:test", 300, hold_seconds=1)["ports"]}
     assert ports[monitors.ENVOY_METRICS_PORT_NAME] == envoy.METRICS_PORT
     listeners = _listeners()
     manager = listeners[envoy.METRICS_PORT]["filter_chains"][0]["filters"][0]["typed_config"]

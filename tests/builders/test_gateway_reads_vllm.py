@@ -8,6 +8,7 @@ import json
 from builders.gateway import prefix, router
 from builders.observability.metrics import VLLM_GAUGES, VLLM_VERSION
 from builders.serving.workload import vllm_args
+from config.derived import state
 from tests.conftest import DEV, parse, stack_data
 
 # llm-d-router v0.10.0 pkg/epp/framework/plugins/datalayer/extractor/metrics/factories.go, engine "vllm":
@@ -47,7 +48,7 @@ def test_precise_routing_passes_one_block_size_and_one_events_port_to_both_sides
     assert "$(POD_IP)" in events["topic"]
     env = {e["name"] for e in prefix.vllm_env(model)}  # type: ignore[arg-type]
     assert {"PYTHONHASHSEED", "POD_IP"} <= env
-    config = router.epp_config(model)  # type: ignore[arg-type]
+    config = router.epp_config(model, state.of(cfg).model(model.name).hold)  # type: ignore[arg-type, attr-defined]
     producer = next(p for p in config["plugins"] if p["type"] == "precise-prefix-cache-producer")
     assert producer["parameters"]["tokenProcessorConfig"]["blockSize"] == prefix.PREFIX_BLOCK_SIZE
 

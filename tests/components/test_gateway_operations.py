@@ -9,6 +9,7 @@ from __future__ import annotations
 import yaml
 
 from builders.gateway import envoy, router, timeouts
+from config.derived import state
 from offline import harness
 from tests.conftest import DEV, parse, stack_data, values
 
@@ -51,7 +52,7 @@ def test_a_changed_config_rolls_the_pods_that_read_it_at_start() -> None:
     model = cfg.models[0]
 
     def hashes(idle: int) -> tuple[str, str]:
-        v = router.values(model, cfg.gateway, alb_idle_timeout_seconds=idle)["router"]
+        v = router.values(model, cfg.gateway, alb_idle_timeout_seconds=idle, hold=state.of(cfg).model(model.name).hold)["router"]
         env = {e["name"]: e.get("value") for e in v["proxy"]["presets"]["envoy"]["env"]}
         text = v["proxy"]["presets"]["envoy"]["configMap"]["data"]["envoy.yaml"]
         assert env[router.CONFIG_HASH_ENV] == router.config_hash(text)
