@@ -567,9 +567,12 @@ class Replay:
                 s.last_active = now
             current = len(s.active())
             assert s.wake_above is not None
-            if current == 0 and (in_flight > s.wake_above or floor):
-                # the gateway-requests trigger goes active on a held request (or the cron window opens):
-                # KEDA activates the target, 0 -> 1 (its poll and the proxies' scrape are the budget's signal)
+            # KEDA reads the gateway-requests trigger at its polling interval, from what Prometheus last
+            # scraped of the proxies: a held request wakes the model a scrape and a poll later, not at once
+            polled = t % int(s.scaled_object["spec"]["pollingInterval"]) == 0  # type: ignore[index]
+            seen = (s.scraped or {}).get(scaling.GATEWAY_REQUESTS_TRIGGER, 0.0)
+            if current == 0 and ((polled and seen > s.wake_above) or floor):
+                # the trigger goes active on a held request (or the cron window opens): 0 -> 1
                 s.behavior.record(0, 1, now)  # type: ignore[union-attr]
                 _rescale(s, self.pools[s.config.pool], 1, now)
             elif current > 0 and not busy and now - s.last_active >= s.idle_after and t % HPA_SYNC_SECONDS == 0:
