@@ -23,7 +23,7 @@ from builders.serving import workload as builders
 from components import k8s_objects
 from components.helm import release
 from components.options import inherited_depends_on
-from config.derived import capacity
+from config.derived import engine
 from config.derived.hold import Hold
 from config.facts import versions
 from config.facts.conventions import populate_service_account
@@ -205,11 +205,11 @@ class VllmModel(pulumi.ComponentResource):
         # Readiness can take long: a GPU node launch, the image pull and the model download and load.
         # Pulumi's default 10-minute wait would give up first. The load balancer controller's
         # webhook must be up before exposed pods are admitted, or they miss their readiness gate.
-        ready_seconds = capacity.startup_budget_seconds(model) + NODE_AND_IMAGE_SECONDS
+        ready_seconds = engine.startup_budget_seconds(model, args.pool) + NODE_AND_IMAGE_SECONDS
         ready_minutes = f"{math.ceil(ready_seconds / 60)}m"
         # An update rolls the replicas one at a time (surge 1, none unavailable): the first may need a
         # node, each further one waits for an old replica's drain and its own load.
-        step_seconds = capacity.startup_budget_seconds(model) + model.drain.termination_grace_period_seconds
+        step_seconds = engine.startup_budget_seconds(model, args.pool) + model.drain.termination_grace_period_seconds
         rollout_minutes = f"{math.ceil((ready_seconds + (model.replicas.max - 1) * step_seconds) / 60)}m"
         sources = args.sources
         if args.weights is not None:

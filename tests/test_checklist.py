@@ -822,7 +822,7 @@ ROWS: dict[str, Row] = {
     ),
     "WS-5": Row(
         (
-            f"{T}components/test_serving.py::test_requests_equal_limits_and_gpu_resource_per_sharing_mode",
+            f"{T}components/test_serving.py::test_limits_equal_requests_but_cpu_and_gpu_resource_per_sharing_mode",
             f"{T}policy/test_policies.py::test_policy_fails_on_a_broken_resource",
         ),
         policy_check(
@@ -856,10 +856,10 @@ ROWS: dict[str, Row] = {
     "WR-1": Row(
         (
             f"{T}components/test_serving.py::test_probes_and_drain",
-            f"{T}config/derived/test_scaleup.py::test_the_startup_probe_allows_the_expected_load_with_margin",
+            f"{T}config/derived/test_scaleup.py::test_the_startup_probe_allows_the_pessimistic_load_with_margin",
         ),
         config_case("startup-budget-too-short", "models[llama-3-1-8b].startup."),
-        "below the expected",
+        "below the pessimistic",
     ),
     "WR-2": Row(
         (

@@ -82,7 +82,7 @@ def test_the_readme_cost_table_is_what_the_shipped_stacks_cost() -> None:
 
 def test_the_scale_up_budget_table_is_what_the_shipped_stacks_give() -> None:
     """docs/scale-up.md quotes each shipped model's scale-up budget; it must match the arithmetic."""
-    from config.derived import scaleup
+    from config.derived import state
 
     page = (ROOT / "docs" / "scale-up.md").read_text()
     table = page.split("## The scale-up budget\n")[1].split("The budget drives")[0]
@@ -95,7 +95,7 @@ def test_the_scale_up_budget_table_is_what_the_shipped_stacks_give() -> None:
     for stack in ("dev", "prod"):
         cfg = _shipped(stack)
         for model in cfg.models:
-            budget = scaleup.budget(model, scrape_interval=cfg.observability.vllm_scrape_interval)
+            budget = state.of(cfg).model(model).scale_up
             row = next(r for r in rows if r[0] == stack and r[1].split()[0] == model.name)
             assert (row[2], int(row[3]), int(row[4])) == (model.weights.source, budget.hit, budget.miss), row
             seen.add((stack, model.name))

@@ -11,7 +11,7 @@ from typing import Any
 from builders import network_policies as netpol
 from builders.gateway import prefix
 from builders.k8s import namespace_manifest
-from config.derived import capacity
+from config.derived import capacity, engine
 from config.derived.sharing import gpu_request
 from config.facts import speed
 from config.facts.conventions import (
@@ -209,8 +209,12 @@ def vllm_args(model: ModelConfig, pool: GpuPool, alb_idle_timeout_seconds: int, 
     # once instead of queueing without bound (config/derived/capacity.py max_in_flight_requests).
     args += ["--max-num-queued-reqs", str(capacity.max_in_flight_requests(model, pool))]
     if (kv_bytes := capacity.explicit_kv_cache_bytes(model, pool)) is not None:
-        # time-sliced replicas must not profile each other's memory (capacity.explicit_kv_cache_bytes)
+        # skips vLLM's profiling pass; time-sliced replicas must not profile each other's memory
+        # (capacity.explicit_kv_cache_bytes)
         args += ["--kv-cache-memory-bytes", str(kv_bytes)]
+    if model.engine.cuda_graph_capture_max is not None and not capacity.eager(model):
+        # CUDA graphs up to this batch only: fewer sizes to capture at start (config/derived/engine.py)
+        args += ["--max-cudagraph-capture-size", str(engine.capture_max(model, pool))]
     # the gateway's precise prefix-cache routing reads vLLM's KV-cache events (builders/gateway/prefix.py)
     args += prefix.vllm_args(model)
     return [*args, *model.extra_args]
@@ -383,6 +387,42 @@ def wait_for_weights(model: ModelConfig, sources: Sources, timeout_seconds: int)
     }
 
 
+READINESS_WINDOW_SECONDS = 30
+"""How long /health may fail before a serving replica leaves the endpoints (periods of speed.PROBE_PERIOD)."""
+
+
+def probes(model: ModelConfig, pool: GpuPool) -> dict[str, dict[str, Any]]:
+    """vLLM's startup, readiness and liveness probes on /health. Startup and readiness poll every
+    second or so (the budget's probe term counts one period of each): a replica serves within a
+    period of its server answering. The startup probe allows startup_budget_seconds (the pessimistic
+    load: a cold compile on the slowest host); readiness keeps a 30 s window of failures."""
+    probe = {"httpGet": {"path": "/health", "port": VLLM_PORT_NAME}}
+    period = int(speed.PROBE_PERIOD.value)
+    return {
+        "startupProbe": {
+            **probe,
+            "periodSeconds": model.startup.period_seconds,
+            "failureThreshold": math.ceil(engine.startup_budget_seconds(model, pool) / model.startup.period_seconds),
+            "timeoutSeconds": 5,
+        },
+        "readinessProbe": {
+            **probe,
+            "periodSeconds": period,
+            "failureThreshold": math.ceil(READINESS_WINDOW_SECONDS / period),
+            "timeoutSeconds": 5,
+        },
+        "livenessProbe": {**probe, "periodSeconds": 15, "failureThreshold": 6, "timeoutSeconds": 10},
+    }
+
+
+def vllm_resources(model: ModelConfig, pool: GpuPool) -> dict[str, dict[str, str]]:
+    """Requests and limits of the vLLM container: memory and GPUs limited at the request, CPU above it
+    (capacity.cpu_limit: Burstable, so the CPU-bound start is not throttled)."""
+    request = gpu_request(model, pool)
+    requests = {"cpu": model.resources.cpu, "memory": model.resources.memory, request.resource: str(request.count)}
+    return {"requests": requests, "limits": {**requests, "cpu": capacity.cpu_limit(model, pool)}}
+
+
 def deployment(
     model: ModelConfig,
     pool: GpuPool,
@@ -397,10 +437,7 @@ def deployment(
     """The model's Deployment. `api_key_fingerprint` (api_key_fingerprint()) goes on the pod template,
     so a rotated key rolls the replicas: vLLM reads its key once, at start."""
     src = sources or upstream_sources(model)
-    request = gpu_request(model, pool)
-    resources = {"cpu": model.resources.cpu, "memory": model.resources.memory, request.resource: str(request.count)}
-    probe = {"httpGet": {"path": "/health", "port": VLLM_PORT_NAME}}
-    startup_failures = math.ceil(capacity.startup_budget_seconds(model) / model.startup.period_seconds)
+    args = vllm_args(model, pool, alb_idle_timeout_seconds, src)
     volume_mounts: list[dict[str, Any]] = [
         {"name": "cache", "mountPath": CACHE_DIR},
         {"name": "tmp", "mountPath": "/tmp"},
@@ -451,25 +488,12 @@ def deployment(
                             "name": "vllm",
                             "image": src.image,
                             "imagePullPolicy": "IfNotPresent",
-                            "args": vllm_args(model, pool, alb_idle_timeout_seconds, src),
+                            "args": args,
                             "ports": [{"name": VLLM_PORT_NAME, "containerPort": PORT, "protocol": "TCP"}],
                             "env": _env(model, hf_token, api_key, alb_idle_timeout_seconds, src.region),
-                            "resources": {"requests": dict(resources), "limits": dict(resources)},
+                            "resources": vllm_resources(model, pool),
                             "securityContext": container_security(),
-                            "startupProbe": {
-                                **probe,
-                                "periodSeconds": model.startup.period_seconds,
-                                "failureThreshold": startup_failures,
-                                "timeoutSeconds": 5,
-                            },
-                            "readinessProbe": {
-                                **probe,
-                                # the pessimistic budget counts one such period after the startup probe
-                                "periodSeconds": int(speed.READINESS_PROBE_PERIOD.value),
-                                "failureThreshold": 3,
-                                "timeoutSeconds": 5,
-                            },
-                            "livenessProbe": {**probe, "periodSeconds": 15, "failureThreshold": 6, "timeoutSeconds": 10},
+                            **probes(model, pool),
                             "lifecycle": {"preStop": {"sleep": {"seconds": model.drain.pre_stop_sleep_seconds}}},
                             "volumeMounts": volume_mounts,
                         }

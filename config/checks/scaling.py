@@ -9,7 +9,7 @@ import math
 from collections.abc import Iterator
 
 from config.checks.common import catalog_problems, models_with_pools, pool_path
-from config.derived import capacity, state
+from config.derived import capacity, engine, state
 from config.errors import Problem
 from config.sections import cron
 from config.sections.gpu_pools import GpuPool
@@ -43,16 +43,17 @@ def rule_spot_drain(cfg: StackConfig) -> Iterator[Problem]:
 
 
 def rule_startup_budget(cfg: StackConfig) -> Iterator[Problem]:
-    """models[].startup.budgetSeconds: at least the expected load time."""
-    for path, m, _ in models_with_pools(cfg):
-        expected = capacity.expected_load_seconds(m)
-        if m.startup.budget_seconds is not None and m.startup.budget_seconds < expected:
+    """models[].startup.budgetSeconds: at least the pessimistic load time (a cold engine: a replica whose
+    compiled kernels are not cached compiles)."""
+    for path, m, pool in models_with_pools(cfg):
+        slowest = engine.load_seconds(m, pool, pessimistic=True)
+        if m.startup.budget_seconds is not None and m.startup.budget_seconds < slowest:
             yield Problem(
                 f"{path}.startup.budgetSeconds",
-                f"startup budget ({m.startup.budget_seconds} s) is below the expected load time of "
-                f"{capacity.checkpoint_gb(m):.0f} GB of checkpoint from {m.weights.source} plus the engine start "
-                f"(~{expected} s); the kubelet would kill the pod before the model loads, in a crash loop. "
-                f"Fix: raise it to at least {expected}, or unset it",
+                f"startup budget ({m.startup.budget_seconds} s) is below the pessimistic load time of "
+                f"{capacity.checkpoint_gb(m):.0f} GB of checkpoint from {m.weights.source} plus a cold engine start "
+                f"(~{slowest} s); the kubelet would kill the pod before the model loads, in a crash loop. "
+                f"Fix: raise it to at least {slowest}, or unset it",
             )
 
 

@@ -28,14 +28,6 @@ BYTES_PER_DTYPE = {"bfloat16": 2.0, "float16": 2.0}
 TENSOR_PARALLEL_SIZES = (1, 2, 4, 8)
 # Pods a rolling update adds above the replica count (the Deployment's maxSurge; maxUnavailable 0).
 ROLLOUT_MAX_SURGE = 1
-# The startup probe allows the expected load time (weights plus engine start, from the speed
-# catalog) times this margin, and never less than a conservative allowance of a fixed start plus
-# a rate per GiB of checkpoint: a probe too short is a crash loop (the kubelet kills a replica
-# that is still loading), one too long only delays noticing a start that hangs. The published
-# figures behind the expected time come from 8B models; big tensor-parallel models load slower.
-STARTUP_MARGIN = 1.5
-STARTUP_MIN_SECONDS = 120
-STARTUP_SECONDS_PER_GIB = 10
 ENFORCE_EAGER = "--enforce-eager"
 # A fixed KV cache (time-sliced pools) leaves this much of the replica's share unclaimed beyond the
 # fit check's overhead: activations, CUDA graphs and the context then have room to exceed the estimate.
@@ -95,23 +87,30 @@ def weights_seconds(model: ModelConfig, *, pessimistic: bool = False) -> float:
     return checkpoint_gb(model) / rate.value
 
 
-def engine_seconds(model: ModelConfig) -> float:
-    """vLLM's engine start after the weights: profiling and KV cache, plus compilation unless eager."""
-    compile_seconds = 0.0 if ENFORCE_EAGER in model.extra_args else speed.compile_seconds(checkpoint_gb(model))
-    return speed.ENGINE_INIT.value + compile_seconds
+def eager(model: ModelConfig) -> bool:
+    """--enforce-eager: no torch.compile and no CUDA graphs (a faster start, slower decode steps)."""
+    return ENFORCE_EAGER in model.extra_args
 
 
-def expected_load_seconds(model: ModelConfig) -> int:
-    """From container start to a healthy server: the weights, then the engine start."""
-    return math.ceil(weights_seconds(model) + engine_seconds(model))
+def explicit_kv(model: ModelConfig, pool: GpuPool | None) -> bool:
+    """Whether vLLM gets --kv-cache-memory-bytes (and skips its memory-profiling pass)."""
+    return model.engine.explicit_kv_cache or (pool is not None and pool.sharing.time_slicing is not None)
 
 
-def startup_budget_seconds(model: ModelConfig) -> int:
-    """Seconds the startup probe allows: the configured budget, else the expected load time with a margin."""
-    if model.startup.budget_seconds is not None:
-        return model.startup.budget_seconds
-    allowance = STARTUP_MIN_SECONDS + STARTUP_SECONDS_PER_GIB * round(checkpoint_gib(model))
-    return max(allowance, math.ceil(expected_load_seconds(model) * STARTUP_MARGIN))
+def cpu_limit(model: ModelConfig, pool: GpuPool | None) -> str:
+    """The vLLM container's CPU limit: resources.cpuLimit, else the allocatable CPU of the pool's smallest
+    host shared among the replicas it holds, never below the request (Burstable QoS: the CPU-bound start
+    uses the node's idle cores; a limit stays, as the policy checks require)."""
+    if model.resources.cpu_limit is not None:
+        return model.resources.cpu_limit
+    request = parse_quantity(model.resources.cpu)
+    hosts = packing_hosts(model, pool) if pool is not None else []
+    if not hosts:
+        return model.resources.cpu
+    host = min(hosts, key=lambda t: (t.vcpus, t.name))
+    share = host.vcpus * ALLOCATABLE_CPU / max(1, replicas_per_node(model, pool, host)) if pool else 0.0
+    millis = max(round(request * 1000), math.floor(share * 10) * 100)
+    return f"{millis // 1000}" if millis % 1000 == 0 else f"{millis}m"
 
 
 # -- what a replica gets -----------------------------------------------------------------------
@@ -166,22 +165,26 @@ def kv_cache_gib(model: ModelConfig, device: Device) -> float:
 
 
 def explicit_kv_cache_bytes(model: ModelConfig, pool: GpuPool) -> int | None:
-    """`--kv-cache-memory-bytes` on a time-sliced pool; None elsewhere.
+    """`--kv-cache-memory-bytes` on a time-sliced pool, and wherever engine.explicitKvCache is on (the
+    default: it skips vLLM's profiling pass at start); None elsewhere.
 
     vLLM sizes its KV cache by profiling free memory device-wide (`total - free` counts every process
     on the GPU), so time-sliced replicas starting together profile each other: a peer loading weights
     shrinks this replica's cache for its lifetime, a peer freeing memory fails the profiling
     (deploy review 2026-12-01 part B, MINOR 2; vllm 0.33.0 v1/worker/gpu_worker.py). An explicit size
     skips the profiling. It is the fit check's budget on the smallest device the replica may land on
-    (a larger GPU of the pool only leaves memory unused), less EXPLICIT_KV_MARGIN_GIB and never below
-    one sequence of maxModelLen: with the size fixed vLLM no longer shrinks the cache to what is left,
+    (a larger GPU of the pool only leaves memory unused), less EXPLICIT_KV_MARGIN_GIB per rank and never
+    below one sequence of maxModelLen, per GPU: with the size fixed vLLM no longer shrinks the cache to what is left,
     so an overhead above the estimate would grow the replica past its share of the GPU."""
-    if not pool.sharing.time_slicing:
+    if not explicit_kv(model, pool):
         return None
     device = smallest_device(model, pool)
     if device is None:
         return None
-    gib = max(kv_gib_per_sequence(model), kv_cache_gib(model, device) - EXPLICIT_KV_MARGIN_GIB)
+    # vLLM reads the flag per GPU ("Size of KV Cache per GPU in bytes", vllm/config/cache.py CacheConfig):
+    # a tensor-parallel replica's cache is split over its ranks, and so is the margin each rank keeps.
+    tp = model.tensor_parallel_size
+    gib = max(kv_gib_per_sequence(model), kv_cache_gib(model, device) - EXPLICIT_KV_MARGIN_GIB * tp) / tp
     return math.floor(gib * GIB)
 
 

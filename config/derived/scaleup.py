@@ -9,8 +9,9 @@ Every term comes from the config or from a published figure in `config/facts/spe
 - image pull (miss only): the image on a new node; a warm headroom node already has it, because
   its placeholder pods run the model's image;
 - weights: the checkpoint over its source's rate (S3 through the streamer, or Hugging Face);
-- engine start: vLLM's profiling and KV-cache allocation, plus torch.compile unless --enforce-eager;
-- probe: at worst one startup-probe period after the server answers;
+- engine start: vLLM's boot, its memory profiling unless the KV size is explicit, torch.compile and the
+  CUDA graphs of its capture list (config/derived/engine.py, each part beside the term: `engine`);
+- probe: one startup-probe period after the server answers, then one readiness-probe period;
 - load balancer: the model's gateway finds the new replica among its pool's pods; the ALB's targets
   are the gateway's proxies, not replicas.
 
@@ -19,8 +20,8 @@ Every term comes from the config or from a published figure in `config/facts/spe
 `pessimistic`: every term at the slow end of its sources (../shared/reference/wave3-facts.md Part B):
 Karpenter's longest batching wait and the high end of a GPU node's 2-3 minutes; the image pulled
 without SOCI (the nodes do not turn it on), 2-4 minutes' high end; S3 at an xlarge host's network
-ceiling; the startup then the readiness probe period. The budget for what must never be too short:
-how long the gateway holds a request, the probes, a scale-down window.
+ceiling; a cold engine at the slow end of the boot's sources. The budget for what must never be too
+short: how long the gateway holds a request, the probes, a scale-down window.
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from config.derived import capacity
+from config.derived import capacity, engine
 from config.facts import speed
+from config.sections.gpu_pools import GpuPool
 from config.sections.models import ModelConfig
 from config.sections.types import duration_seconds
 
@@ -54,6 +56,9 @@ class ScaleUpBudget:
     """Each term in seconds, as a miss counts them."""
     pessimistic: dict[str, int] | None = None
     """The same terms at the slow end of each one's sources (what must never be too short: a hold)."""
+    engine: dict[str, float] | None = None
+    """The engine-start term's parts (config/derived/engine.py PARTS), in seconds."""
+    pessimistic_engine: dict[str, float] | None = None
 
     @property
     def miss(self) -> int:
@@ -66,17 +71,27 @@ class ScaleUpBudget:
     @property
     def pessimistic_budget(self) -> ScaleUpBudget:
         assert self.pessimistic is not None
-        return ScaleUpBudget(self.model, self.pessimistic)
+        return ScaleUpBudget(self.model, self.pessimistic, engine=self.pessimistic_engine)
 
     def as_output(self) -> dict[str, object]:
         out: dict[str, object] = {"hit": self.hit, "miss": self.miss, "terms": dict(self.terms)}
+        if self.engine is not None:
+            out["engine"] = _rounded(self.engine)
         if self.pessimistic is not None:
             slow = self.pessimistic_budget
             out["pessimistic"] = {"hit": slow.hit, "miss": slow.miss, "terms": dict(slow.terms)}
+            if slow.engine is not None:
+                out["pessimistic"]["engine"] = _rounded(slow.engine)  # type: ignore[index]
         return out
 
 
-def budget(model: ModelConfig, *, scrape_interval: str) -> ScaleUpBudget:
+def _rounded(parts: dict[str, float]) -> dict[str, float]:
+    return {k: round(float(v), 1) for k, v in parts.items()}
+
+
+def budget(model: ModelConfig, pool: GpuPool | None = None, *, scrape_interval: str) -> ScaleUpBudget:
+    fast = engine.start(model, pool)
+    cold = engine.start(model, pool, pessimistic=True)
     signal = duration_seconds(scrape_interval) + speed.HPA_SYNC_PERIOD.value + model.autoscaling.scale_up.stabilization_window_seconds
     node = speed.KARPENTER_BATCH_IDLE.value + speed.NODE_READY.value
     image = speed.IMAGE_SIZE_GB.value / speed.IMAGE_PULL_RATE.value
@@ -88,8 +103,8 @@ def budget(model: ModelConfig, *, scrape_interval: str) -> ScaleUpBudget:
         "nodeLaunch": node,
         "imagePull": image,
         "weights": capacity.weights_seconds(model),
-        "engineStart": capacity.engine_seconds(model),
-        "probe": model.startup.period_seconds,
+        "engineStart": fast.seconds,
+        "probe": model.startup.period_seconds + speed.PROBE_PERIOD.value,
         "loadBalancer": balancer,
     }
     slow = {
@@ -97,9 +112,15 @@ def budget(model: ModelConfig, *, scrape_interval: str) -> ScaleUpBudget:
         "nodeLaunch": speed.KARPENTER_BATCH_MAX.value + speed.NODE_READY_SLOW.value,
         "imagePull": speed.IMAGE_PULL_SEQUENTIAL.value,
         "weights": capacity.weights_seconds(model, pessimistic=True),
-        "probe": model.startup.period_seconds + speed.READINESS_PROBE_PERIOD.value,
+        "engineStart": cold.seconds,
     }
-    return ScaleUpBudget(model.name, {k: math.ceil(raw[k]) for k in TERMS}, {k: math.ceil(slow[k]) for k in TERMS})
+    return ScaleUpBudget(
+        model.name,
+        {k: math.ceil(raw[k]) for k in TERMS},
+        {k: math.ceil(slow[k]) for k in TERMS},
+        engine=fast.parts,
+        pessimistic_engine=cold.parts,
+    )
 
 
 def sources() -> list[tuple[str, speed.Figure]]:

@@ -178,11 +178,11 @@ def _gpus_for(model: ModelConfig, pool: GpuPool, zones: int, replicas: int, inst
 
 def _model(cfg: StackConfig, model: ModelConfig) -> ModelState:
     exp = exposure(cfg, model)
-    budget = scaleup.budget(model, scrape_interval=cfg.observability.vllm_scrape_interval)
     to_zero = model.replicas.min == 0
     pool = cfg.pool(model.pool)
     if pool is not None and catalog_problems(pool):
         pool = None  # a pool the catalog cannot size gives no placement facts (the rules report it)
+    budget = scaleup.budget(model, pool, scrape_interval=cfg.observability.vllm_scrape_interval)
     zones = pool_zones(cfg, pool) if pool else 0
     hosts = tuple(capacity.packing_hosts(model, pool)) if pool else ()
     peak = (

@@ -45,11 +45,12 @@ OUTPUTS: tuple[OutputSpec, ...] = (
         "null for every model (it was the Host header the KEDA HTTP add-on's interceptor routed models at zero by; "
         "the add-on is gone); kept so consumers that read it do not break, to be removed in a later release. Then "
         "the `model` name clients send, the base URL through the ALB (`baseUrl`, null when the model is not "
-        "exposed), where its weights come from (`s3` or `huggingface`), and its scale-up budget `{hit, miss, terms}` "
-        "in seconds from a growing queue to a serving replica (`hit`: a warm headroom node is free; `miss`: a node "
-        "must launch; `terms`: signal, nodeLaunch, imagePull, weights, engineStart, probe, loadBalancer: the "
-        "gateway's discovery of a new replica, no longer an ALB registration; `pessimistic`: the same "
-        "`{hit, miss, terms}` at the slow end of each term's sources, the budget for what must never be too short).",
+        "exposed), where its weights come from (`s3` or `huggingface`), and its scale-up budget `{hit, miss, terms, "
+        "engine}` in seconds from a growing queue to a serving replica (`hit`: a warm headroom node is free; `miss`: a "
+        "node must launch; `terms`: signal, nodeLaunch, imagePull, weights, engineStart, probe, loadBalancer: the "
+        "gateway's discovery of a new replica, no longer an ALB registration; **added:** `engine`, the engineStart "
+        "term's parts: boot, tensorParallel, kvProfiling, compile, cudaGraphs; `pessimistic`: the same "
+        "`{hit, miss, terms, engine}` at the slow end of each term's sources, the budget for what must never be too short).",
     ),
 )
 

@@ -83,19 +83,19 @@ S3_STREAM_RATE_XLARGE: Final = Figure(
     "g6.xlarge, g5.xlarge",
     f"{WAVE3_B} 2.3 and 3.4 (AWS instance specification)",
 )
-READINESS_PROBE_PERIOD: Final = Figure(
-    10,
+PROBE_PERIOD: Final = Figure(
+    1,
     "s",
-    "a readiness probe period after the startup probe passes (two periods, not one)",
-    "the platform's vLLM readinessProbe (builders/serving/workload.py reads this figure)",
-    f"{WAVE3_B} 2.7",
+    "the vLLM startup and readiness probe periods: after the server answers, one period of each (two in all)",
+    "the platform's vLLM probes (builders/serving/workload.py reads this figure)",
+    f"{WAVE3_B} 3.6 (a probe period is a setting; 1 s periods cost at most 2 s)",
 )
 GATEWAY_ENDPOINT_DISCOVERY: Final = Figure(
     1,
     "s",
     "the gateway learns a newly ready vLLM pod (the Endpoint Picker watches the pool's pods; no per-pod load-balancer registration)",
     "an in-cluster gateway in front of static ALB targets",
-    "../shared/reference/wave3-facts.md Part B 3.6 (in-cluster gateway: ~1 s from the endpoint change)",
+    f"{WAVE3_B} 3.6 (in-cluster gateway: ~1 s from the endpoint change)",
 )
 ENGINE_INIT: Final = Figure(48, "s", "vLLM engine start: profiling and KV-cache allocation", "g5, an 8B model", PLATFORM_WRITEUP)
 TORCH_COMPILE: Final = Figure(
@@ -108,6 +108,53 @@ TORCH_COMPILE_BY_SIZE: Final = (
     (640.0, Figure(80, "s", "torch.compile on a first pod, 640 GB checkpoint", "EKS, vLLM V1", EKS_FAST_LOADING_GUIDE)),
 )
 """Compile time grows with the checkpoint: (checkpoint GB, figure), interpolated between the points."""
+# -- the engine start in its parts (config/derived/engine.py) --
+DYNAMO_SEGMENTS: Final = "ai-dynamo/dynamo docs/blogs/dynamo-snapshot/figures/data/benchmark_segments.tsv"
+ENGINE_START_FACTS: Final = "../shared/reference/engine-start-facts.md"
+ENGINE_BOOT: Final = Figure(
+    10.0 + 16.1 + 3.8 + 0.2,
+    "s",
+    "vLLM's start without weights, profiling, compile or graphs: Python boot 10.0, config/inspect/spawn 16.1, EngineCore "
+    "setup 3.8, kernel warm-up 0.2 (CPU-bound: slower where the CPU is throttled)",
+    "Qwen3-8B, 1x B200, cold, container start excluded",
+    DYNAMO_SEGMENTS,
+)
+KV_PROFILING: Final = Figure(
+    1.8, "s", "vLLM's memory-profiling pass (skipped with --kv-cache-memory-bytes)", "Qwen3-8B, 1x B200", DYNAMO_SEGMENTS
+)
+CACHED_COMPILE: Final = Figure(
+    6,
+    "s",
+    "torch.compile from a warm compile cache ('from ~50-80 s to ~4-6 s': the slow end; 5.2 s measured on one H200, "
+    "PyTorch 2.11, plain PyTorch, not vLLM)",
+    "EKS, vLLM V1, same-node cache",
+    f"{EKS_FAST_LOADING_GUIDE}; {ENGINE_START_FACTS} 1",
+)
+CUDA_GRAPH_PER_SIZE: Final = Figure(
+    17 / 51,
+    "s",
+    "CUDA-graph capture per batch size of vLLM's list (17 s for the ~51 default sizes; the slow end: 90-108 ms a graph "
+    "measured on one H200, PyTorch 2.11, plain PyTorch, not vLLM)",
+    "a 3B model, vLLM V1, warm compile cache",
+    f"vllm-project/vllm issue 20264; {ENGINE_START_FACTS} 1",
+)
+ENGINE_CACHED_MULTI_GPU: Final = Figure(
+    45,
+    "s",
+    "a tensor-parallel engine's start with its caches, weights excluded (the high end of '30-45 seconds')",
+    "p5, vLLM V1",
+    ("'Six layers of cold start' write-up (TTFTS), as quoted in ../shared/reference/wave3-facts.md Part B 3.5"),
+)
+SHORT_CAPTURE_SIZES: Final = 11
+"""Sizes vLLM captures up to batch 64 (1, 2, 4, 8, ..., 64): the list the multi-GPU figure is taken to have."""
+TENSOR_PARALLEL_SETUP: Final = Figure(
+    ENGINE_CACHED_MULTI_GPU.value - ENGINE_BOOT.value - CACHED_COMPILE.value - SHORT_CAPTURE_SIZES * CUDA_GRAPH_PER_SIZE.value,
+    "s",
+    "what a tensor-parallel engine adds to a single-GPU start (workers, NCCL): the multi-GPU cached start less a "
+    "single-GPU boot, cached compile and 11 graph sizes (derived, an estimate)",
+    "p5 (multi-GPU) against B200 and EKS single-GPU figures",
+    "engineCachedMultiGpu, engineBoot, cachedCompile, cudaGraphPerSize",
+)
 
 CATALOG: Final = {
     "hpaSyncPeriod": HPA_SYNC_PERIOD,
@@ -118,12 +165,18 @@ CATALOG: Final = {
     "s3StreamRate": S3_STREAM_RATE,
     "huggingFaceRate": HUGGING_FACE_RATE,
     "engineInit": ENGINE_INIT,
+    "engineBoot": ENGINE_BOOT,
+    "kvProfiling": KV_PROFILING,
+    "cachedCompile": CACHED_COMPILE,
+    "cudaGraphPerSize": CUDA_GRAPH_PER_SIZE,
+    "engineCachedMultiGpu": ENGINE_CACHED_MULTI_GPU,
+    "tensorParallelSetup": TENSOR_PARALLEL_SETUP,
     "gatewayEndpointDiscovery": GATEWAY_ENDPOINT_DISCOVERY,
     "karpenterBatchMax": KARPENTER_BATCH_MAX,
     "nodeReadySlow": NODE_READY_SLOW,
     "imagePullSequential": IMAGE_PULL_SEQUENTIAL,
     "s3StreamRateXlarge": S3_STREAM_RATE_XLARGE,
-    "readinessProbePeriod": READINESS_PROBE_PERIOD,
+    "probePeriod": PROBE_PERIOD,
     "torchCompile": TORCH_COMPILE,
     **{f"torchCompile{int(gb)}GB": f for gb, f in TORCH_COMPILE_BY_SIZE[1:]},
 }

@@ -43,8 +43,9 @@ MANAGED_FLAGS = {
     "--gpu-memory-utilization": "set gpuMemoryUtilization",
     "--max-num-seqs": "set maxNumSeqs",
     "--max-num-queued-reqs": "set maxWaitingRequests (the platform adds the running batch, which vLLM counts too)",
-    "--kv-cache-memory-bytes": "the KV cache follows gpuMemoryUtilization; on time-sliced pools the platform sets this "
-    "flag itself from the fit check",
+    "--kv-cache-memory-bytes": "the platform sets it from the fit check (engine.explicitKvCache); off, the KV cache "
+    "follows gpuMemoryUtilization",
+    "--max-cudagraph-capture-size": "set engine.cudaGraphCaptureMax",
     "--dtype": "set dtype",
     "--quantization": "set quantization",
     "-q": "set quantization",
@@ -129,19 +130,56 @@ class Image(ConfigModel):
 
 
 class Resources(ConfigModel):
-    """CPU and memory of the vLLM container (requests equal limits)."""
+    """CPU and memory of the vLLM container. Memory's limit equals its request; CPU's limit is above its
+    request (Burstable): vLLM's start is CPU-bound (imports, artifact loading, graph capture), and a
+    replica held to its request would start slower than the budget says."""
 
-    cpu: Quantity = Field(description="CPU cores, e.g. 4 or 3500m.")
+    cpu: Quantity = Field(description="CPU cores requested, e.g. 4 or 3500m.")
+    cpu_limit: Quantity | None = Field(
+        default=None,
+        description="CPU limit; unset: the host's allocatable CPU shared among the replicas that fit on the pool's smallest "
+        "host, never below cpu. Set it equal to cpu for Guaranteed QoS (the start then runs on cpu cores).",
+    )
     memory: Quantity = Field(description="Memory, e.g. 32Gi (the weights pass through host memory while loading).")
 
-    @field_validator("cpu", "memory")
+    @field_validator("cpu", "memory", "cpu_limit")
     @classmethod
-    def _positive(cls, value: str) -> str:
-        if parse_quantity(value) <= 0:
+    def _positive(cls, value: str | None) -> str | None:
+        if value is not None and parse_quantity(value) <= 0:
             raise config_error(
                 f"'{value}' is not a positive quantity; vLLM needs CPU and memory to start", "request e.g. cpu 4, memory 32Gi"
             )
         return value
+
+    @model_validator(mode="after")
+    def _limit_above_request(self) -> Resources:
+        if self.cpu_limit is not None and parse_quantity(self.cpu_limit) < parse_quantity(self.cpu):
+            raise config_error(
+                f"cpuLimit ({self.cpu_limit}) is below cpu ({self.cpu}); Kubernetes refuses a limit under the request",
+                f"set cpuLimit to at least {self.cpu}, or unset it",
+            )
+        return self
+
+
+class Engine(ConfigModel):
+    """What vLLM does at start, trimmed for a fast scale-up; each trim is a choice with its cost."""
+
+    explicit_kv_cache: bool = Field(
+        default=True,
+        description="Pass --kv-cache-memory-bytes from the fit check, which skips vLLM's memory profiling (~1.8 s). Cost: "
+        "the KV cache is the estimate less a 1 GiB margin rather than what profiling finds, i.e. fewer tokens in cache on "
+        "small GPUs (docs/scale-up.md shows it per model). Time-sliced pools always set it (replicas must not profile "
+        "each other's memory).",
+    )
+    cuda_graph_capture_max: int | None = Field(
+        default=64,
+        ge=1,
+        le=1024,
+        description="vLLM's --max-cudagraph-capture-size: CUDA graphs captured up to this batch (64: 11 sizes, ~7 s with "
+        "a warm cache on an L40S 8B; vLLM's default min(2 x maxNumSeqs, 512) captures ~51 sizes, ~17 s). Cost: decode "
+        "steps of larger batches run without CUDA graphs (at most the 5-30 % of --enforce-eager on those steps, EKS user "
+        "guide). null: vLLM's default.",
+    )
 
 
 class Replicas(ConfigModel):
@@ -301,10 +339,13 @@ class Startup(ConfigModel):
     budget_seconds: int | None = Field(
         default=None,
         ge=60,
-        description="Seconds the startupProbe allows; unset: 1.5 x the expected load time (weights from their source plus "
-        "engine start, from the published figures in config/facts/speed.py), and at least 120 s + 10 s per GiB of checkpoint.",
+        description="Seconds the startupProbe allows; unset: 1.5 x the pessimistic load time (weights at the slowest "
+        "host's baseline bandwidth plus a cold engine start, as with no compile cache: config/facts/speed.py), and at least "
+        "120 s + 10 s per GiB of checkpoint.",
     )
-    period_seconds: int = Field(default=10, ge=1, le=60, description="startupProbe period.")
+    period_seconds: int = Field(
+        default=1, ge=1, le=60, description="startupProbe period: the server answers, then at most one period passes."
+    )
 
 
 class ModelConfig(ConfigModel):
@@ -355,6 +396,7 @@ class ModelConfig(ConfigModel):
     autoscaling: Autoscaling = Field(default_factory=Autoscaling, description="KEDA triggers and HPA behaviour.")
     drain: Drain = Field(default_factory=Drain, description="Graceful shutdown timings.")
     startup: Startup = Field(default_factory=Startup, description="Startup probe budget.")
+    engine: Engine = Field(default_factory=Engine, description="Engine start trims: KV size, CUDA graphs.")
     slo: Slo | None = Field(default=None, description="Latency objectives; unset: observability.slo.")
     expose: bool = Field(default=True, description="Serve the model's /v1 API through the shared ALB.")
     client_namespaces: list[K8sName] = Field(

@@ -130,7 +130,7 @@ def test_vllm_pod_monitor(prod_run: harness.RunResult) -> None:
         "jobLabel": "app.kubernetes.io/name",
         "namespaceSelector": {"any": True},
         "selector": {"matchLabels": {"app.kubernetes.io/name": "vllm"}},
-        "podMetricsEndpoints": [{"port": "http", "path": "/metrics", "interval": "10s", "scrapeTimeout": "5s"}],
+        "podMetricsEndpoints": [{"port": "http", "path": "/metrics", "interval": "5s", "scrapeTimeout": "5s"}],
     }
 
 
@@ -147,7 +147,7 @@ def test_gateway_pod_monitors(prod_run: harness.RunResult) -> None:
             {
                 "port": "metrics",
                 "path": "/metrics",
-                "interval": "10s",
+                "interval": "5s",
                 "scrapeTimeout": "5s",
                 "relabelings": [{"targetLabel": "job", "replacement": "gateway-epp"}],
             }
@@ -161,7 +161,7 @@ def test_gateway_pod_monitors(prod_run: harness.RunResult) -> None:
             {
                 "port": "envoy-metrics",
                 "path": "/stats/prometheus",
-                "interval": "10s",
+                "interval": "5s",
                 "scrapeTimeout": "5s",
                 "relabelings": [{"targetLabel": "job", "replacement": "gateway-proxy"}],
             }

@@ -12,8 +12,10 @@ from builders.keda import keda_values
 from builders.serving import scaling
 from builders.serving import workload as builders
 from config.derived import capacity
+from config.derived import engine as engine_start
 from config.derived.sharing import gpu_request
 from config.facts import versions
+from config.sections.types import parse_quantity
 from offline import harness, render
 from offline.mocks import Registration, unwrap_secrets
 from tests.conftest import DEV, FIXTURES, PROD, fixture_run, parse, shared_path, stack_data, values
@@ -228,12 +230,16 @@ def test_pod_meets_pod_security_restricted(prod_run: harness.RunResult) -> None:
             assert not sc.get("privileged")
 
 
-def test_requests_equal_limits_and_gpu_resource_per_sharing_mode(prod_run: harness.RunResult) -> None:
+def test_limits_equal_requests_but_cpu_and_gpu_resource_per_sharing_mode(prod_run: harness.RunResult) -> None:
     cfg = parse(stack_data(PROD))
     pools = {p.name: p for p in cfg.gpu_pools}
     for model in cfg.models:
         resources = _pod(prod_run, model.name)["containers"][0]["resources"]
-        assert resources["requests"] == resources["limits"]
+        requests, limits = resources["requests"], resources["limits"]
+        # Burstable on CPU alone: the CPU-bound start may use the node's idle cores; memory and GPUs stay at the request
+        assert {k: v for k, v in limits.items() if k != "cpu"} == {k: v for k, v in requests.items() if k != "cpu"}
+        assert parse_quantity(limits["cpu"]) > parse_quantity(requests["cpu"])
+        assert limits["cpu"] == capacity.cpu_limit(model, pools[model.pool])
         request = gpu_request(model, pools[model.pool])
         assert resources["limits"][request.resource] == str(request.count)
         assert set(resources["limits"]) == {"cpu", "memory", request.resource}
@@ -249,7 +255,10 @@ def test_probes_and_drain(prod_run: harness.RunResult) -> None:
         c = pod["containers"][0]
         startup = c["startupProbe"]
         assert startup["httpGet"] == {"path": "/health", "port": "http"}
-        assert startup["periodSeconds"] * startup["failureThreshold"] >= capacity.startup_budget_seconds(model)
+        assert startup["periodSeconds"] * startup["failureThreshold"] >= engine_start.startup_budget_seconds(model, pools[model.pool])
+        # a replica serves within a period of each probe once its server answers (the budget's probe term)
+        assert startup["periodSeconds"] <= 2
+        assert c["readinessProbe"]["periodSeconds"] <= 2
         assert c["readinessProbe"]["httpGet"]["path"] == "/health"
         assert c["livenessProbe"]["failureThreshold"] >= 3
         assert "initialDelaySeconds" not in c["livenessProbe"]
@@ -483,30 +492,33 @@ def test_models_output(prod_run: harness.RunResult) -> None:
         "baseUrl": "https://qwen-2-5-7b.llm.internal.example.com/v1",
         "weightsSource": "s3",
         "scaleUpSeconds": {
-            "hit": 126,
-            "miss": 326,
+            "hit": 99,
+            "miss": 299,
             "terms": {
-                "signal": 25,
+                "signal": 20,
                 "nodeLaunch": 151,
                 "imagePull": 49,
                 "weights": 8,
-                "engineStart": 82,
-                "probe": 10,
+                "engineStart": 68,
+                "probe": 2,
                 "loadBalancer": 1,
             },
+            # the engine-start term's parts (config/derived/engine.py)
+            "engine": {"boot": 30.1, "tensorParallel": 0.0, "kvProfiling": 0.0, "compile": 34.0, "cudaGraphs": 3.7},
             # the slow end of each term's sources (config/derived/scaleup.py)
             "pessimistic": {
-                "hit": 141,
-                "miss": 571,
+                "hit": 122,
+                "miss": 552,
                 "terms": {
-                    "signal": 25,
+                    "signal": 20,
                     "nodeLaunch": 190,
                     "imagePull": 240,
                     "weights": 13,
-                    "engineStart": 82,
-                    "probe": 20,
+                    "engineStart": 86,
+                    "probe": 2,
                     "loadBalancer": 1,
                 },
+                "engine": {"boot": 48.0, "tensorParallel": 0.0, "kvProfiling": 0.0, "compile": 34.0, "cudaGraphs": 3.7},
             },
         },
     }

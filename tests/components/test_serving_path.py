@@ -14,7 +14,7 @@ import pytest
 
 from builders.serving import workload as builders
 from config import load as config_load
-from config.derived import capacity
+from config.derived import capacity, engine
 from config.errors import ConfigError
 from config.facts.conventions import API_KEY_FINGERPRINT_ANNOTATION
 from config.sections.models import ModelConfig
@@ -193,35 +193,49 @@ def test_online_fp8_uses_the_per_tensor_scheme_and_prequantized_checkpoints_name
 
 
 @pytest.mark.parametrize("stack", FIXTURES)
-def test_an_explicit_kv_cache_exactly_on_time_sliced_pools(stack: str) -> None:
+def test_an_explicit_kv_cache_on_time_sliced_pools_and_by_default(stack: str) -> None:
+    """Time-sliced replicas always get a fixed KV size (they must not profile each other); elsewhere it follows
+    engine.explicitKvCache (on by default: it skips vLLM's profiling pass at start)."""
     run, cfg = fixture_run(stack), parse(stack_data(stack))
     for model in cfg.models:
         pool = cfg.pool(model.pool)
         assert pool is not None
         args = _args(run, model.name)
-        if not pool.sharing.time_slicing:
+        if not pool.sharing.time_slicing and not model.engine.explicit_kv_cache:
             assert "--kv-cache-memory-bytes" not in args
             continue
-        kv = int(args["--kv-cache-memory-bytes"])
+        kv = int(args["--kv-cache-memory-bytes"])  # per GPU (vLLM's CacheConfig), so per tensor-parallel rank
+        tp = model.tensor_parallel_size
         device = capacity.smallest_device(model, pool)
         assert device is not None
-        # the fit check's budget (this replica's share of the smallest GPU less weights and overhead) less a margin
-        # for an overhead above the estimate, and at least one sequence of maxModelLen
-        budget = capacity.kv_cache_gib(model, device) - capacity.EXPLICIT_KV_MARGIN_GIB
-        assert kv == int(max(capacity.kv_gib_per_sequence(model), budget) * capacity.GIB)
-        weights = capacity.weights_gib(model) * capacity.GIB
+        # the fit check's budget (this replica's share of the smallest GPU on every rank less weights and overhead)
+        # less a margin per rank for an overhead above the estimate, and at least one sequence of maxModelLen
+        budget = capacity.kv_cache_gib(model, device) - capacity.EXPLICIT_KV_MARGIN_GIB * tp
+        assert kv == int(max(capacity.kv_gib_per_sequence(model), budget) / tp * capacity.GIB)
+        weights = capacity.weights_gib(model) / tp * capacity.GIB
         overhead = capacity.OVERHEAD_GIB_PER_GPU * capacity.GIB
         share = device.gib * model.gpu_memory_utilization * capacity.GIB
         assert kv + weights + overhead <= share + 1
-        if kv > int(capacity.kv_gib_per_sequence(model) * capacity.GIB):  # above the floor: the margin is left free
+        if kv * tp > int(capacity.kv_gib_per_sequence(model) * capacity.GIB):  # above the floor: the margin is left free
             assert kv + weights + overhead + capacity.EXPLICIT_KV_MARGIN_GIB * capacity.GIB <= share + 1
-        assert kv >= capacity.kv_gib_per_sequence(model) * capacity.GIB
+        assert kv * tp >= capacity.kv_gib_per_sequence(model) * capacity.GIB - tp
 
 
 def test_prod_shares_its_l40s_with_a_fixed_kv_cache(prod_run: harness.RunResult) -> None:
     # two llama-3-2-3b replicas on one time-sliced L40S (gpuMemoryUtilization 0.45 each)
     assert "--kv-cache-memory-bytes" in _args(prod_run, "llama-3-2-3b")
-    assert "--kv-cache-memory-bytes" not in _args(prod_run, "llama-3-1-8b")
+
+
+def test_explicit_kv_cache_off_leaves_the_size_to_profiling() -> None:
+    cfg = parse(stack_data(PROD))
+    model = next(m for m in cfg.models if m.name == "llama-3-1-8b")
+    pool = cfg.pool(model.pool)
+    assert pool is not None
+    assert not pool.sharing.time_slicing
+    sources = builders.Sources(image="vllm", bucket="weights")
+    assert "--kv-cache-memory-bytes" in builders.vllm_args(model, pool, 900, sources)
+    profiled = model.model_copy(update={"engine": model.engine.model_copy(update={"explicit_kv_cache": False})})
+    assert "--kv-cache-memory-bytes" not in builders.vllm_args(profiled, pool, 900, sources)
 
 
 # -- 8. the count at creation only ------------------------------------------------------------------
@@ -269,6 +283,6 @@ def test_pulumi_waits_for_a_whole_rollout(stack: str) -> None:
     for model in cfg.models:
         timeouts = _deployment(run, model.name).custom_timeouts
         create, update = (int(timeouts[op].removesuffix("m")) for op in ("create", "update"))
-        step = capacity.startup_budget_seconds(model) + model.drain.termination_grace_period_seconds
+        step = engine.startup_budget_seconds(model, cfg.pool(model.pool)) + model.drain.termination_grace_period_seconds
         assert update * 60 >= create * 60 - 60 + (model.replicas.max - 1) * step
         assert update >= create

@@ -230,7 +230,7 @@ EXPECTED: dict[str, list[str]] = {
         "models[llama-3-1-8b].drain.terminationGracePeriodSeconds: 120 s is above ~110 s, but pool gpu-l4-a10g uses spot capacity, which gives a 2-minute notice; the drain cannot be honoured. Fix: lower it to 110 or less, or use an on-demand pool"
     ],
     "startup-budget-too-short": [
-        "models[llama-3-1-8b].startup.budgetSeconds: startup budget (120 s) is below the expected load time of 16 GB of checkpoint from huggingface plus the engine start (~332 s); the kubelet would kill the pod before the model loads, in a crash loop. Fix: raise it to at least 332, or unset it"
+        "models[llama-3-1-8b].startup.budgetSeconds: startup budget (120 s) is below the pessimistic load time of 16 GB of checkpoint from huggingface plus a cold engine start (~336 s); the kubelet would kill the pod before the model loads, in a crash loop. Fix: raise it to at least 336, or unset it"
     ],
     "tp-not-dividing": [
         "models[llama-3-1-8b].tensorParallelSize: tensorParallelSize (3) must divide the GPUs per node of pool gpu-l4-a10g (1); vLLM would fail at startup after a long image pull. Fix: use a tensorParallelSize that divides 1, or a pool with more GPUs per node",
@@ -238,8 +238,8 @@ EXPECTED: dict[str, list[str]] = {
     "model-does-not-fit": [
         # a 70B checkpoint from Hugging Face: its pessimistic warm scale-up outlasts what the ALB lets the gateway hold
         "ingress.idleTimeoutSeconds: 600 s caps how long llama-3-1-8b's gateway holds a request at 540 s (a hold, a 30 s "
-        "pick and 30 s of margin inside the ALB's idle timeout), short of its pessimistic warm scale-up (2348 s): during a "
-        "slow scale-up callers get 429 before a new replica can serve them. Fix: raise it to at least 2408, or accept the "
+        "pick and 30 s of margin inside the ALB's idle timeout), short of its pessimistic warm scale-up (2328 s): during a "
+        "slow scale-up callers get 429 before a new replica can serve them. Fix: raise it to at least 2388, or accept the "
         "earlier 429s",
         "models[llama-3-1-8b]: does not fit pool gpu-l4-a10g: needs 135.5 GiB per NVIDIA L4 (weights 131.5 GiB + KV cache for one 8192-token sequence 2.5 GiB, over tensorParallelSize 1, + 1.5 GiB overhead), but has 20.6 GiB (22.4 GiB x gpuMemoryUtilization 0.92); vLLM would fail at startup. Fix: raise tensorParallelSize, quantize, shorten maxModelLen, or use another pool: the smallest catalog instance that fits is g6e.12xlarge (4 x NVIDIA L40S) at tensorParallelSize 4",
     ],
