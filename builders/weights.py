@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from builders.serving import weights_script
 from config.sections.weights import repository_prefix, revision_prefix
 
 PolicyDocument = dict[str, Any]
@@ -70,6 +71,24 @@ def reader_policy(bucket_arn: str, hugging_face_id: str, revision: str) -> Polic
                 "Condition": {"StringLike": {"s3:prefix": f"{repository}*"}},
             },
             {"Sid": "ReadOwnRepository", "Effect": "Allow", "Action": "s3:GetObject", "Resource": f"{bucket_arn}/{repository}*"},
+        ],
+    }
+
+
+def warmup_policy(bucket_arn: str, hugging_face_id: str, revision: str) -> PolicyDocument:
+    """A model's compile warm-up Jobs: read the repository as the replicas do (the engine streams the
+    weights), and write the compile cache of their own revision only (weights_script.cache_prefix)."""
+    repository = repository_prefix(hugging_face_id)
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            *reader_policy(bucket_arn, hugging_face_id, revision)["Statement"],
+            {
+                "Sid": "WriteOwnCompileCache",
+                "Effect": "Allow",
+                "Action": ["s3:PutObject", "s3:AbortMultipartUpload"],
+                "Resource": f"{bucket_arn}/{weights_script.cache_prefix(repository, revision)}*",
+            },
         ],
     }
 

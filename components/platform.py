@@ -198,6 +198,7 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
                 gateway=gateway,
                 scales_to_zero=facts.scales_to_zero,
                 scale_up_miss_seconds=facts.scale_up.miss,
+                gpu_labels=facts.gpu_labels,
             ),
             opts=pulumi.ResourceOptions(depends_on=[gpu_operator, keda, observability, karpenter.node_pools[pool.name], *pulls_after]),
         )

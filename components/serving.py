@@ -18,7 +18,7 @@ from builders.gateway import prefix
 from builders.gateway import router as gateway_router
 from builders.iam import pod_identity_trust_json
 from builders.ingress import endpoints as ingress_builders
-from builders.serving import populate, scaling
+from builders.serving import compile_cache, populate, scaling, warmup
 from builders.serving import workload as builders
 from components import k8s_objects
 from components.helm import release
@@ -26,7 +26,7 @@ from components.options import inherited_depends_on
 from config.derived import engine
 from config.derived.hold import Hold
 from config.facts import versions
-from config.facts.conventions import populate_service_account
+from config.facts.conventions import populate_service_account, warmup_service_account
 from config.sections.gateway import GatewayConfig
 from config.sections.gpu_pools import GpuPool
 from config.sections.ingress import IngressConfig
@@ -114,6 +114,8 @@ class VllmModelArgs:
     its gateway holds (builders/serving/scaling.py gateway_requests_query)."""
     scale_up_miss_seconds: int | None = None
     """The model's scale-up budget on a new node: the floor of the default scale-down window."""
+    gpu_labels: tuple[str, ...] = ()
+    """The GPU types of the pool's hosts that hold a replica (ModelState.gpu_labels): a compile cache and a warm-up Job each."""
 
     def __post_init__(self) -> None:
         # The modes must be the model's own: a model streaming from S3 without its roles and populate
@@ -222,6 +224,7 @@ class VllmModel(pulumi.ComponentResource):
             hf_token=args.hf_token is not None,
             api_key=args.api_key is not None,
             weights_wait_seconds=populate.populate_seconds(model),
+            gpu_labels=args.gpu_labels,
         )
         # The key's fingerprint in the pod template rolls the replicas when the key is rotated. It is
         # one-way (builders.api_key_fingerprint), so it leaves the secret: a secret input would make
@@ -336,6 +339,7 @@ class VllmModel(pulumi.ComponentResource):
         for suffix, service_account, document in (
             ("weights-read", model.name, weights_builders.reader_policy),
             ("weights-populate", populate_service_account(model.name), weights_builders.populate_policy),
+            *([("compile-warmup", warmup_service_account(model.name), weights_builders.warmup_policy)] if model.compile_cache_used else []),
         ):
             role = aws.iam.Role(
                 f"{name}-{suffix}",
@@ -388,7 +392,40 @@ class VllmModel(pulumi.ComponentResource):
                 custom_timeouts=pulumi.CustomTimeouts(create=timeout, update=timeout),
             ),
         )
+        if model.compile_cache_used:
+            self._warmups(name, args, inside, [*before, *secrets, script, job, *identities])
         return [script, *identities, job]
+
+    def _warmups(self, name: str, args: VllmModelArgs, inside: pulumi.ResourceOptions, after: list[pulumi.Resource]) -> None:
+        """One compile warm-up Job per GPU type, after the weights are in the bucket; nothing waits for them
+        but `pulumi up` (a replica that starts first compiles, builders/serving/warmup.py)."""
+        model = args.model
+        account = self._object(f"{name}-warmup-service-account", warmup.service_account(model), inside)
+        policy = self._object(
+            f"{name}-netpol-compile-warmup", warmup.network_policy(model, args.vpc_cidrs, args.interface_endpoints), inside
+        )
+        timeout = f"{math.ceil(warmup.job_seconds(model, args.pool) / 60)}m"
+        for label in args.gpu_labels:
+            k8s_objects.create_resolved(
+                f"{name}-warmup-{label}",
+                args.sources,
+                functools.partial(
+                    _warmup_job,
+                    model=model,
+                    pool=args.pool,
+                    gpu_label=label,
+                    alb_idle_timeout_seconds=args.alb_idle_timeout_seconds,
+                    hf_token=args.hf_token is not None,
+                    api_key=args.api_key is not None,
+                ),
+                SAMPLE_SOURCES,
+                pulumi.ResourceOptions(
+                    parent=self,
+                    provider=args.provider,
+                    depends_on=[*after, account, policy],
+                    custom_timeouts=pulumi.CustomTimeouts(create=timeout, update=timeout),
+                ),
+            )
 
     def _object(self, name: str, manifest: dict[str, Any], opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
         return k8s_objects.create(name, manifest, opts)
@@ -396,6 +433,29 @@ class VllmModel(pulumi.ComponentResource):
 
 def _policy_json(bucket_arn: str, document: Any, repo: str, revision: str) -> str:
     return json.dumps(document(bucket_arn, repo, revision))
+
+
+def _warmup_job(
+    sources: builders.Sources,
+    model: ModelConfig,
+    pool: GpuPool,
+    gpu_label: str,
+    alb_idle_timeout_seconds: int,
+    hf_token: bool,
+    api_key: bool,
+) -> dict[str, Any]:
+    args = builders.vllm_args(model, pool, alb_idle_timeout_seconds, sources)
+    key = compile_cache.key(model, gpu_label, args)
+    return warmup.job(
+        model,
+        pool,
+        sources,
+        gpu_label=gpu_label,
+        key=key,
+        alb_idle_timeout_seconds=alb_idle_timeout_seconds,
+        hf_token=hf_token,
+        api_key=api_key,
+    )
 
 
 def _populate_job(

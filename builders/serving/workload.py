@@ -5,12 +5,14 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from builders import network_policies as netpol
 from builders.gateway import prefix
 from builders.k8s import namespace_manifest
+from builders.serving import compile_cache
 from config.derived import capacity, engine
 from config.derived.sharing import gpu_request
 from config.facts import speed
@@ -241,7 +243,7 @@ def aws_env(region: str) -> list[dict[str, Any]]:
     return [{"name": "AWS_REGION", "value": region}, {"name": "AWS_DEFAULT_REGION", "value": region}]
 
 
-def _env(model: ModelConfig, hf_token: bool, api_key: bool, alb_idle_timeout_seconds: int, region: str) -> list[dict[str, Any]]:
+def vllm_env(model: ModelConfig, hf_token: bool, api_key: bool, alb_idle_timeout_seconds: int, region: str) -> list[dict[str, Any]]:
     env: list[dict[str, Any]] = [
         {"name": "HOME", "value": "/tmp"},
         {"name": "USER", "value": RUN_AS_NAME},
@@ -372,18 +374,47 @@ def script_args(model: ModelConfig, bucket: str, mode: str) -> list[str]:
 WAIT_RESOURCES = {"cpu": "100m", "memory": "256Mi"}
 
 
-def wait_for_weights(model: ModelConfig, sources: Sources, timeout_seconds: int) -> dict[str, Any]:
-    """Init container: checks the image can stream, then waits until the revision is in the bucket."""
+# With the compile cache it also downloads, checks and unpacks an archive of some tens to hundreds of MB:
+# a core and room for tarfile's buffers (within the vLLM container's request, so the pod asks for nothing more).
+CACHE_FETCH_RESOURCES = {"cpu": "1", "memory": "1Gi"}
+
+
+def cache_key_args(cache_keys: dict[str, str]) -> list[str]:
+    """`--cache-key LABEL=KEY` per GPU type, and the volume the archive goes to (weights_script.py)."""
+    if not cache_keys:
+        return []
+    pairs = [arg for label, key in sorted(cache_keys.items()) for arg in ("--cache-key", f"{label}={key}")]
+    return [*pairs, "--cache-root", CACHE_DIR]
+
+
+def wait_for_weights(
+    model: ModelConfig,
+    sources: Sources,
+    timeout_seconds: int,
+    cache_keys: dict[str, str] | None = None,
+    gpu: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """Init container: checks the image can stream, waits until the revision is in the bucket, then copies
+    the compile cache of its GPU's key into the cache volume (absent, partial or another key's: vLLM
+    compiles). With several GPU types in the pool it requests the replica's GPU (`gpu`; the app container
+    is handed the same device) to tell which key is its own."""
     assert sources.bucket is not None
+    keys = cache_keys or {}
+    resources: dict[str, str] = dict(CACHE_FETCH_RESOURCES if keys else WAIT_RESOURCES)
+    if len(keys) > 1 and gpu:
+        resources.update(gpu)
+    mounts = [{"name": "script", "mountPath": SCRIPT_DIR, "readOnly": True}, {"name": "tmp", "mountPath": "/tmp"}]
+    if keys:
+        mounts.append({"name": "cache", "mountPath": CACHE_DIR})
     return {
         "name": "wait-for-weights",
         "image": sources.image,
         "imagePullPolicy": "IfNotPresent",
-        "command": [*script_args(model, sources.bucket, "wait"), "--timeout-seconds", str(timeout_seconds)],
+        "command": [*script_args(model, sources.bucket, "wait"), "--timeout-seconds", str(timeout_seconds), *cache_key_args(keys)],
         "env": [{"name": "HOME", "value": "/tmp"}, *aws_env(sources.region)],
-        "resources": {"requests": dict(WAIT_RESOURCES), "limits": dict(WAIT_RESOURCES)},
+        "resources": {"requests": dict(resources), "limits": dict(resources)},
         "securityContext": container_security(),
-        "volumeMounts": [{"name": "script", "mountPath": SCRIPT_DIR, "readOnly": True}, {"name": "tmp", "mountPath": "/tmp"}],
+        "volumeMounts": mounts,
     }
 
 
@@ -423,6 +454,22 @@ def vllm_resources(model: ModelConfig, pool: GpuPool) -> dict[str, dict[str, str
     return {"requests": requests, "limits": {**requests, "cpu": capacity.cpu_limit(model, pool)}}
 
 
+def engine_volumes(model: ModelConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The vLLM container's mounts and the pod's volumes: its caches, scratch and shared memory (the replica's and
+    the compile warm-up's alike: the cache paths are part of what vLLM's compile cache is keyed by)."""
+    mounts: list[dict[str, Any]] = [
+        {"name": "cache", "mountPath": CACHE_DIR},
+        {"name": "tmp", "mountPath": "/tmp"},
+        {"name": "shm", "mountPath": "/dev/shm"},
+    ]
+    volumes: list[dict[str, Any]] = [
+        {"name": "cache", "emptyDir": {"sizeLimit": cache_size(model)}},
+        {"name": "tmp", "emptyDir": {"sizeLimit": TMP_SIZE}},
+        {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": shm_size(model)}},
+    ]
+    return mounts, volumes
+
+
 def deployment(
     model: ModelConfig,
     pool: GpuPool,
@@ -433,26 +480,21 @@ def deployment(
     api_key_fingerprint: str | None = None,
     sources: Sources | None = None,
     weights_wait_seconds: int = 3600,
+    gpu_labels: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The model's Deployment. `api_key_fingerprint` (api_key_fingerprint()) goes on the pod template,
+    """The model's Deployment. `gpu_labels`: the GPU types of the pool's hosts that hold a replica
+    (ModelState.gpu_labels), one compile-cache key each. `api_key_fingerprint` (api_key_fingerprint()) goes on the pod template,
     so a rotated key rolls the replicas: vLLM reads its key once, at start."""
     src = sources or upstream_sources(model)
     args = vllm_args(model, pool, alb_idle_timeout_seconds, src)
-    volume_mounts: list[dict[str, Any]] = [
-        {"name": "cache", "mountPath": CACHE_DIR},
-        {"name": "tmp", "mountPath": "/tmp"},
-        {"name": "shm", "mountPath": "/dev/shm"},
-    ]
-    volumes: list[dict[str, Any]] = [
-        {"name": "cache", "emptyDir": {"sizeLimit": cache_size(model)}},
-        {"name": "tmp", "emptyDir": {"sizeLimit": TMP_SIZE}},
-        {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": shm_size(model)}},
-    ]
+    volume_mounts, volumes = engine_volumes(model)
     init: list[dict[str, Any]] = []
     if model.streams_from_s3:
         # The token stays with the populate Job; replicas only read the bucket.
         volumes.append(script_volume())
-        init.append(wait_for_weights(model, src, weights_wait_seconds))
+        keys = compile_cache.keys(model, gpu_labels, args)
+        request = gpu_request(model, pool)
+        init.append(wait_for_weights(model, src, weights_wait_seconds, keys, {request.resource: str(request.count)}))
     elif hf_token:
         volume_mounts.append({"name": "hf-token", "mountPath": HF_TOKEN_DIR, "readOnly": True})
         volumes.append(hf_token_volume())
@@ -490,7 +532,7 @@ def deployment(
                             "imagePullPolicy": "IfNotPresent",
                             "args": args,
                             "ports": [{"name": VLLM_PORT_NAME, "containerPort": PORT, "protocol": "TCP"}],
-                            "env": _env(model, hf_token, api_key, alb_idle_timeout_seconds, src.region),
+                            "env": vllm_env(model, hf_token, api_key, alb_idle_timeout_seconds, src.region),
                             "resources": vllm_resources(model, pool),
                             "securityContext": container_security(),
                             **probes(model, pool),

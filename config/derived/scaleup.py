@@ -90,7 +90,7 @@ def _rounded(parts: dict[str, float]) -> dict[str, float]:
 
 
 def budget(model: ModelConfig, pool: GpuPool | None = None, *, scrape_interval: str) -> ScaleUpBudget:
-    fast = engine.start(model, pool)
+    fast = engine.start(model, pool, cached=model.compile_cache_used)
     cold = engine.start(model, pool, pessimistic=True)
     signal = duration_seconds(scrape_interval) + speed.HPA_SYNC_PERIOD.value + model.autoscaling.scale_up.stabilization_window_seconds
     node = speed.KARPENTER_BATCH_IDLE.value + speed.NODE_READY.value

@@ -74,6 +74,12 @@ class ModelState:
     vcpus_at_min: int
     """vCPUs of the nodes at minimum replicas."""
 
+    @property
+    def gpu_labels(self) -> tuple[str, ...]:
+        """The GPU types (Karpenter's instance-gpu-name) of the hosts that hold a replica: one compile cache,
+        and one warm-up Job, each (builders/serving/compile_cache.py)."""
+        return tuple(sorted({t.gpu.label for t in self.hosts if t.gpu is not None}))
+
 
 @dataclass(frozen=True)
 class WarmNodes:

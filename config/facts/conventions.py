@@ -142,6 +142,21 @@ def populate_service_account(model_name: str) -> str:
     return f"{model_name[: K8S_NAME_MAX - len('-weights')]}-weights"
 
 
+def warmup_job_name(model_name: str, gpu_label: str, key: str) -> str:
+    """The Job that warms a model's compile cache on one GPU type: a new cache key, a new Job."""
+    tail = f"-warm-{gpu_label}-{key[:10]}"
+    return f"{model_name[: K8S_NAME_MAX - len(tail)]}{tail}"
+
+
+def warmup_service_account(model_name: str) -> str:
+    """The service account of a model's compile warm-up Jobs (the only ones that may write its compile cache)."""
+    return f"{model_name[: K8S_NAME_MAX - len('-warmup')]}-warmup"
+
+
+GPU_NAME_LABEL = "karpenter.k8s.aws/instance-gpu-name"
+"""Karpenter's node label of the GPU type (catalog.Gpu.label's values)."""
+
+
 def headroom_name(pool_name: str) -> str:
     """The placeholder Deployment that keeps a pool's warm headroom."""
     return f"headroom-{pool_name}"[:K8S_NAME_MAX]

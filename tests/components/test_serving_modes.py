@@ -130,10 +130,11 @@ def test_a_gateway_brings_its_release_policies_and_budgets_after_what_it_needs(t
 def test_s3_weights_bring_the_roles_their_associations_and_the_populate_job(tmp_path: Path) -> None:
     found = _run(tmp_path, PROD, endpoint=False, weights=True)
     roles = _of(found, "aws:iam/role:Role")
-    assert sorted(r.name for r in roles) == ["model-weights-populate", "model-weights-read"]
+    # the compile warm-up's role beside them (engine.compileCache is on by default); its Jobs come with the pool's GPU types
+    assert sorted(r.name for r in roles) == ["model-compile-warmup", "model-weights-populate", "model-weights-read"]
     assert all(values(r)["tags"] == {"mode": "s3"} for r in roles)
     associations = _of(found, "aws:eks/podIdentityAssociation:PodIdentityAssociation")
-    assert [values(a)["clusterName"] for a in associations] == ["the-cluster", "the-cluster"]
+    assert [values(a)["clusterName"] for a in associations] == ["the-cluster"] * 3
     assert all(values(a)["tags"] == {"mode": "s3"} for a in associations)
     (job,) = _of(found, "kubernetes:batch/v1:Job")
     command = values(job)["spec"]["template"]["spec"]["containers"][0]["command"]

@@ -112,13 +112,10 @@ CKV_K8S_35, KEY_IN_ENV)."""
 def _is_the_api_key(kind: str, container: dict[str, Any], env: dict[str, Any]) -> bool:
     ref = (env.get("valueFrom") or {}).get("secretKeyRef") or {}
     name, secret, key = KEY_IN_ENV
-    return (
-        kind == "kubernetes:apps/v1:Deployment"
-        and container.get("name") == "vllm"
-        and env.get("name") == name
-        and set(env) == {"name", "valueFrom"}
-        and (ref.get("name"), ref.get("key")) == (secret, key)
-    )
+    # vLLM reads its key from the environment: the replicas' engine, and the compile warm-up's, which runs the
+    # replica's exact environment (builders/serving/warmup.py: vLLM's compile cache is keyed by it)
+    engine = (kind, container.get("name")) in {("kubernetes:apps/v1:Deployment", "vllm"), ("kubernetes:batch/v1:Job", "warm")}
+    return engine and env.get("name") == name and set(env) == {"name", "valueFrom"} and (ref.get("name"), ref.get("key")) == (secret, key)
 
 
 def secret_env_findings(regs: list[Registration]) -> list[str]:
