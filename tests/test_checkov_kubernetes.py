@@ -34,19 +34,33 @@ BY_TAG = [
     "Deployment/qwen-2-5-1-5b/qwen-2-5-1-5b",
     "Deployment/qwen-2-5-7b/qwen-2-5-7b",
     "Job/qwen-2-5-1-5b/qwen-2-5-1-5b-weights-989aa7980e4c",
+    "Job/qwen-2-5-1-5b/qwen-2-5-1-5b-warm-l40s-5aa2fa6aaf",
 ]
 """What runs a model image the non-prod fixtures pin by tag only (a model name is its namespace and Deployment)."""
+PROD_WARMUPS = [
+    "Job/llama-3-1-8b/llama-3-1-8b-warm-a10g-0e7fb60bfb",
+    "Job/llama-3-1-8b/llama-3-1-8b-warm-l4-020fb21a45",
+    "Job/llama-3-2-3b/llama-3-2-3b-warm-l40s-1d925f2408",
+    "Job/llama-3-3-70b/llama-3-3-70b-warm-h100-1c7d00c105",
+    "Job/qwen-2-5-7b/qwen-2-5-7b-warm-a100-b45d37d84d",
+]
+"""full-prod's compile warm-up Jobs (builders/serving/warmup.py): the replica's engine, with its environment."""
 MODEL_IMAGE_IN_PROD = [
     *(f"Deployment/{model}/{model}" for model in ("llama-3-1-8b", "llama-3-2-3b", "llama-3-3-70b", "qwen-2-5-7b")),
     "Job/llama-3-1-8b/llama-3-1-8b-weights-0e9e39f249a1",
     "Job/llama-3-2-3b/llama-3-2-3b-weights-0cb88a4f764b",
     "Job/llama-3-3-70b/llama-3-3-70b-weights-6f6073b42301",
     "Job/qwen-2-5-7b/qwen-2-5-7b-weights-a09a35458c70",
+    *PROD_WARMUPS,
     "Deployment/gpu-headroom/headroom-gpu-l4-a10g",
 ]
 """Everything of full-prod that runs a model's image: the replicas, the populate Jobs, the placeholders."""
-API_KEY_DEPLOYMENTS = [f"Deployment/{model}/{model}" for model in ("llama-3-1-8b", "llama-3-2-3b", "llama-3-3-70b", "qwen-2-5-7b")]
-"""The models whose endpoint needs an API key (full-prod's, internet-facing-tls's llama-3-1-8b)."""
+API_KEY_DEPLOYMENTS = [
+    *(f"Deployment/{model}/{model}" for model in ("llama-3-1-8b", "llama-3-2-3b", "llama-3-3-70b", "qwen-2-5-7b")),
+    *PROD_WARMUPS,
+]
+"""The engines of the models whose endpoint needs an API key (full-prod's, internet-facing-tls's llama-3-1-8b): the
+replicas, and the warm-ups that run the replica's exact environment (vLLM keys its compile cache by it)."""
 
 TAG_ONLY = (
     "a non-prod stack may pin its image by release tag (`models[].image.tag`, never `latest`); prod "
@@ -64,7 +78,8 @@ IF_NOT_PRESENT = (
 KEY_IN_ENV = (
     "vLLM's OpenAI server takes its key only from --api-key or the VLLM_API_KEY variable (no file "
     "option); a flag would put the key in the pod spec and the process list, so it comes from the "
-    "model's Secret through secretKeyRef into the vllm container alone"
+    "model's Secret through secretKeyRef into the engine's container alone (the replicas' vllm and the compile "
+    "warm-up's, which must match the replica's environment)"
 )
 
 EXPLAINED: dict[tuple[str, str], str] = {
