@@ -179,6 +179,11 @@ def summary(
             f"  incl. the gateway of {g.name} on the system nodes: {g.cpu_millis}m CPU, {g.memory_mib} MiB, "
             f"${g.per_hour:.3f}/h (${g.per_hour * month:,.0f}/month)"
         )
+    for w in cost.warmup_costs(cfg):
+        lines.append(
+            f"  plus, per change of {w.name}'s compile-cache key (revision, image, engine flags): its warm-up on "
+            f"{', '.join(w.hosts)} for up to {w.seconds} s, ${w.dollars:.2f} on demand"
+        )
     if placeholders:
         lines += ["", "Secrets not in the stack file, rendered with placeholders: " + ", ".join(placeholders)]
     if warnings:

@@ -12,7 +12,8 @@ What it costs: one replica's GPUs for a cold start per GPU type and key change (
 weights, a cold engine: the model's pessimistic miss, minutes), billed like a replica; `pulumi up`
 waits for it beside the Deployment's own rollout, which never waits for it (a replica that starts
 before the cache exists compiles, as it did before the cache). Its GPUs count in the pool's limit
-(config/checks/capacity rules: one replica's worth per GPU type, during a deploy).
+(config/checks/fit.py rule_gpu_limits warns when a deploy at minimum replicas, with its surge and a
+replica's worth per GPU type, exceeds it) and the render prints what a key change costs (config/derived/cost.py).
 """
 
 from __future__ import annotations

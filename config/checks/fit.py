@@ -194,6 +194,17 @@ def rule_gpu_limits(cfg: StackConfig) -> Iterator[Problem]:
                 f"in whole nodes ({ms.replicas_per_node[host.name]} per {host.name}); Karpenter would stop at the limit and "
                 f"its scale-out or rollout would stall. Fix: {fix}",
             )
+        at_deploy = sum(ms.gpus_at_deploy for _, ms in models)
+        if any(ms.warmup_hosts for _, ms in models) and not alone and at_deploy > limit:
+            yield Problem(
+                path,
+                f"gpuLimit ({limit}) is below the {at_deploy} GPUs of the nodes a deploy takes at minimum replicas ({models_min}): "
+                "each model's replicas, a rolling update's surge and a replica's worth per compile warm-up Job (one per GPU "
+                "type, docs/scale-up.md#the-compile-cache); Karpenter would hold a warm-up or a surge replica at the limit and "
+                f"`pulumi up` would wait for it. Fix: raise gpuLimit to at least {at_deploy}, or set engine.compileCache: false "
+                "on a model of this pool",
+                "warning",
+            )
         if not alone and not headroom_alone and s.gpus_at_peak > limit:
             models_max = sum(ms.gpus_at_max for _, ms in models)
             surge = f"a rolling update's surge of {capacity.ROLLOUT_MAX_SURGE} replica per model ({s.surge_gpus})"

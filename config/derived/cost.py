@@ -161,3 +161,30 @@ def gateway_costs(cfg: StackConfig) -> list[GatewayCost]:
         GatewayCost(name, cpu, memory, node.price_per_hour * max(cpu / (node.vcpus * 1000), memory / (node.memory_gib * 1024)))
         for name, (cpu, memory) in totals.items()
     ]
+
+
+@dataclass(frozen=True)
+class WarmupCost:
+    """What one change of a model's compile-cache key costs (a revision, the image or an engine flag)."""
+
+    name: str
+    hosts: tuple[str, ...]
+    """The node each GPU type's warm-up Job takes (ModelState.warmup_hosts)."""
+    seconds: int
+    """How long each may hold its node: the model's pessimistic cold start on a new node."""
+    dollars: float
+    """At on-demand prices, every GPU type's node for `seconds`."""
+
+
+def warmup_costs(cfg: StackConfig) -> list[WarmupCost]:
+    """Per model with the compile cache: its warm-up Jobs' nodes, time and price per key change."""
+    derived = state.of(cfg)
+    out = []
+    for model in cfg.models:
+        ms = derived.model(model)
+        if not ms.warmup_hosts:
+            continue
+        seconds = ms.scale_up.pessimistic_budget.miss
+        dollars = sum(t.price_per_hour for t in ms.warmup_hosts) * seconds / 3600
+        out.append(WarmupCost(model.name, tuple(t.name for t in ms.warmup_hosts), seconds, dollars))
+    return out

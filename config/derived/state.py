@@ -74,11 +74,20 @@ class ModelState:
     vcpus_at_min: int
     """vCPUs of the nodes at minimum replicas."""
 
+    warmup_hosts: tuple[catalog.InstanceType, ...]
+    """Per GPU type of `hosts`, its cheapest host (Karpenter's pick): the node each compile warm-up Job takes
+    while `pulumi up` runs it (builders/serving/warmup.py); empty without the compile cache."""
+
     @property
     def gpu_labels(self) -> tuple[str, ...]:
         """The GPU types (Karpenter's instance-gpu-name) of the hosts that hold a replica: one compile cache,
         and one warm-up Job, each (builders/serving/compile_cache.py)."""
         return tuple(sorted({t.gpu.label for t in self.hosts if t.gpu is not None}))
+
+    gpus_at_deploy: int
+    """GPUs of the nodes a deploy takes at minimum replicas: the replicas, a rolling update's surge and one replica's
+    worth per compile warm-up Job (each a replica's engine), placed like replicas on the cheapest host (a shared
+    node's free slice takes a warm-up as it would a replica)."""
 
 
 @dataclass(frozen=True)
@@ -201,8 +210,19 @@ def _model(cfg: StackConfig, model: ModelConfig) -> ModelState:
     at_max = capacity.placed_nodes(model, pool, peak, model.replicas.max, zones) if pool and peak else 0
     surge = capacity.placed_surge_nodes(model, pool, peak, zones) if pool and peak else 0
     per_node = {t.name: capacity.replicas_per_node(model, pool, t) for t in pool.resolved_instance_types()} if pool else {}
+    warmup_hosts: dict[str, catalog.InstanceType] = {}
+    if model.compile_cache_used:
+        for t in hosts:  # cheapest first
+            if t.gpu is not None:
+                warmup_hosts.setdefault(t.gpu.label, t)
+    at_deploy = (
+        capacity.placed_nodes(model, pool, hosts[0], model.replicas.min + capacity.ROLLOUT_MAX_SURGE + len(warmup_hosts), zones)
+        if pool and hosts
+        else 0
+    )
     return ModelState(
         name=model.name,
+        warmup_hosts=tuple(warmup_hosts[label] for label in sorted(warmup_hosts)),
         pool=model.pool,
         device=capacity.smallest_device(model, pool) if pool else None,
         hosts=hosts,
@@ -215,6 +235,7 @@ def _model(cfg: StackConfig, model: ModelConfig) -> ModelState:
         nodes_at_max=at_max,
         surge_nodes=surge,
         gpus_at_min=at_min * hosts[0].gpu_count if hosts else 0,
+        gpus_at_deploy=at_deploy * hosts[0].gpu_count if hosts else 0,
         gpus_at_max=at_max * peak.gpu_count if peak else 0,
         surge_gpus=surge * peak.gpu_count if peak else 0,
         vcpus_at_min=at_min * hosts[0].vcpus if hosts else 0,
