@@ -210,6 +210,14 @@ def _endpoint_cluster(timeouts: Chain) -> dict[str, Any]:
     }
 
 
+PICKER_CONNECTION_SECONDS = 10
+"""The longest a proxy keeps one HTTP/2 connection to the picker's Service (max_connection_duration: then it
+drains it, streams finish, new ones open a new connection). The Service's ClusterIP pins a connection to
+the pod it first reached (kube-proxy's conntrack), and the picker's gRPC health service answers SERVING
+whatever its leadership (pkg/epp/server/runserver.go): without a bound, a proxy could keep talking to a
+picker that is no longer the one behind the Service until that picker goes away."""
+
+
 def _ext_proc_cluster(picker_host: str) -> dict[str, Any]:
     """The Endpoint Picker's Service (only its leader is ready behind it), over TLS (the picker serves
     its own certificate; nothing outside the namespace's policies reaches the port) and HTTP/2, with
@@ -239,7 +247,9 @@ def _ext_proc_cluster(picker_host: str) -> dict[str, Any]:
         },
         "typed_extension_protocol_options": {
             "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": _typed(
-                "envoy.extensions.upstreams.http.v3.HttpProtocolOptions", explicit_http_config={"http2_protocol_options": {}}
+                "envoy.extensions.upstreams.http.v3.HttpProtocolOptions",
+                common_http_protocol_options={"max_connection_duration": _seconds(PICKER_CONNECTION_SECONDS)},
+                explicit_http_config={"http2_protocol_options": {}},
             )
         },
         "load_assignment": {

@@ -102,6 +102,12 @@ def picker_affinity(model: ModelConfig) -> dict[str, Any]:
 
 
 DETECTOR = "utilization-detector"
+DRAIN_TIMEOUT_SECONDS = 2
+"""How long a stopping picker keeps its ext_proc server up (`--drain-timeout`, default 30 s). At v0.10.0 the
+flow controller stops at the SIGTERM (cmd/epp/runner/runner.go builds it on the signal context), so
+everything that reaches a draining picker gets 503 `rejected-shutting-down` and every held request is
+evicted with it: the window only serves to finish streams already picked (GracefulStop waits for them
+afterwards anyway). 2 s, then the GOAWAY moves the proxies' connections to the new leader."""
 
 
 def epp_config(model: ModelConfig, hold: Hold) -> dict[str, Any]:
@@ -243,7 +249,7 @@ def values(
         "podAnnotations": {CONFIG_HASH_ANNOTATION: config_hash(picker_config)},
         # the gRPC health service on the ext_proc port, which the proxies' ext_proc cluster checks
         # (pkg/epp/server/runserver.go registers it only with --health-checking; off by default)
-        "flags": {"health-checking": True},
+        "flags": {"health-checking": True, "drain-timeout": f"{DRAIN_TIMEOUT_SECONDS}s"},
     }
     router: dict[str, Any] = {
         "modelServers": {"type": "vllm", "protocol": "http", "targetPorts": [{"number": VLLM_PORT}], "matchLabels": selector(model)},

@@ -10,7 +10,8 @@ max(waiting / queue_threshold, KV use / kv_threshold), the pool's the average.
   kvCacheUsageTarget): were they at or below, the picker would hold exactly the excess that makes
   vLLM's metrics exceed KEDA's targets, the metrics would sit at target, and the HPA would never add
   the replica the held requests wait for (1 -> N stalls; upstream defaults 5 and 0.8 equal KEDA's).
-- The TTL of a model that keeps replicas (replicas.min >= 1) is the pessimistic warm scale-up
+- The TTL of a model that keeps replicas (replicas.min >= 1) is the pessimistic warm scale-up, rounded up
+  to TTL_STEP_SECONDS
   (config/derived/scaleup.py: a replica on a warm node at the slow end of every source); that of a
   model at zero is the pessimistic cold start (a new node as well: at zero its node is gone, and the
   first request must outlast the whole start, or the caller meets a 503 however soon after the replica
@@ -30,6 +31,10 @@ from dataclasses import dataclass
 from config.derived.scaleup import HOLD_MARGIN_SECONDS, ScaleUpBudget
 from config.sections.models import ModelConfig
 
+TTL_STEP_SECONDS = 30
+"""The TTL is rounded up to a multiple of this (within the ALB's cap): it is in the picker's config and the
+proxies' bootstrap, both of which roll their pods when they change, and a picker rollout is a gap in
+service (the chart's Recreate strategy); a scale-up figure that moves by a few seconds then rolls nothing."""
 PICK_TIMEOUT_SECONDS = 30
 """How long the picker may take to pick once a request is released (milliseconds in practice)."""
 QUEUE_THRESHOLD_MULTIPLE = 2
@@ -80,5 +85,5 @@ def hold(model: ModelConfig, budget: ScaleUpBudget, alb_idle_timeout_seconds: in
     wanted = slow.miss if cold else slow.hit
     # at least 1 s: a TTL of 0 s turns the picker's TTL off (hold forever); config/checks/gateway.py refuses
     # an ALB idle timeout that leaves no second to hold
-    ttl = max(1, min(wanted, ttl_cap(alb_idle_timeout_seconds)))
+    ttl = max(1, min(math.ceil(wanted / TTL_STEP_SECONDS) * TTL_STEP_SECONDS, ttl_cap(alb_idle_timeout_seconds)))
     return Hold(queue_threshold(model), kv_threshold(model), ttl, wanted, cold)

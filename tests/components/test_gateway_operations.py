@@ -33,7 +33,8 @@ def test_pulumi_does_not_wait_on_helm_for_a_router_but_still_does_for_the_rest(p
 def test_the_picker_serves_the_health_service_the_proxies_check(prod_run: harness.RunResult) -> None:
     for name, release in _router_releases(prod_run).items():
         epp = release["values"]["router"]["epp"]  # type: ignore[index]
-        assert epp["flags"] == {"health-checking": True}, name
+        # and drains for 2 s on SIGTERM, not 30: a draining picker answers 503 to all it gets (v0.10.0)
+        assert epp["flags"] == {"health-checking": True, "drain-timeout": "2s"}, name
 
 
 def test_no_budget_over_the_pickers_and_unready_proxies_may_always_go(prod_run: harness.RunResult) -> None:

@@ -5,6 +5,7 @@ the NetworkPolicy, and timeouts that cover a cold start. The wake query is run b
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ from builders.observability import rules
 from builders.observability import values as monitor_values
 from builders.serving import scaling
 from config.derived import capacity, state
-from config.derived.hold import PICK_TIMEOUT_SECONDS
+from config.derived.hold import PICK_TIMEOUT_SECONDS, TTL_STEP_SECONDS
 from config.derived.scaleup import HOLD_MARGIN_SECONDS
 from config.sections.types import duration_seconds
 from offline import harness
@@ -210,7 +211,8 @@ def test_the_hold_covers_a_cold_start_and_ends_inside_the_alb() -> None:
     assert held.cold_start
     slow = facts.scale_up.pessimistic_budget
     assert held.wanted_seconds == slow.miss
-    assert held.ttl_seconds == slow.miss  # the fixture's ALB covers the pessimistic cold start
+    # the fixture's ALB covers the pessimistic cold start, rounded up to the TTL's 30 s steps
+    assert held.ttl_seconds == math.ceil(slow.miss / TTL_STEP_SECONDS) * TTL_STEP_SECONDS
     idle = cfg.ingress.idle_timeout_seconds
     assert held.ttl_seconds + PICK_TIMEOUT_SECONDS + HOLD_MARGIN_SECONDS <= idle
     assert timeouts.chain(idle, held.ttl_seconds).problems() == []
