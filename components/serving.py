@@ -397,34 +397,23 @@ class VllmModel(pulumi.ComponentResource):
         return [script, *identities, job]
 
     def _warmups(self, name: str, args: VllmModelArgs, inside: pulumi.ResourceOptions, after: list[pulumi.Resource]) -> None:
-        """One compile warm-up Job per GPU type, after the weights are in the bucket; nothing waits for them
-        but `pulumi up` (a replica that starts first compiles, builders/serving/warmup.py)."""
+        """One compile warm-up Job per GPU type, after the weights are in the bucket; nothing waits for them,
+        `pulumi up` included (a replica that starts first compiles, builders/serving/warmup.py)."""
         model = args.model
         account = self._object(f"{name}-warmup-service-account", warmup.service_account(model), inside)
         policy = self._object(
             f"{name}-netpol-compile-warmup", warmup.network_policy(model, args.vpc_cidrs, args.interface_endpoints), inside
         )
-        timeout = f"{math.ceil(warmup.job_seconds(model, args.pool) / 60)}m"
         for label in args.gpu_labels:
             k8s_objects.create_resolved(
                 f"{name}-warmup-{label}",
                 args.sources,
                 functools.partial(
-                    _warmup_job,
-                    model=model,
-                    pool=args.pool,
-                    gpu_label=label,
-                    alb_idle_timeout_seconds=args.alb_idle_timeout_seconds,
-                    hf_token=args.hf_token is not None,
-                    api_key=args.api_key is not None,
+                    _warmup_job, model=model, pool=args.pool, gpu_label=label, alb_idle_timeout_seconds=args.alb_idle_timeout_seconds
                 ),
                 SAMPLE_SOURCES,
-                pulumi.ResourceOptions(
-                    parent=self,
-                    provider=args.provider,
-                    depends_on=[*after, account, policy],
-                    custom_timeouts=pulumi.CustomTimeouts(create=timeout, update=timeout),
-                ),
+                # not awaited (the Job's pulumi.com/skipAwait): `pulumi up` neither waits for the warm-up nor fails with it
+                pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*after, account, policy]),
             )
 
     def _object(self, name: str, manifest: dict[str, Any], opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
@@ -436,26 +425,11 @@ def _policy_json(bucket_arn: str, document: Any, repo: str, revision: str) -> st
 
 
 def _warmup_job(
-    sources: builders.Sources,
-    model: ModelConfig,
-    pool: GpuPool,
-    gpu_label: str,
-    alb_idle_timeout_seconds: int,
-    hf_token: bool,
-    api_key: bool,
+    sources: builders.Sources, model: ModelConfig, pool: GpuPool, gpu_label: str, alb_idle_timeout_seconds: int
 ) -> dict[str, Any]:
-    args = builders.vllm_args(model, pool, alb_idle_timeout_seconds, sources)
-    key = compile_cache.key(model, gpu_label, args)
-    return warmup.job(
-        model,
-        pool,
-        sources,
-        gpu_label=gpu_label,
-        key=key,
-        alb_idle_timeout_seconds=alb_idle_timeout_seconds,
-        hf_token=hf_token,
-        api_key=api_key,
-    )
+    """The warm-up Job of one GPU type, its key from the replica's own arguments (what the replicas fetch)."""
+    key = compile_cache.key(model, gpu_label, builders.vllm_args(model, pool, alb_idle_timeout_seconds, sources))
+    return warmup.job(model, pool, sources, gpu_label=gpu_label, key=key)
 
 
 def _populate_job(

@@ -55,12 +55,9 @@ MODEL_IMAGE_IN_PROD = [
     "Deployment/gpu-headroom/headroom-gpu-l4-a10g",
 ]
 """Everything of full-prod that runs a model's image: the replicas, the populate Jobs, the placeholders."""
-API_KEY_DEPLOYMENTS = [
-    *(f"Deployment/{model}/{model}" for model in ("llama-3-1-8b", "llama-3-2-3b", "llama-3-3-70b", "qwen-2-5-7b")),
-    *PROD_WARMUPS,
-]
-"""The engines of the models whose endpoint needs an API key (full-prod's, internet-facing-tls's llama-3-1-8b): the
-replicas, and the warm-ups that run the replica's exact environment (vLLM keys its compile cache by it)."""
+API_KEY_DEPLOYMENTS = [f"Deployment/{model}/{model}" for model in ("llama-3-1-8b", "llama-3-2-3b", "llama-3-3-70b", "qwen-2-5-7b")]
+"""The models whose endpoint needs an API key (full-prod's, internet-facing-tls's llama-3-1-8b). Their compile warm-ups
+never hold the key (vLLM's compile cache does not depend on it: builders/serving/warmup.py)."""
 
 TAG_ONLY = (
     "a non-prod stack may pin its image by release tag (`models[].image.tag`, never `latest`); prod "
@@ -78,8 +75,7 @@ IF_NOT_PRESENT = (
 KEY_IN_ENV = (
     "vLLM's OpenAI server takes its key only from --api-key or the VLLM_API_KEY variable (no file "
     "option); a flag would put the key in the pod spec and the process list, so it comes from the "
-    "model's Secret through secretKeyRef into the engine's container alone (the replicas' vllm and the compile "
-    "warm-up's, which must match the replica's environment)"
+    "model's Secret through secretKeyRef into the vllm container alone"
 )
 
 EXPLAINED: dict[tuple[str, str], str] = {

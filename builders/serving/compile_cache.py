@@ -17,8 +17,9 @@ the artifacts depend on:
 vLLM checks its own hash of the environment, configuration, code and compiler before it loads an
 artifact (`$VLLM_CACHE_ROOT/torch_compile_cache/<hash>/rank_<r>_<dp>/`, vllm/compilation/backends.py)
 and compiles afresh where it differs, so a key too coarse costs a compile, never a wrong kernel; a key
-too fine costs a warm-up. The warm-up runs the replica's exact arguments and environment (the API key
-and the keep-alive included: vLLM hashes environment factors too), or every copy would silently miss.
+too fine costs a warm-up. The warm-up runs the replica's engine arguments and environment (vLLM hashes
+environment factors too: `envs.compile_factors()`, every vLLM variable but an ignored set), or every copy
+would silently miss; it leaves out only what vLLM's hashes ignore (builders/serving/warmup.py).
 
 A pool of several GPU types gets one key and one warm-up Job per type, all at once during `pulumi up`,
 each on a node of its type (Karpenter's GPU-name label), rather than the first replica of each type

@@ -1,6 +1,6 @@
 """A model's compile warm-up Jobs: one per GPU type of its pool, each starting the engine once. Pure.
 
-Each Job runs the replica's own image, command line and environment (builders/serving/workload.py
+Each Job runs the replica's own image, engine flags and environment (builders/serving/workload.py
 vllm_args and vllm_env: vLLM keys its compile cache by them, so anything else would store a cache no
 replica finds) on a node of its GPU type, through the weights script's `warm` mode: vLLM starts,
 streams the weights, compiles and captures its CUDA graphs, answers /health, is stopped, and the
@@ -8,10 +8,19 @@ script stores its caches as one archive under the cache key (builders/serving/co
 name carries the key, so a change of what the artifacts depend on (revision, image, engine flags)
 runs a new Job; an unchanged key runs none, and a Job that finds its key stored ends at once.
 
+Only what vLLM's compile cache does not depend on differs from the replica, so that a change of it
+neither replaces the Job nor schedules a GPU for nothing: the server's own flags (address, name,
+timeouts, admission: compile_cache.SERVER_FLAGS; vLLM's ModelConfig hash ignores served_model_name and
+its SchedulerConfig hash counts only max_num_batched_tokens and max_num_seqs) and the two variables
+vLLM 0.33's `envs.compile_factors()` ignores that the platform sets (KEY_NEUTRAL_ENV): the API key,
+which the warm-up then never holds, and the HTTP keep-alive.
+
 What it costs: one replica's GPUs for a cold start per GPU type and key change (node launch, image,
-weights, a cold engine: the model's pessimistic miss, minutes), billed like a replica; `pulumi up`
-waits for it beside the Deployment's own rollout, which never waits for it (a replica that starts
-before the cache exists compiles, as it did before the cache). Its GPUs count in the pool's limit
+weights, a cold engine: the model's pessimistic miss, minutes), billed like a replica. `pulumi up`
+does not wait for it (`pulumi.com/skipAwait`): the cache is an optimisation, a replica that starts
+before it exists compiles as it did before the cache, and a warm-up held at the pool's limit or
+without capacity must not fail a deploy. A failed warm-up leaves no cache (replicas compile); delete
+its Job to run it again, or change the key. Its GPUs count in the pool's limit
 (config/checks/fit.py rule_gpu_limits warns when a deploy at minimum replicas, with its surge and a
 replica's worth per GPU type, exceeds it) and the render prints what a key change costs (config/derived/cost.py).
 """
@@ -22,7 +31,7 @@ import math
 from typing import Any
 
 from builders import network_policies as netpol
-from builders.serving import weights_script
+from builders.serving import compile_cache, weights_script
 from builders.serving.workload import (
     CACHE_DIR,
     PORT,
@@ -45,6 +54,11 @@ from config.sections.gpu_pools import GpuPool
 from config.sections.models import ModelConfig
 
 COMPONENT = {"app.kubernetes.io/name": "compile-warmup"}
+KEY_NEUTRAL_ENV = ("VLLM_API_KEY", "VLLM_HTTP_TIMEOUT_KEEP_ALIVE")
+"""Variables of the replica's environment the warm-up leaves out: both are in vLLM 0.33.0's
+`compile_factors()` ignored set (vllm/envs.py: the key "must not be persisted in cache_key_factors.json")."""
+ALB_IDLE_PLACEHOLDER = 60
+"""vllm_args and vllm_env take the ALB's idle timeout for the server's keep-alives alone, which the warm-up drops."""
 BACKOFF_LIMIT = 2
 MARGIN = 2
 
@@ -74,20 +88,21 @@ def service_account(model: ModelConfig) -> dict[str, Any]:
     }
 
 
-def job(
-    model: ModelConfig,
-    pool: GpuPool,
-    sources: Sources,
-    *,
-    gpu_label: str,
-    key: str,
-    alb_idle_timeout_seconds: int,
-    hf_token: bool,
-    api_key: bool,
-) -> dict[str, Any]:
+def engine_args(model: ModelConfig, pool: GpuPool, sources: Sources) -> list[str]:
+    """The replica's vLLM arguments without the server's own (compile_cache.SERVER_FLAGS), on loopback."""
+    args = compile_cache.engine_flags(vllm_args(model, pool, ALB_IDLE_PLACEHOLDER, sources))
+    return [*args, "--host", "127.0.0.1", "--port", str(PORT)]
+
+
+def engine_env(model: ModelConfig, sources: Sources) -> list[dict[str, Any]]:
+    """The replica's environment without KEY_NEUTRAL_ENV."""
+    env = vllm_env(model, hf_token=False, api_key=False, alb_idle_timeout_seconds=ALB_IDLE_PLACEHOLDER, region=sources.region)
+    return [e for e in env if e["name"] not in KEY_NEUTRAL_ENV]
+
+
+def job(model: ModelConfig, pool: GpuPool, sources: Sources, *, gpu_label: str, key: str) -> dict[str, Any]:
     """The warm-up of one GPU type: the replica's engine, started once on a node of that type."""
     assert sources.bucket is not None
-    args = vllm_args(model, pool, alb_idle_timeout_seconds, sources)
     mounts, volumes = engine_volumes(model)
     command = [
         *script_args(model, sources.bucket, "warm"),
@@ -104,7 +119,7 @@ def job(
         "--",
         "vllm",
         "serve",
-        *args,
+        *engine_args(model, pool, sources),
     ]
     return {
         "apiVersion": "batch/v1",
@@ -113,8 +128,8 @@ def job(
             "name": warmup_job_name(model.name, gpu_label, key),
             "namespace": model.name,
             "labels": job_labels(model),
-            # A Job that failed in one `pulumi up` is replaced (run again) by the next.
-            "annotations": {"pulumi.com/replaceUnready": "true"},
+            # `pulumi up` neither waits for it nor fails with it (the module's docstring)
+            "annotations": {"pulumi.com/skipAwait": "true"},
         },
         "spec": {
             "backoffLimit": BACKOFF_LIMIT,
@@ -147,7 +162,7 @@ def job(
                             "image": sources.image,
                             "imagePullPolicy": "IfNotPresent",
                             "command": command,
-                            "env": vllm_env(model, hf_token, api_key, alb_idle_timeout_seconds, sources.region),
+                            "env": engine_env(model, sources),
                             "resources": vllm_resources(model, pool),
                             "securityContext": container_security(),
                             "volumeMounts": [*mounts, {"name": "script", "mountPath": SCRIPT_DIR, "readOnly": True}],

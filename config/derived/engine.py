@@ -6,6 +6,7 @@ The parts, each from a published figure in `config/facts/speed.py`:
   kernel warm-up (CPU-bound: the vLLM container's CPU limit sits above its request for it);
 - tensorParallel: what a tensor-parallel engine adds (more workers, NCCL), zero on one GPU;
 - kvProfiling: vLLM's memory-profiling pass, skipped when the platform passes --kv-cache-memory-bytes;
+- cacheCopy: the compile cache's archive fetched and unpacked before vLLM starts (a cache hit only);
 - compile: torch.compile, cold (every Inductor and Triton kernel built) or from the compile cache;
 - cudaGraphs: one capture per batch size of the list vLLM builds (capture_sizes), skipped with --enforce-eager.
 
@@ -31,7 +32,7 @@ from config.sections.models import ModelConfig
 STARTUP_MARGIN = 1.5
 STARTUP_MIN_SECONDS = 120
 STARTUP_SECONDS_PER_GIB = 10
-PARTS = ("boot", "tensorParallel", "kvProfiling", "compile", "cudaGraphs")
+PARTS = ("cacheCopy", "boot", "tensorParallel", "kvProfiling", "compile", "cudaGraphs")
 VLLM_MAX_CAPTURE_SIZE = 512
 """vLLM's largest default capture size: min(2 x max-num-seqs, 512) (vllm/config/vllm.py, set_cudagraph_sizes)."""
 VLLM_DEFAULT_MAX_NUM_SEQS = 256
@@ -82,7 +83,10 @@ def start(model: ModelConfig, pool: GpuPool | None = None, *, cached: bool = Fal
     else:
         compile_s = speed.compile_seconds(capacity.checkpoint_gb(model))
     tp = speed.TENSOR_PARALLEL_SETUP.value if model.tensor_parallel_size > 1 else 0.0
-    return EngineStart({"boot": boot, "tensorParallel": tp, "kvProfiling": profiling, "compile": compile_s, "cudaGraphs": graphs})
+    copy = speed.CACHE_COPY.value if cached and not pessimistic and not eager else 0.0
+    return EngineStart(
+        {"cacheCopy": copy, "boot": boot, "tensorParallel": tp, "kvProfiling": profiling, "compile": compile_s, "cudaGraphs": graphs}
+    )
 
 
 def load_seconds(model: ModelConfig, pool: GpuPool | None = None, *, cached: bool = False, pessimistic: bool = False) -> int:

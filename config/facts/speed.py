@@ -130,6 +130,14 @@ CACHED_COMPILE: Final = Figure(
     "EKS, vLLM V1, same-node cache",
     f"{EKS_FAST_LOADING_GUIDE}; {ENGINE_START_FACTS} 1",
 )
+CACHE_COPY: Final = Figure(
+    1,
+    "s",
+    "the replica's init container fetching, checking and unpacking its compile-cache archive (est.: the artifacts are "
+    "~15 MB, a second GET of that size from S3 and a gzip extract, on one CPU)",
+    "EKS, vLLM V1 (artifact size); S3 through the gateway endpoint",
+    f"{EKS_FAST_LOADING_GUIDE} (artifacts ~15 MB); the s3StreamRate row",
+)
 CUDA_GRAPH_PER_SIZE: Final = Figure(
     17 / 51,
     "s",
@@ -168,6 +176,7 @@ CATALOG: Final = {
     "engineBoot": ENGINE_BOOT,
     "kvProfiling": KV_PROFILING,
     "cachedCompile": CACHED_COMPILE,
+    "cacheCopy": CACHE_COPY,
     "cudaGraphPerSize": CUDA_GRAPH_PER_SIZE,
     "engineCachedMultiGpu": ENGINE_CACHED_MULTI_GPU,
     "tensorParallelSetup": TENSOR_PARALLEL_SETUP,

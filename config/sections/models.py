@@ -6,7 +6,7 @@ import re
 import zoneinfo
 from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from config.facts import versions
 from config.sections import cron
@@ -62,6 +62,27 @@ def vllm_flag(flag: str) -> str:
     """A flag as vLLM's argument parser reads it: a long flag's underscores are dashes (`--max_model_len`
     is `--max-model-len`), so a refused flag cannot pass in its other spelling."""
     return "--" + flag[2:].replace("_", "-") if flag.startswith("--") else flag
+
+
+GRAPH_SIZE_FIELDS = ("cudagraph_capture_sizes", "max_cudagraph_capture_size")
+"""CompilationConfig's capture-size fields: vLLM 0.33 refuses them beside --max-cudagraph-capture-size
+(vllm/engine/arg_utils.py; ../shared/reference/engine-start-facts.md 2)."""
+
+
+def graph_sizes_flag(args: list[str]) -> str | None:
+    """The extraArgs flag that sets CUDA-graph capture sizes: --cudagraph-capture-sizes, or a compilation config
+    (`--compilation-config`/`-cc`, JSON or dotted `-cc.cudagraph_capture_sizes=...`) naming a capture-size field."""
+    for i, arg in enumerate(args):
+        flag, _, inline = arg.partition("=")
+        flag = vllm_flag(flag)
+        if flag == "--cudagraph-capture-sizes":
+            return flag
+        base, dot, key = flag.partition(".")
+        if base in ("--compilation-config", "-cc"):
+            text = key if dot else (inline or (args[i + 1] if i + 1 < len(args) else ""))
+            if any(field in text.replace("-", "_") for field in GRAPH_SIZE_FIELDS):
+                return flag
+    return None
 
 
 class Architecture(ConfigModel):
@@ -418,11 +439,19 @@ class ModelConfig(ConfigModel):
 
     @field_validator("extra_args")
     @classmethod
-    def _extra_args(cls, value: list[str]) -> list[str]:
+    def _extra_args(cls, value: list[str], info: ValidationInfo) -> list[str]:
         for arg in value:
             flag = arg.split("=", 1)[0]
             if vllm_flag(flag) in MANAGED_FLAGS:
                 raise config_error(f"{flag} may not be in extraArgs: {MANAGED_FLAGS[vllm_flag(flag)]}", f"remove {flag}")
+        engine = info.data.get("engine")
+        if isinstance(engine, Engine) and engine.cuda_graph_capture_max is not None and (sizes := graph_sizes_flag(value)):
+            raise config_error(
+                f"{sizes} sets CUDA-graph capture sizes, and so does engine.cudaGraphCaptureMax "
+                f"({engine.cuda_graph_capture_max}, as --max-cudagraph-capture-size); vLLM refuses both at once and the "
+                "replica would crash-loop",
+                f"set engine.cudaGraphCaptureMax: null to pass your own sizes, or remove {sizes}",
+            )
         return value
 
     @property

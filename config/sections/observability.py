@@ -47,8 +47,8 @@ class ObservabilityConfig(ConfigModel):
     grafana_storage_size: Quantity = Field(default="10Gi", description="Grafana volume for its database.")
     vllm_scrape_interval: PromDuration = Field(
         default="5s",
-        description="Scrape interval of vLLM /metrics; short, because autoscaling reads it (5 s as llm-d's SLO-aware "
-        "autoscaling benchmark; the render's summary shows the samples per second it costs Prometheus).",
+        description="Scrape interval of vLLM /metrics and the gateway's; short, because autoscaling reads it (5 s as "
+        "llm-d's SLO-aware autoscaling benchmark: twice the samples of 10 s, docs/scale-up.md).",
     )
     slo: Slo = Field(default_factory=Slo, description="Default latency objectives for every model.")
     alerts: AlertTuning = Field(default_factory=AlertTuning, description="Alert thresholds.")

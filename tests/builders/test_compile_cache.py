@@ -305,9 +305,15 @@ def test_each_gpu_type_gets_a_warmup_running_the_replicas_engine(stack: str) -> 
             label = spec["nodeSelector"]["karpenter.k8s.aws/instance-gpu-name"]
             (warm,) = spec["containers"]
             argv = warm["command"]
-            # the replica's engine exactly: its arguments, environment, resources and cache paths
-            assert argv[argv.index("--") + 1 :] == ["vllm", "serve", *vllm["args"]]
-            assert warm["env"] == vllm["env"]
+            # the replica's engine: its arguments but the server's own (on loopback), its environment but what vLLM's
+            # compile cache ignores (the API key, which the warm-up never holds, and the keep-alive), resources, cache paths
+            engine_argv = argv[argv.index("--") + 1 :]
+            assert engine_argv[:2] == ["vllm", "serve"]
+            assert engine_argv[2:] == [*compile_cache.engine_flags(vllm["args"]), "--host", "127.0.0.1", "--port", str(builders.PORT)]
+            assert compile_cache.key(model, label, engine_argv[2:]) == compile_cache.key(model, label, vllm["args"])
+            assert warm["env"] == [e for e in vllm["env"] if e["name"] not in warmup.KEY_NEUTRAL_ENV]
+            assert not any("secretKeyRef" in (e.get("valueFrom") or {}) for e in warm["env"])
+            assert job["metadata"]["annotations"] == {"pulumi.com/skipAwait": "true"}
             assert warm["resources"] == vllm["resources"]
             assert warm["image"] == vllm["image"]
             assert {"name": "cache", "mountPath": builders.CACHE_DIR} in warm["volumeMounts"]
@@ -336,7 +342,6 @@ def test_the_key_follows_what_the_artifacts_depend_on_and_nothing_else() -> None
     drained = model.model_copy(update={"drain": model.drain.model_copy(update={"shutdown_timeout_seconds": 5})})
     assert key(drained) == base
     # what shapes the compiled graphs moves it
-    assert key(model.model_copy(update={"revision": "c" * 40})) == key(model.model_copy(update={"revision": "c" * 40}))
     assert key(model.model_copy(update={"revision": "c" * 40})) != base
     assert key(model.model_copy(update={"max_model_len": 4096})) != base
     graphs = model.model_copy(update={"engine": model.engine.model_copy(update={"cuda_graph_capture_max": 32})})
@@ -351,4 +356,42 @@ def test_the_warmup_may_write_its_revisions_cache_only() -> None:
     doc = weights.warmup_policy("arn:aws:s3:::b", REPO, REV)
     writes = [s for s in doc["Statement"] if "s3:PutObject" in s["Action"]]
     assert [s["Resource"] for s in writes] == [f"arn:aws:s3:::b/{REPOSITORY}compile-cache/{REV}/*"]
-    assert builders.labels(parse(stack_data(PROD)).models[0]) != warmup.COMPONENT
+
+
+def test_nothing_that_selects_replicas_selects_a_warmup(prod_run: harness.RunResult) -> None:
+    """The Service, the PDB, the gateway's InferencePool and the PodMonitor must never count a warm-up as a replica."""
+    cfg = parse(stack_data(PROD))
+    monitors = [values(r)["spec"]["selector"] for r in prod_run.of_type("kubernetes:monitoring.coreos.com/v1:PodMonitor")]
+    # the proxies' monitor selects by an Exists expression on the proxies' key, which a warm-up pod does not carry
+    exists = [e["key"] for m in monitors for e in m.get("matchExpressions", []) if e["operator"] == "Exists"]
+    assert exists
+    assert not any(k in warmup.job_labels(m) for k in exists for m in cfg.models)
+    monitors = [m["matchLabels"] for m in monitors if "matchLabels" in m]
+    for model in cfg.models:
+        pod_labels = warmup.job_labels(model)
+        selectors = [builders.selector(model), builders.pod_disruption_budget(model)["spec"]["selector"]["matchLabels"]]
+        selectors.append(builders.service(model)["spec"]["selector"])
+        for selector in [*selectors, *monitors]:
+            assert not selector.items() <= pod_labels.items(), (model.name, selector)
+        assert builders.selector(model).items() <= builders.labels(model).items()  # the same check passes for a replica
+
+
+def test_an_archive_with_a_path_out_of_the_cache_is_not_extracted(tmp_path: Path) -> None:
+    """tarfile's `data` filter: an entry outside the cache, even with the digest the warm-up recorded, extracts nothing."""
+    s3 = DirS3(tmp_path / "bucket")
+    key = script.cache_object(REPOSITORY, REV, "k1")
+    archive = tmp_path / "evil.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        # a link out of the cache, then a file through it: without the filter it lands beside the cache volume
+        link = tarfile.TarInfo("vllm")
+        link.type, link.linkname = tarfile.SYMTYPE, str(tmp_path)
+        tar.addfile(link)
+        info = tarfile.TarInfo("vllm/escaped")
+        info.size = 4
+        tar.addfile(info, io.BytesIO(b"evil"))
+    meta = {"sha256": script._digest(str(archive)), "bytes": str(archive.stat().st_size)}
+    s3.upload_file(str(archive), BUCKET, key, ExtraArgs={"Metadata": meta})
+    root = _replica(tmp_path)
+    assert script.copy_cache(_args(root, "l4=k1"), s3, gpu_name=lambda: None, log=lambda _: None) == "partial"
+    assert list(root.iterdir()) == []
+    assert not (tmp_path / "escaped").exists()

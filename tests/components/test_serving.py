@@ -492,19 +492,19 @@ def test_models_output(prod_run: harness.RunResult) -> None:
         "baseUrl": "https://qwen-2-5-7b.llm.internal.example.com/v1",
         "weightsSource": "s3",
         "scaleUpSeconds": {
-            "hit": 71,
-            "miss": 271,
+            "hit": 72,
+            "miss": 272,
             "terms": {
                 "signal": 20,
                 "nodeLaunch": 151,
                 "imagePull": 49,
                 "weights": 8,
-                "engineStart": 40,
+                "engineStart": 41,
                 "probe": 2,
                 "loadBalancer": 1,
             },
             # the engine-start term's parts (config/derived/engine.py): a compile-cache hit
-            "engine": {"boot": 30.1, "tensorParallel": 0.0, "kvProfiling": 0.0, "compile": 6.0, "cudaGraphs": 3.7},
+            "engine": {"cacheCopy": 1.0, "boot": 30.1, "tensorParallel": 0.0, "kvProfiling": 0.0, "compile": 6.0, "cudaGraphs": 3.7},
             # the slow end of each term's sources (config/derived/scaleup.py)
             "pessimistic": {
                 "hit": 122,
@@ -518,7 +518,7 @@ def test_models_output(prod_run: harness.RunResult) -> None:
                     "probe": 2,
                     "loadBalancer": 1,
                 },
-                "engine": {"boot": 48.0, "tensorParallel": 0.0, "kvProfiling": 0.0, "compile": 34.0, "cudaGraphs": 3.7},
+                "engine": {"cacheCopy": 0.0, "boot": 48.0, "tensorParallel": 0.0, "kvProfiling": 0.0, "compile": 34.0, "cudaGraphs": 3.7},
             },
         },
     }

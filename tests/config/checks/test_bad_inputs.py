@@ -138,6 +138,8 @@ CASES: dict[str, Callable[[dict[str, Any]], object]] = {
     "bottlerocket-sharing": lambda d: p0(d).update(amiFamily="bottlerocket", sharing={"timeSlicing": {"replicas": 2}}),
     "waiting-bound-below-trigger": lambda d: m0(d).update(maxWaitingRequests=3),
     "admission-flag-in-extra-args": lambda d: m0(d).update(extraArgs=["--max-num-queued-reqs=64"]),
+    "graph-sizes-in-extra-args": lambda d: m0(d).update(extraArgs=["--cudagraph-capture-sizes", "1", "2", "4"]),
+    "graph-sizes-in-a-compilation-config": lambda d: m0(d).update(extraArgs=["-cc", '{"max_cudagraph_capture_size": 32}']),
 }
 
 EXPECTED: dict[str, list[str]] = {
@@ -428,6 +430,16 @@ EXPECTED: dict[str, list[str]] = {
         "models[llama-3-1-8b].maxWaitingRequests: 3 is not above the gateway's queue threshold (10, twice "
         "autoscaling.queueDepthPerReplica): a replica would answer 503 to requests the gateway still sends it instead "
         "of the gateway holding them. Fix: raise maxWaitingRequests above 10, or remove it"
+    ],
+    "graph-sizes-in-extra-args": [
+        "models[llama-3-1-8b].extraArgs: --cudagraph-capture-sizes sets CUDA-graph capture sizes, and so does "
+        "engine.cudaGraphCaptureMax (64, as --max-cudagraph-capture-size); vLLM refuses both at once and the replica "
+        "would crash-loop. Fix: set engine.cudaGraphCaptureMax: null to pass your own sizes, or remove --cudagraph-capture-sizes"
+    ],
+    "graph-sizes-in-a-compilation-config": [
+        "models[llama-3-1-8b].extraArgs: -cc sets CUDA-graph capture sizes, and so does engine.cudaGraphCaptureMax (64, as "
+        "--max-cudagraph-capture-size); vLLM refuses both at once and the replica would crash-loop. Fix: set "
+        "engine.cudaGraphCaptureMax: null to pass your own sizes, or remove -cc"
     ],
     "admission-flag-in-extra-args": [
         "models[llama-3-1-8b].extraArgs: --max-num-queued-reqs may not be in extraArgs: set maxWaitingRequests (the "

@@ -51,9 +51,13 @@ def test_a_tensor_parallel_engine_starts_at_its_published_cached_figure() -> Non
     big = _model("llama-3-3-70b")
     assert big.tensor_parallel_size > 1
     cached = engine.start(big, cached=True)
-    # the multi-GPU figure (45 s on p5, weights excluded) with the same 64-batch graph list
+    # the multi-GPU figure (45 s on p5, weights excluded) with the same 64-batch graph list, and the archive's copy
     assert cached.parts["tensorParallel"] == pytest.approx(speed.TENSOR_PARALLEL_SETUP.value)
-    assert cached.seconds == pytest.approx(speed.ENGINE_CACHED_MULTI_GPU.value)
+    assert cached.seconds - cached.parts["cacheCopy"] == pytest.approx(speed.ENGINE_CACHED_MULTI_GPU.value)
+    # what the TP part adds is what separates the TP engine from the same model on one GPU
+    single = engine.start(big.model_copy(update={"tensor_parallel_size": 1}), cached=True)
+    assert cached.seconds - single.seconds == pytest.approx(speed.TENSOR_PARALLEL_SETUP.value)
+    assert 0 < speed.TENSOR_PARALLEL_SETUP.value < speed.ENGINE_CACHED_MULTI_GPU.value
     assert engine.start(_model("llama-3-1-8b"), cached=True).parts["tensorParallel"] == 0.0
 
 
@@ -62,3 +66,16 @@ def test_the_pessimistic_start_is_never_shorter_and_always_compiles() -> None:
         fast, cached, slow = engine.start(model), engine.start(model, cached=True), engine.start(model, pessimistic=True)
         assert cached.seconds <= fast.seconds <= slow.seconds, model.name
         assert engine.start(model, cached=True, pessimistic=True) == slow
+
+
+def test_own_graph_sizes_pass_once_the_cap_is_off() -> None:
+    data = stack_data(PROD)
+    model = data["models"][0]
+    model["extraArgs"] = ["--cudagraph-capture-sizes", "1", "2", "4", "--compilation-config", '{"mode": 3}']
+    model["engine"] = {"cudaGraphCaptureMax": None}
+    parsed = next(m for m in parse(data).models if m.name == model["name"])
+    assert parsed.extra_args[:4] == ["--cudagraph-capture-sizes", "1", "2", "4"]
+    # a compilation config without a capture-size field never conflicts
+    data["models"][0]["engine"] = {}
+    data["models"][0]["extraArgs"] = ["--compilation-config", '{"mode": 3}']
+    assert parse(data).models[0].extra_args == ["--compilation-config", '{"mode": 3}']
