@@ -53,7 +53,8 @@ def test_a_limit_below_a_deploy_with_its_warmups_is_warned_and_one_at_it_is_not(
         assert found == [
             WARNING.format(limit=need - 1, need=need) + " at minimum replicas (2): each model's replicas, a rolling update's "
             "surge and a replica's worth per compile warm-up Job (one per GPU type, docs/scale-up.md#the-compile-cache); "
-            "Karpenter would hold a warm-up or a surge replica at the limit and `pulumi up` would wait for it. Fix: raise "
+            "Karpenter would hold a warm-up (replicas then compile) or a surge replica (`pulumi up` waits for it) at the "
+            "limit. Fix: raise "
             f"gpuLimit to at least {need}, or set engine.compileCache: false on a model of this pool"
         ]
     else:
