@@ -317,10 +317,17 @@ class VllmModel(pulumi.ComponentResource):
             values=values,  # type: ignore[arg-type]
             opts=opts,
             # Helm's wait counts every picker of a Recreate Deployment, and with a standby only the leader is
-            # ever ready: it would wait out its timeout on every up. The proxies' budget waits for them instead.
+            # ever ready: it would wait out its timeout on every up. The proxies' budget waits for them instead,
+            # and the pickers' for one ready picker, after the release (builders/gateway/policies.py picker_budget).
             skip_await=True,
         )
-        return [router, *budgets]
+        picker_hash = gateway_router.config_hash(gateway_router.picker_config_text(model, gateway.hold))
+        picker = self._object(
+            f"{name}-pdb-{gateway_router.picker_name(model)}",
+            gateway_policies.picker_budget(model, picker_hash),
+            pulumi.ResourceOptions.merge(awaited, pulumi.ResourceOptions(depends_on=[router])),
+        )
+        return [router, *budgets, picker]
 
     def _weights(
         self,

@@ -311,12 +311,14 @@ def service_account_findings(regs: list[Registration]) -> list[str]:
 
 def pdb_findings(regs: list[Registration]) -> list[str]:
     """One PDB per model Deployment, maxUnavailable 1, selecting its pods; and no PDB of the render (the
-    gateways' proxies and pickers too) that blocks a drain (maxUnavailable 0, or minAvailable)."""
+    gateways' proxies and pickers too) that blocks a drain: maxUnavailable 1, or minAvailable 0 (a budget
+    kept only to be awaited, the pickers')."""
     pdbs = _docs(regs, "kubernetes:policy/v1:PodDisruptionBudget")
     out = []
     for pdb in pdbs:
-        if pdb["spec"].get("maxUnavailable") != 1 or "minAvailable" in pdb["spec"]:
-            out.append(f"PDB {pdb['metadata']['namespace']}/{pdb['metadata']['name']} is not maxUnavailable: 1")
+        spec = {k: v for k, v in pdb["spec"].items() if k in ("maxUnavailable", "minAvailable")}
+        if spec not in ({"maxUnavailable": 1}, {"minAvailable": 0}):
+            out.append(f"PDB {pdb['metadata']['namespace']}/{pdb['metadata']['name']} is neither maxUnavailable: 1 nor minAvailable: 0")
     for r in regs:
         if r.type != "kubernetes:apps/v1:Deployment" or not r.name.startswith("model-"):
             continue

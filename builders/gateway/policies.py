@@ -18,7 +18,7 @@ from typing import Any
 from builders import network_policies as netpol
 from builders.gateway import envoy, prefix, router
 from builders.serving.workload import selector
-from config.facts.conventions import VLLM_PORT
+from config.facts.conventions import CONFIG_HASH_ANNOTATION, VLLM_PORT
 from config.sections.models import ModelConfig
 
 
@@ -82,11 +82,35 @@ WAIT_FOR_ANNOTATION = "pulumi.com/waitFor"
 `condition=<type>` waits for the condition to be True."""
 
 
+PICKER_READY = "jsonpath={.status.currentHealthy}=1"
+"""The picker budget's await: one ready picker (with a standby only the leader is ever ready)."""
+
+
+def picker_budget(model: ModelConfig, picker_config_hash: str) -> dict[str, Any]:
+    """A budget over the pickers that never blocks an eviction (`minAvailable: 0`: the leader must stay
+    evictable, a drain moves it to the standby), there for `pulumi up` to wait on: its await ends when one
+    picker is ready, and the model's Ingress, its vLLM policies and its ScaledObject wait for it, so the
+    ALB's rule never moves to proxies whose picker crash-loops (a router release is not awaited,
+    components/serving.py). The picker config's hash on it makes a change of the config await again; the
+    old leader may still count until the chart's Recreate strategy has stopped it (docs/gateway.md)."""
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {
+            "name": router.picker_name(model),
+            "namespace": model.name,
+            "annotations": {WAIT_FOR_ANNOTATION: PICKER_READY, CONFIG_HASH_ANNOTATION: picker_config_hash},
+        },
+        "spec": {"minAvailable": 0, "selector": {"matchLabels": dict(router.picker_pods(model))}},
+    }
+
+
 def disruption_budgets(model: ModelConfig) -> list[dict[str, Any]]:
     """The chart renders none. A node drain takes one proxy at a time (the other keeps serving); a proxy
     that is not ready may always go (every proxy turns unready together only when Envoy cannot start, and
-    a drain must not wait on that). The pickers get none: only the leader is ready, so a budget over them
-    would forbid evicting the leader at all, and a drain must be able to move it (the standby takes over).
+    a drain must not wait on that). The pickers' budget (picker_budget) allows every eviction: only the
+    leader is ready, so any other budget over them would forbid evicting the leader at all, and a drain
+    must be able to move it (the standby takes over).
 
     The budget is also what `pulumi up` waits on for the proxies (the router release is not awaited,
     components/serving.py): with `maxUnavailable: 1` its DisruptionAllowed condition is True exactly when

@@ -220,6 +220,11 @@ def envoy_preset(model: ModelConfig, image: str, alb_idle_timeout_seconds: int, 
 CONFIG_HASH_ENV = "LLM_PLATFORM_CONFIG_HASH"
 
 
+def picker_config_text(model: ModelConfig, hold: Hold) -> str:
+    """The picker's config file as the release writes it (its hash rolls the pickers and re-awaits their budget)."""
+    return yaml.safe_dump(epp_config(model, hold), sort_keys=False)
+
+
 def config_hash(text: str) -> str:
     """A short digest of a config file, which rolls the pods reading it at start when it changes."""
     return hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -237,7 +242,7 @@ def values(
     """The release's values. `hf_token_secret` (secret name, key) feeds the precise-prefix tokenizer of a gated
     model; `hold` is the picker's flow control (config/derived/hold.py)."""
     registry, repository, tag = versions.EPP_IMAGE
-    picker_config = yaml.safe_dump(epp_config(model, hold), sort_keys=False)
+    picker_config = picker_config_text(model, hold)
     epp: dict[str, Any] = {
         "replicas": cfg.epp_replicas,
         "image": {"registry": registry, "repository": repository, "tag": tag, "pullPolicy": "IfNotPresent"},

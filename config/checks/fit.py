@@ -201,8 +201,8 @@ def rule_gpu_limits(cfg: StackConfig) -> Iterator[Problem]:
                 f"gpuLimit ({limit}) is below the {at_deploy} GPUs of the nodes a deploy takes at minimum replicas ({models_min}): "
                 "each model's replicas, a rolling update's surge and a replica's worth per compile warm-up Job (one per GPU "
                 "type, docs/scale-up.md#the-compile-cache); Karpenter would hold a warm-up (replicas then compile) or a surge "
-                f"replica (`pulumi up` waits for it) at the limit. Fix: raise gpuLimit to at least {at_deploy}, or set engine.compileCache: false "
-                "on a model of this pool",
+                f"replica (`pulumi up` waits for it) at the limit. Fix: raise gpuLimit to at least {at_deploy}, or set "
+                "engine.compileCache: false on a model of this pool",
                 "warning",
             )
         if not alone and not headroom_alone and s.gpus_at_peak > limit:

@@ -10,6 +10,7 @@ import yaml
 
 from builders.gateway import envoy, router, timeouts
 from config.derived import state
+from config.facts.conventions import CONFIG_HASH_ANNOTATION
 from offline import harness
 from tests.conftest import DEV, parse, stack_data, values
 
@@ -37,12 +38,13 @@ def test_the_picker_serves_the_health_service_the_proxies_check(prod_run: harnes
         assert epp["flags"] == {"health-checking": True, "drain-timeout": "2s"}, name
 
 
-def test_no_budget_over_the_pickers_and_unready_proxies_may_always_go(prod_run: harness.RunResult) -> None:
+def test_the_pickers_budget_never_blocks_an_eviction_and_unready_proxies_may_always_go(prod_run: harness.RunResult) -> None:
     cfg = parse(stack_data("full-prod"))
     assert cfg.gateway.epp_replicas == 2  # a standby: only one picker is ever ready
     budgets = {values(r)["metadata"]["name"]: values(r)["spec"] for r in prod_run.of_type(BUDGET)}
     for model in cfg.models:
-        assert router.picker_name(model) not in budgets
+        # minAvailable 0: the leader stays evictable (a drain moves it to the standby); the budget is there to be awaited
+        assert budgets[router.picker_name(model)] == {"minAvailable": 0, "selector": {"matchLabels": router.picker_pods(model)}}
         proxy = budgets[router.proxy_name(model)]
         assert proxy["maxUnavailable"] == 1
         assert proxy["unhealthyPodEvictionPolicy"] == "AlwaysAllow"
@@ -91,3 +93,30 @@ def test_a_stuck_picker_ends_in_30_seconds_whatever_the_alb_allows() -> None:
         chain = timeouts.chain(idle)
         assert chain.ext_proc_message == min(30, idle - 30)
         assert chain.problems() == []
+
+
+def test_the_ingress_waits_for_a_ready_picker_after_its_release(prod_run: harness.RunResult) -> None:
+    """A router release is not awaited: the pickers' budget is, for one ready picker, after the release; the Ingress,
+    vLLM's policies and the ScaledObject wait for it, so the ALB's rule never moves to proxies whose picker crash-loops."""
+    cfg = parse(stack_data("full-prod"))
+    for model in cfg.models:
+        name = f"model-{model.name}"
+        (budget,) = [r for r in prod_run.of_type(BUDGET) if values(r)["metadata"]["name"] == router.picker_name(model)]
+        meta = values(budget)["metadata"]
+        assert meta["annotations"]["pulumi.com/waitFor"] == "jsonpath={.status.currentHealthy}=1"
+        release = next(r for r in prod_run.of_type(RELEASE) if r.name == f"{name}-router")
+        assert f"{RELEASE}::{release.name}" in budget.dependencies
+        # the config's hash, as on the picker pods: a config change re-awaits the budget
+        picker = values(release)["values"]["router"]["epp"]["podAnnotations"]
+        assert meta["annotations"][CONFIG_HASH_ANNOTATION] == picker[CONFIG_HASH_ANNOTATION]
+        budget_urn = f"{BUDGET}::{budget.name}"
+        ingress = [r for r in prod_run.of_type("kubernetes:networking.k8s.io/v1:Ingress") if r.name.startswith(name)]
+        scaled = [r for r in prod_run.of_type("kubernetes:keda.sh/v1alpha1:ScaledObject") if r.name.startswith(name)]
+        vllm_policy = [
+            r for r in prod_run.of_type("kubernetes:networking.k8s.io/v1:NetworkPolicy") if r.name == f"{name}-netpol-{model.name}"
+        ]
+        assert ingress
+        assert scaled
+        assert vllm_policy
+        for dependant in [*ingress, *scaled, *vllm_policy]:
+            assert budget_urn in dependant.dependencies, dependant.name

@@ -123,8 +123,8 @@ def test_a_gateway_brings_its_release_policies_and_budgets_after_what_it_needs(t
     assert "kubernetes:networking.k8s.io/v1:NetworkPolicy::model-netpol-llama-3-1-8b-proxy" in release.dependencies
     assert "kubernetes:networking.k8s.io/v1:NetworkPolicy::model-netpol-llama-3-1-8b-epp" in release.dependencies
     budgets = sorted(values(r)["metadata"]["name"] for r in _of(found, "kubernetes:policy/v1:PodDisruptionBudget"))
-    # two proxies: one may go at a time; a single picker (dev) has no budget to keep
-    assert budgets == ["llama-3-1-8b", "llama-3-1-8b-proxy"]
+    # two proxies: one may go at a time; the pickers' keeps nothing (minAvailable 0), it is there to be awaited
+    assert budgets == ["llama-3-1-8b", "llama-3-1-8b-epp", "llama-3-1-8b-proxy"]
 
 
 def test_s3_weights_bring_the_roles_their_associations_and_the_populate_job(tmp_path: Path) -> None:
