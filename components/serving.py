@@ -264,10 +264,10 @@ class VllmModel(pulumi.ComponentResource):
         self.base_url = None
         if endpoint is not None:
             # After the gateway's proxies are ready (their budget waits for them, builders/gateway/policies.py).
-            # A replacement (a change of namespace: the `up` that removed the HTTP add-on moved a model at zero's
-            # Ingress out of KEDA's namespace) deletes the old Ingress first: two Ingresses of the group with
-            # the same host and path would leave the old one's rule first (the controller orders a group's
-            # members by namespace and name), sending callers to a backend that is going away.
+            # A replacement (a change of namespace: the `up` that removes the HTTP add-on moves a model at zero's
+            # Ingress out of KEDA's namespace) creates the new Ingress before it deletes the old: the new one's
+            # group.order puts its rule first meanwhile, and the group is never empty (the controller deletes an
+            # empty group's ALB: dev's model at zero is the only member of its group).
             ingress = self._object(
                 f"{name}-ingress",
                 ingress_builders.ingress(model, endpoint.ingress, args.vpc_cidrs),
@@ -276,7 +276,6 @@ class VllmModel(pulumi.ComponentResource):
                     provider=args.provider,
                     depends_on=[*after, namespace, *route_after, *front, *allowed],
                     custom_timeouts=pulumi.CustomTimeouts(create=ingress_builders.READY_TIMEOUT, update=ingress_builders.READY_TIMEOUT),
-                    delete_before_replace=True,
                 ),
             )
             settings = endpoint.ingress

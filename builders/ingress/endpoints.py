@@ -104,12 +104,21 @@ def base_url(model: ModelConfig, cfg: IngressConfig, alb_hostname: str) -> str:
     return f"{scheme}://{alb_hostname}/{model.name}/v1"
 
 
+GROUP_ORDER = -1
+"""The models' Ingresses' place in the group's rule order (the controller: lower first, default 0, -1000..1000)."""
+
+
 def ingress(model: ModelConfig, cfg: IngressConfig, vpc_cidrs: list[str]) -> dict[str, Any]:
     cidrs = list(cfg.allowed_cidrs) or list(vpc_cidrs)
     annotations = {
         # Redundant: the class's IngressClassParams set the same group and take precedence. Kept so
         # that, whatever the order of an upgrade, no Ingress ever falls into a group of its own.
         f"{A}/group.name": GROUP,
+        # Before any Ingress of an earlier release (unset: 0) in the group's rule order: a replacement (a change
+        # of namespace) creates the new Ingress before it deletes the old, and the new one's rule wins meanwhile.
+        # Deleting first would empty a group whose only member it is, and the controller deletes an empty
+        # group's ALB (a new ALB, a new DNS name, minutes).
+        f"{A}/group.order": str(GROUP_ORDER),
         f"{A}/scheme": cfg.scheme,
         f"{A}/target-type": "ip",
         f"{A}/backend-protocol": "HTTP",

@@ -196,6 +196,7 @@ def test_prod_ingress_exactly(prod_run: harness.RunResult) -> None:
     ingress = _ingresses(prod_run)["model-llama-3-1-8b-ingress"]
     assert ingress["metadata"]["annotations"] == {
         f"{A}/group.name": "llm-platform",
+        f"{A}/group.order": "-1",
         f"{A}/scheme": "internal",
         f"{A}/target-type": "ip",
         f"{A}/backend-protocol": "HTTP",

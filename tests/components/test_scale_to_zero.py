@@ -177,7 +177,7 @@ def test_promtool_the_wake_cases_can_fail() -> None:
 def test_the_front_door_moves_only_once_the_gateway_serves(run: harness.RunResult) -> None:
     """The `up` that removes the HTTP add-on from a stack with a model at zero: the proxies' budget waits
     until every proxy is ready; vLLM's policy (which drops the interceptor) and the Ingress (which moves out
-    of KEDA's namespace, deleting the old one first) wait for it; the replicas never run without their policies."""
+    of KEDA's namespace, the new one before the old goes) wait for it; the replicas never run without their policies."""
     budget = run.one("kubernetes:policy/v1:PodDisruptionBudget", f"model-{MODEL}-pdb-{MODEL}-proxy")
     assert values(budget)["metadata"]["annotations"] == {"pulumi.com/waitFor": "condition=DisruptionAllowed"}
     assert values(budget)["spec"]["maxUnavailable"] == 1  # DisruptionAllowed: every proxy the Deployment wants is ready
@@ -185,7 +185,9 @@ def test_the_front_door_moves_only_once_the_gateway_serves(run: harness.RunResul
     pdb = f"kubernetes:policy/v1:PodDisruptionBudget::model-{MODEL}-pdb-{MODEL}-proxy"
     ingress = run.one("kubernetes:networking.k8s.io/v1:Ingress", f"model-{MODEL}-ingress")
     assert {router, pdb} <= set(ingress.dependencies)
-    assert ingress.delete_before_replace
+    # created before the old one is deleted, its rule first meanwhile: the group, and its ALB, never go away
+    assert not ingress.delete_before_replace
+    assert values(ingress)["metadata"]["annotations"]["alb.ingress.kubernetes.io/group.order"] == "-1"
     vllm_policy = run.one("kubernetes:networking.k8s.io/v1:NetworkPolicy", f"model-{MODEL}-netpol-{MODEL}")
     assert {router, pdb} <= set(vllm_policy.dependencies)
     deployment = run.one("kubernetes:apps/v1:Deployment", f"model-{MODEL}-deployment")
