@@ -20,7 +20,7 @@ import pytest
 
 from builders.gateway import envoy
 from offline import harness
-from tests.conftest import FIXTURES, fixture_run, parse, stack_data
+from tests.conftest import FIXTURES, fixture_run, parse, stack_data, values
 from tests.support.gateway import cluster, envoy_config, release_values, router_releases
 
 RETRY_PERIOD = 2
@@ -93,3 +93,32 @@ def test_a_rollout_is_bounded_by_the_charts_grace_and_rolls_only_on_a_real_chang
         config = epp["pluginsCustomConfig"][epp["pluginsConfigFile"]]
         ttl = next(line for line in config.splitlines() if "defaultRequestTTL" in line)
         assert int(ttl.split(":")[1].strip().strip("'\"").removesuffix("s")) % 30 == 0
+
+
+def test_a_system_node_drain_keeps_a_proxy_serving_and_moves_the_leader(prod_run: harness.RunResult) -> None:
+    """A drain evicts through the budgets: one proxy at a time (the other serves), the picker leader at once (its
+    budget keeps nothing), which costs the planned handover above, not an outage."""
+    cfg = parse(stack_data("full-prod"))
+    budgets = {values(r)["metadata"]["name"]: values(r)["spec"] for r in prod_run.of_type("kubernetes:policy/v1:PodDisruptionBudget")}
+    for model, registration in router_releases(prod_run).items():
+        release = release_values(registration)
+        proxies = release["router"]["proxy"]["replicas"]
+        proxy_budget = budgets[f"{model}-proxy"]
+        assert proxies - proxy_budget["maxUnavailable"] >= 1, model  # a proxy serves through the drain
+        assert budgets[f"{model}-epp"]["minAvailable"] == 0, model  # the leader may go: the standby takes over
+        window, _ = _handover(release)
+        assert window <= PLANNED_FAILOVER_TARGET
+    assert cfg.gateway.proxy_replicas >= 2
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 44 item 2, open: llm-d-router v0.10.0's proxy Deployment has no preStop, grace period or placement "
+    "value (routerlib _proxy-deployment.yaml); Envoy closes its listeners at SIGTERM, so a stopping proxy cuts the "
+    "streams it relays and the ALB sends it new requests until it deregisters the target",
+)
+def test_a_stopping_proxy_fails_its_health_check_and_drains_first(prod_run: harness.RunResult) -> None:
+    for registration in router_releases(prod_run).values():
+        proxy = release_values(registration)["router"]["proxy"]
+        assert "lifecycle" in proxy["presets"]["envoy"]
+        assert proxy.get("terminationGracePeriodSeconds", 0) > 30
