@@ -15,6 +15,7 @@ import pulumi_kubernetes as k8s
 from builders import weights as weights_builders
 from builders.gateway import policies as gateway_policies
 from builders.gateway import prefix
+from builders.gateway import proxies as gateway_proxies
 from builders.gateway import router as gateway_router
 from builders.iam import pod_identity_trust_json
 from builders.ingress import endpoints as ingress_builders
@@ -297,6 +298,24 @@ class VllmModel(pulumi.ComponentResource):
         wait = pulumi.CustomTimeouts(create="10m", update="10m")
         awaited = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(custom_timeouts=wait))
         budgets = [self._object(f"{name}-pdb-{b['metadata']['name']}", b, awaited) for b in gateway_policies.disruption_budgets(model)]
+        # The platform's proxies (the chart's own are kept at zero: builders/gateway/proxies.py), started and awaited
+        # before the release, so an upgrade starts them before the chart's stop and the front door never empties.
+        bootstrap = gateway_router.envoy_bootstrap(model, args.alb_idle_timeout_seconds, hold_seconds=gateway.hold.ttl_seconds)
+        envoy_config = self._object(f"{name}-proxy-config", gateway_proxies.config_map(model, bootstrap), opts)
+        envoy_account = self._object(f"{name}-proxy-service-account", gateway_proxies.service_account(model), opts)
+        proxies = k8s_objects.create_resolved(
+            f"{name}-proxies",
+            pulumi.Output.from_input(gateway.envoy_image),
+            functools.partial(
+                _proxies,
+                model=model,
+                cfg=gateway.config,
+                text=bootstrap,
+                drain_seconds=ingress_builders.deregistration_delay(model),
+            ),
+            "sample",
+            pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[envoy_config, envoy_account])),
+        )
         hf_secret = (builders.HF_TOKEN_SECRET, "token") if args.hf_token is not None and prefix.precise(model) else None
         values = pulumi.Output.from_input(gateway.envoy_image).apply(
             lambda image: gateway_router.values(
@@ -314,7 +333,7 @@ class VllmModel(pulumi.ComponentResource):
             chart=versions.LLM_D_ROUTER,
             namespace=model.name,
             values=values,  # type: ignore[arg-type]
-            opts=opts,
+            opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[proxies])),
             # Helm's wait counts every picker of a Recreate Deployment, and with a standby only the leader is
             # ever ready: it would wait out its timeout on every up. The proxies' budget waits for them instead,
             # and the pickers' for one ready picker, after the release (builders/gateway/policies.py picker_budget).
@@ -326,7 +345,7 @@ class VllmModel(pulumi.ComponentResource):
             gateway_policies.picker_budget(model, picker_hash),
             pulumi.ResourceOptions.merge(awaited, pulumi.ResourceOptions(depends_on=[router])),
         )
-        return [router, *budgets, picker]
+        return [router, proxies, *budgets, picker]
 
     def _weights(
         self,
@@ -428,6 +447,10 @@ class VllmModel(pulumi.ComponentResource):
 
 def _policy_json(bucket_arn: str, document: Any, repo: str, revision: str) -> str:
     return json.dumps(document(bucket_arn, repo, revision))
+
+
+def _proxies(image: str, model: ModelConfig, cfg: GatewayConfig, text: str, drain_seconds: int) -> dict[str, Any]:
+    return gateway_proxies.deployment(model, cfg, image=image, text=text, drain_seconds=drain_seconds)
 
 
 def _warmup_job(

@@ -445,7 +445,7 @@ def network_findings(broken: bool) -> list[str]:
 
 
 def strict_validation(broken: bool) -> list[str]:
-    doc = copy.deepcopy(values(fixture_run(DEV).one("kubernetes:apps/v1:Deployment")))
+    doc = copy.deepcopy(values(fixture_run(DEV).one("kubernetes:apps/v1:Deployment", "model-llama-3-1-8b-deployment")))
     if broken:
         doc["spec"]["replica"] = doc["spec"].pop("replicas", 1)
     version = parse(stack_data(DEV)).cluster.kubernetes_version
@@ -478,7 +478,11 @@ def vllm_port_sources(broken: bool) -> list[str]:
 
 
 def _deploymentedited(stack: str, mutate: Callable[[dict[str, Any]], object]) -> Callable[[list[Registration]], list[Registration]]:
-    name = next(r.name for r in fixture_run(stack).of_type("kubernetes:apps/v1:Deployment") if r.name.startswith("model-"))
+    name = next(
+        r.name
+        for r in fixture_run(stack).of_type("kubernetes:apps/v1:Deployment")
+        if r.name.startswith("model-") and r.name.endswith("-deployment")
+    )
     return lambda regs: edited(regs, "kubernetes:apps/v1:Deployment", name, mutate)
 
 

@@ -78,7 +78,20 @@ KEY_IN_ENV = (
     "model's Secret through secretKeyRef into the vllm container alone"
 )
 
+PROXIES = [
+    f"Deployment/{m}/{m}-proxy-drained"
+    for m in ("llama-3-1-8b", "llama-3-2-3b", "llama-3-3-70b", "qwen-2-5-7b", "qwen-2-5-1-5b", "mistral-7b")
+]
+"""The platform's Envoy proxies of every fixture's models (builders/gateway/proxies.py)."""
+ENVOY_BY_TAG = (
+    "the Envoy image is pinned by release tag (config/facts/versions.py ENVOY_IMAGE, the router chart's own "
+    "`distroless-v1.33.2`), pulled through the image cache where the stack has one; no digest is recorded for it "
+    "offline. IfNotPresent for the same reason as the models' images: a proxy restarting on a node that has the "
+    "image starts without the registry"
+)
+
 EXPLAINED: dict[tuple[str, str], str] = {
+    **{(check, obj): ENVOY_BY_TAG for obj in PROXIES for check in ("CKV_K8S_43", "CKV_K8S_15")},
     **{("CKV_K8S_43", obj): TAG_ONLY for obj in BY_TAG},
     **{("CKV_K8S_15", obj): IF_NOT_PRESENT for obj in BY_TAG},
     **{("CKV_K8S_35", obj): KEY_IN_ENV for obj in API_KEY_DEPLOYMENTS},

@@ -86,6 +86,11 @@ def _system_nodes() -> dict[str, Any]:
     return {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": terms}]}}
 
 
+def picker_affinity_terms() -> dict[str, Any]:
+    """The system nodes, required: the pickers' and the platform's proxies' node affinity."""
+    return _system_nodes()
+
+
 def picker_affinity(model: ModelConfig) -> dict[str, Any]:
     """On the system nodes, a standby never on its leader's node."""
     return {
@@ -184,13 +189,18 @@ def epp_config(model: ModelConfig, hold: Hold) -> dict[str, Any]:
     }
 
 
-def envoy_preset(model: ModelConfig, image: str, alb_idle_timeout_seconds: int, *, hold_seconds: int) -> dict[str, Any]:
-    """The preset's parts replaced: the image (pinned, through the image cache where it applies), the
-    config, the ports and the readiness probe (on the ready listener)."""
+def envoy_bootstrap(model: ModelConfig, alb_idle_timeout_seconds: int, *, hold_seconds: int) -> str:
+    """The proxies' Envoy bootstrap, its timeout chain checked."""
     chain = timeouts.chain(alb_idle_timeout_seconds, hold_seconds)
     if problems := chain.problems():
         raise ValueError(f"{model.name}: the gateway's timeout chain does not hold: {'; '.join(problems)}")
-    text = envoy.config_text(picker_host(model, model.name), chain)
+    return envoy.config_text(picker_host(model, model.name), chain)
+
+
+def envoy_preset(model: ModelConfig, image: str, alb_idle_timeout_seconds: int, *, hold_seconds: int) -> dict[str, Any]:
+    """The preset's parts replaced: the image (pinned, through the image cache where it applies), the
+    config, the ports and the readiness probe (on the ready listener)."""
+    text = envoy_bootstrap(model, alb_idle_timeout_seconds, hold_seconds=hold_seconds)
     return {
         "image": image,
         "configMap": {"name": "envoy", "data": {"envoy.yaml": text}},
@@ -270,7 +280,9 @@ def values(
             "proxyType": "envoy",
             # Its own Deployment: the ALB's targets stay put while the pickers fail over.
             "mode": "service",
-            "replicas": cfg.proxy_replicas,
+            # The chart's proxy Deployment is kept at zero: the platform runs the proxies, with a drain the chart
+            # cannot give them (builders/gateway/proxies.py). A string: the template's `| default 2` takes a 0 for unset.
+            "replicas": "0",
             "failOpen": False,
             "resources": cfg.proxy_resources.as_values(),
             "presets": {"envoy": envoy_preset(model, envoy_image, alb_idle_timeout_seconds, hold_seconds=hold.ttl_seconds)},

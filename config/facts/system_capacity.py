@@ -171,8 +171,9 @@ def gateway_rows(cfg: StackConfig) -> list[SystemWorkload]:
                 f"{m.name}-proxy",
                 "Deployment",
                 gw.proxy_replicas,
-                Requests(gw.proxy_resources.cpu, gw.proxy_resources.memory),
-                "gateway.proxyResources (builders/gateway/router.py)",
+                # memory requested at its limit: the platform's proxies (builders/gateway/proxies.py resources)
+                Requests(gw.proxy_resources.cpu, gw.proxy_resources.memory_limit),
+                "gateway.proxyResources (builders/gateway/proxies.py)",
             ),
         ]
     return rows

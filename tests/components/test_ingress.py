@@ -294,7 +294,9 @@ def test_internet_facing_models_require_their_api_key() -> None:
         "certificateArn": "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d",
     }
     run = harness.run(fixture_input(DEV, overrides={"llm-platform:ingress": ingress}))
-    container = values(run.one("kubernetes:apps/v1:Deployment"))["spec"]["template"]["spec"]["containers"][0]
+    container = values(run.one("kubernetes:apps/v1:Deployment", "model-llama-3-1-8b-deployment"))["spec"]["template"]["spec"]["containers"][
+        0
+    ]
     assert {"name": "VLLM_API_KEY", "valueFrom": {"secretKeyRef": {"name": "vllm-api-key", "key": "api-key"}}} in container["env"]
     assert not any(a.startswith("--api-key") for a in container["args"])
     secret = run.one("kubernetes:core/v1:Secret", "model-llama-3-1-8b-api-key")

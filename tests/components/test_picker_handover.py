@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import pytest
 
-from builders.gateway import envoy
+from builders.gateway import envoy, proxies, router
+from builders.ingress.endpoints import deregistration_delay
 from offline import harness
 from tests.conftest import FIXTURES, fixture_run, parse, stack_data, values
 from tests.support.gateway import cluster, envoy_config, release_values, router_releases
@@ -102,7 +103,9 @@ def test_a_system_node_drain_keeps_a_proxy_serving_and_moves_the_leader(prod_run
     budgets = {values(r)["metadata"]["name"]: values(r)["spec"] for r in prod_run.of_type("kubernetes:policy/v1:PodDisruptionBudget")}
     for model, registration in router_releases(prod_run).items():
         release = release_values(registration)
-        proxies = release["router"]["proxy"]["replicas"]
+        assert release["router"]["proxy"]["replicas"] == "0"  # the chart's proxies: the platform runs its own
+        (drained,) = [values(r) for r in prod_run.of_type("kubernetes:apps/v1:Deployment") if r.name == f"model-{model}-proxies"]
+        proxies = drained["spec"]["replicas"]
         proxy_budget = budgets[f"{model}-proxy"]
         assert proxies - proxy_budget["maxUnavailable"] >= 1, model  # a proxy serves through the drain
         assert budgets[f"{model}-epp"]["minAvailable"] == 0, model  # the leader may go: the standby takes over
@@ -111,14 +114,31 @@ def test_a_system_node_drain_keeps_a_proxy_serving_and_moves_the_leader(prod_run
     assert cfg.gateway.proxy_replicas >= 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 44 item 2, open: llm-d-router v0.10.0's proxy Deployment has no preStop, grace period or placement "
-    "value (routerlib _proxy-deployment.yaml); Envoy closes its listeners at SIGTERM, so a stopping proxy cuts the "
-    "streams it relays and the ALB sends it new requests until it deregisters the target",
-)
-def test_a_stopping_proxy_fails_its_health_check_and_drains_first(prod_run: harness.RunResult) -> None:
-    for registration in router_releases(prod_run).values():
-        proxy = release_values(registration)["router"]["proxy"]
-        assert "lifecycle" in proxy["presets"]["envoy"]
-        assert proxy.get("terminationGracePeriodSeconds", 0) > 30
+def test_a_stopping_proxy_leaves_the_alb_before_it_closes_its_listeners(prod_run: harness.RunResult) -> None:
+    """The platform's proxies (the chart's at zero): a preStop sleep as long as the ALB's deregistration delay plus the
+    controller's reaction, so the ALB stops sending new requests and lets relayed streams end while Envoy still serves;
+    a grace period above it; spread over nodes and zones; the chart's labels, so its Service sends to them."""
+    cfg = parse(stack_data("full-prod"))
+    for model in cfg.models:
+        (doc,) = [values(r) for r in prod_run.of_type("kubernetes:apps/v1:Deployment") if r.name == f"model-{model.name}-proxies"]
+        pod = doc["spec"]["template"]["spec"]
+        (envoy_container,) = pod["containers"]
+        sleep = envoy_container["lifecycle"]["preStop"]["sleep"]["seconds"]
+        assert sleep >= deregistration_delay(model) + proxies.CONTROLLER_REACTION_SECONDS
+        assert pod["terminationGracePeriodSeconds"] > sleep
+        keys = {c["topologyKey"] for c in pod["topologySpreadConstraints"]}
+        assert keys == {"kubernetes.io/hostname", "topology.kubernetes.io/zone"}
+        assert router.proxy_pods(model).items() <= doc["spec"]["template"]["metadata"]["labels"].items()
+        assert doc["spec"]["replicas"] == cfg.gateway.proxy_replicas
+        assert doc["spec"]["strategy"]["rollingUpdate"] == {"maxSurge": 1, "maxUnavailable": 0}
+        # the same bootstrap the chart would have mounted, from the platform's own ConfigMap
+        (config,) = [values(r) for r in prod_run.of_type("kubernetes:core/v1:ConfigMap") if r.name == f"model-{model.name}-proxy-config"]
+        release = release_values(router_releases(prod_run)[model.name])
+        assert config["data"]["envoy.yaml"] == release["router"]["proxy"]["presets"]["envoy"]["configMap"]["data"]["envoy.yaml"]
+        assert release["router"]["proxy"]["replicas"] == "0"
+
+
+def test_the_release_waits_for_the_platforms_proxies(prod_run: harness.RunResult) -> None:
+    """An upgrade starts them (and Pulumi awaits them ready) before the release stops the chart's: no empty front door."""
+    for model, registration in router_releases(prod_run).items():
+        assert f"kubernetes:apps/v1:Deployment::model-{model}-proxies" in registration.dependencies

@@ -205,7 +205,7 @@ def test_each_trigger_query_returns_exactly_one_sample() -> None:
 
 def _vllm_deployments(run: harness.RunResult) -> list[Registration]:
     """The models' Deployments (not the headroom placeholders')."""
-    return [r for r in run.of_type(DEPLOYMENT) if r.parent.startswith("llmplatform:index:VllmModel::")]
+    return [r for r in run.of_type(DEPLOYMENT) if r.parent.startswith("llmplatform:index:VllmModel::") and r.name.endswith("-deployment")]
 
 
 def _pod(run: harness.RunResult, model: str) -> dict[str, Any]:
@@ -467,7 +467,7 @@ def test_namespace_is_restricted_and_ready_for_alb_readiness_gates(dev_run: harn
     assert labels["pod-security.kubernetes.io/enforce"] == "baseline"
     assert labels["pod-security.kubernetes.io/audit"] == labels["pod-security.kubernetes.io/warn"] == "restricted"
     assert labels["elbv2.k8s.aws/pod-readiness-gate-inject"] == "enabled"
-    sa = values(dev_run.one("kubernetes:core/v1:ServiceAccount"))
+    sa = values(dev_run.one("kubernetes:core/v1:ServiceAccount", "model-llama-3-1-8b-service-account"))
     assert sa["automountServiceAccountToken"] is False
 
 

@@ -91,7 +91,7 @@ def test_without_modes_there_is_no_ingress_no_role_and_no_load_balancer_source(t
     assert {"ipBlock": {"cidr": "10.0.96.0/24"}} not in _sources(found, "llama-3-1-8b-proxy")
     # without a route the pods wait for nothing outside the model (no load balancer controller to wait for):
     # their namespace and their own NetworkPolicies (the allow rules and the deny), so they never run unguarded
-    deployment = _of(found, "kubernetes:apps/v1:Deployment")[0]
+    (deployment,) = [d for d in _of(found, "kubernetes:apps/v1:Deployment") if d.name.endswith("-deployment")]
     policy = "kubernetes:networking.k8s.io/v1:NetworkPolicy::model-netpol-"
     assert deployment.dependencies == [
         "kubernetes:core/v1:Namespace::model-namespace",

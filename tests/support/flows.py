@@ -285,7 +285,10 @@ def build_world(stack: str, policies: list[dict[str, Any]] | None = None) -> Wor
         doc = values(r)
         ns, template = doc["metadata"]["namespace"], doc["spec"]["template"]
         named = {p["name"]: int(p["containerPort"]) for c in template["spec"]["containers"] for p in c.get("ports") or [] if "name" in p}
-        add(f"{ns}/{doc['metadata']['name']}", ns, template["metadata"]["labels"], named)
+        labels = template["metadata"]["labels"]
+        # the platform's proxies stand for the chart's (kept at zero): the world names them as the chart does
+        key = f"{ns}/{labels['llm-d-router-proxy']}" if "llm-d-router-proxy" in labels else f"{ns}/{doc['metadata']['name']}"
+        add(key, ns, labels, named)
     services: dict[str, Service] = {}
     gateways: dict[str, Gateway] = {}
     for release in router_releases(run):
@@ -294,13 +297,18 @@ def build_world(stack: str, policies: list[dict[str, Any]] | None = None) -> Wor
         base = gateway_base(name)
         creates_pool = (router.get("inferencePool") or {}).get("create") is not False
         extra = _chart_services(router.get("extraServicePorts") or [])
-        proxy_ports = {p["name"]: int(p["containerPort"]) for p in router["proxy"]["presets"]["envoy"]["ports"]}
-        add(f"{ns}/{base}-proxy", ns, proxy_labels(name), proxy_ports)
+        proxy_pod = f"{ns}/{base}-proxy"
+        if str(router["proxy"].get("replicas")) == "0":
+            # the chart's proxies are kept at zero: the platform's own (builders/gateway/proxies.py) serve, added above
+            assert proxy_pod in pods, f"{name}: the chart's proxies at zero and no proxies of the platform's"
+        else:
+            proxy_ports = {p["name"]: int(p["containerPort"]) for p in router["proxy"]["presets"]["envoy"]["ports"]}
+            add(proxy_pod, ns, proxy_labels(name), proxy_ports)
         add(f"{ns}/{base}-epp", ns, picker_labels(name, creates_pool), GATEWAY_PICKER_PORTS)
         services[f"{ns}/{base}-proxy"] = Service(f"{base}-proxy", ns, {"llm-d-router-proxy": f"{base}-proxy"}, extra)
         picker_selector = {k: v for k, v in picker_labels(name, creates_pool).items() if k != "llm-d.ai/igw-mode"}
         services[f"{ns}/{base}-epp"] = Service(f"{base}-epp", ns, picker_selector, (*GATEWAY_PICKER_SERVICE_PORTS, *extra))
-        gateways[name] = Gateway(name, ns, chart_values, f"{ns}/{base}-proxy", f"{ns}/{base}-epp")
+        gateways[name] = Gateway(name, ns, chart_values, proxy_pod, f"{ns}/{base}-epp")
     for name, ns, labels in CHART_PODS:
         ns = {"@monitoring": cfg.observability.namespace, "@gpu-operator": cfg.gpu_operator.namespace}.get(ns, ns)
         add(name, ns, labels)

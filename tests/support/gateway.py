@@ -46,7 +46,11 @@ def release_values(r: Registration) -> dict[str, Any]:
 
 def model_deployment(run: harness.RunResult, model: str) -> dict[str, Any]:
     """The model's vLLM Deployment (the one Deployment its component creates)."""
-    found = [values(r) for r in run.of_type(DEPLOYMENT) if r.parent == f"llmplatform:index:VllmModel::model-{model}"]
+    found = [
+        values(r)
+        for r in run.of_type(DEPLOYMENT)
+        if r.parent == f"llmplatform:index:VllmModel::model-{model}" and values(r)["metadata"]["name"] == model
+    ]
     assert len(found) == 1, [d["metadata"]["name"] for d in found]
     return found[0]
 

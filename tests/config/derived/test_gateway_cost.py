@@ -15,8 +15,8 @@ def test_prod_pickers_and_proxies_are_counted_per_model() -> None:
     costs = {g.name: g for g in cost.gateway_costs(cfg)}
     assert sorted(costs) == sorted(m.name for m in cfg.models)
     for g in costs.values():
-        # two pickers (prod's standby) at 250m / 512Mi, two proxies at 100m / 128Mi
-        assert (g.cpu_millis, g.memory_mib) == (700, 1280)
+        # two pickers (prod's standby) at 250m / 512Mi, two proxies at 100m / 512Mi (memory requested at its limit)
+        assert (g.cpu_millis, g.memory_mib) == (700, 2048)
         # CPU is the larger share of a 4 vCPU / 16 GiB node
         assert g.per_hour == pytest.approx(node.price_per_hour * 700 / 4000)
 
@@ -27,7 +27,7 @@ def test_precise_routing_adds_the_tokenizer_and_dev_has_one_picker() -> None:
     data["cluster"]["systemNodeGroup"].update(minSize=3, desiredSize=3)
     (g,) = cost.gateway_costs(parse(data))
     # one picker with its tokenizer (250m + 1 CPU, 512Mi + 2Gi) and two proxies
-    assert (g.cpu_millis, g.memory_mib) == (1250 + 200, 512 + 2048 + 256)
+    assert (g.cpu_millis, g.memory_mib) == (1250 + 200, 512 + 2048 + 1024)
 
 
 def test_a_model_at_zero_pays_for_its_gateway_all_day() -> None:
@@ -37,5 +37,5 @@ def test_a_model_at_zero_pays_for_its_gateway_all_day() -> None:
     assert at_zero
     costs = {g.name: g for g in cost.gateway_costs(cfg)}
     assert at_zero <= set(costs)
-    # dev: one picker (250m / 512Mi) and two proxies (100m / 128Mi)
-    assert all((costs[m].cpu_millis, costs[m].memory_mib) == (450, 768) for m in at_zero)
+    # dev: one picker (250m / 512Mi) and two proxies (100m / 512Mi)
+    assert all((costs[m].cpu_millis, costs[m].memory_mib) == (450, 1536) for m in at_zero)
