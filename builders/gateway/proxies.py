@@ -58,9 +58,11 @@ CONTROLLER_REACTION_SECONDS = 10
 reports of seconds to minutes under load, aws-load-balancer-controller#1960): the slow end kept short of
 the minutes, as a longer sleep only slows a rollout."""
 GRACE_MARGIN_SECONDS = 15
-CPU_LIMIT = "1"
-"""A proxy's CPU ceiling: the platform's pods carry CPU limits (the policy pack's requests-and-limits); one core
-relays thousands of streams (gateway.proxyResources sizes the request)."""
+CPU_LIMIT = "2"
+"""A proxy's CPU ceiling: the platform's pods carry CPU limits (the policy pack's requests-and-limits). With
+`--cpuset-threads` Envoy runs one worker per CPU of its cpuset (the node's, under the default CPU manager), more
+than the limit lets run at once: the workers share the quota, which bounds a busy proxy's throughput, not its
+correctness (gateway.proxyResources sizes the request)."""
 NON_ROOT = 65532
 """The distroless images' `nonroot` user, which Envoy's distroless image runs as."""
 
@@ -106,14 +108,17 @@ def config_map(model: ModelConfig, text: str) -> dict[str, Any]:
 def deployment(model: ModelConfig, cfg: GatewayConfig, *, image: str, text: str, drain_seconds: int) -> dict[str, Any]:
     """The proxies: `drain_seconds` is the ALB's deregistration delay for their target group."""
     sleep = drain_seconds + CONTROLLER_REACTION_SECONDS
+    # Never two proxies of one revision on a node (a node's loss or drain must leave one); zones preferred. The
+    # pod-template-hash key counts each rollout's pods apart, so a surge pod may join its predecessor's node.
     spread = [
         {
             "maxSkew": 1,
             "topologyKey": key,
-            "whenUnsatisfiable": "ScheduleAnyway",
+            "whenUnsatisfiable": when,
             "labelSelector": {"matchLabels": pod_labels(model)},
+            "matchLabelKeys": ["pod-template-hash"],
         }
-        for key in ("kubernetes.io/hostname", "topology.kubernetes.io/zone")
+        for key, when in (("kubernetes.io/hostname", "DoNotSchedule"), ("topology.kubernetes.io/zone", "ScheduleAnyway"))
     ]
     return {
         "apiVersion": "apps/v1",

@@ -202,7 +202,10 @@ GATEWAY_PANELS = (
     Panel(
         "Gateway replicas ready",
         (
-            ('sum by (deployment) (kube_deployment_status_replicas_ready{deployment=~"$model-(epp|proxy)"})', "ready {{deployment}}"),
+            (
+                'sum by (deployment) (kube_deployment_status_replicas_ready{deployment=~"$model-(epp|proxy-drained)"})',
+                "ready {{deployment}}",
+            ),
             (f"sum by (namespace) (envoy_cluster_membership_healthy{{{GATEWAY}, {_PICKERS}}})", "pickers healthy to Envoy"),
             (f'sum by (namespace) (up{{job="{GATEWAY_PROXY_JOB}", {GATEWAY}}})', "proxies scraped"),
             (f'sum by (namespace) (up{{job="{GATEWAY_PICKER_JOB}", {GATEWAY}}})', "pickers scraped"),
