@@ -17,11 +17,12 @@ The sequence at llm-d-router v0.10.0, with the figure each step takes and its so
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from builders.gateway import envoy, proxies, router
 from builders.ingress.endpoints import deregistration_delay
 from offline import harness
-from tests.conftest import FIXTURES, fixture_run, parse, stack_data, values
+from tests.conftest import FIXTURES, fixture_run, parse, shared_path, stack_data, values
 from tests.support.gateway import cluster, envoy_config, release_values, router_releases
 
 RETRY_PERIOD = 2
@@ -143,3 +144,17 @@ def test_the_release_waits_for_the_platforms_proxies(prod_run: harness.RunResult
     """An upgrade starts them (and Pulumi awaits them ready) before the release stops the chart's: no empty front door."""
     for model, registration in router_releases(prod_run).items():
         assert f"kubernetes:apps/v1:Deployment::model-{model}-proxies" in registration.dependencies
+
+
+def test_the_platforms_proxy_runs_the_charts_envoy_container() -> None:
+    """Tied to the chart's own preset (llm-d-router-standalone v0.10.0 values), so a chart bump that changes how
+    Envoy is started shows here: command, arguments and where the bootstrap is read from."""
+    chart = yaml.safe_load(shared_path("helm-values", "llm-d-router-standalone-v0.10.0.values.yaml").read_text())
+    preset = chart["router"]["proxy"]["presets"]["envoy"]
+    assert [preset["command"]] == ["envoy"]
+    assert list(proxies.ARGS) == preset["args"]
+    (mount,) = preset["volumeMounts"]
+    config_file = preset["args"][preset["args"].index("-c") + 1]
+    assert config_file == f"{mount['mountPath']}/envoy.yaml"
+    assert mount["mountPath"] == proxies.CONFIG_DIR
+    assert preset["name"] == proxies.CONTAINER
