@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import Any
 
 from builders.gateway import envoy
-from builders.gateway.router import config_hash, picker_affinity_terms, proxy_name, proxy_pods
+from builders.gateway.router import config_hash, envoy_ports, envoy_readiness, picker_affinity_terms, proxy_name, proxy_pods
 from config.facts.conventions import CONFIG_HASH_ANNOTATION
 from config.sections.gateway import GatewayConfig
 from config.sections.models import ModelConfig
@@ -145,18 +145,8 @@ def deployment(model: ModelConfig, cfg: GatewayConfig, *, image: str, text: str,
                             "imagePullPolicy": "IfNotPresent",
                             "command": ["envoy"],
                             "args": list(ARGS),
-                            "ports": [
-                                {"containerPort": envoy.API_PORT, "name": "api"},
-                                {"containerPort": envoy.READY_PORT, "name": "ready"},
-                                {"containerPort": envoy.METRICS_PORT, "name": "envoy-metrics"},
-                            ],
-                            "readinessProbe": {
-                                "httpGet": {"path": envoy.READY_PATH, "port": envoy.READY_PORT, "scheme": "HTTP"},
-                                "periodSeconds": 5,
-                                "failureThreshold": 2,
-                                "successThreshold": 1,
-                                "timeoutSeconds": 1,
-                            },
+                            "ports": envoy_ports(),
+                            "readinessProbe": envoy_readiness(),
                             "livenessProbe": {
                                 "httpGet": {"path": envoy.READY_PATH, "port": envoy.READY_PORT, "scheme": "HTTP"},
                                 "periodSeconds": 10,

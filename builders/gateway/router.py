@@ -212,18 +212,28 @@ def envoy_preset(model: ModelConfig, image: str, alb_idle_timeout_seconds: int, 
             {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
             {"name": CONFIG_HASH_ENV, "value": config_hash(text)},
         ],
-        "ports": [
-            {"containerPort": envoy.API_PORT, "name": "api"},
-            {"containerPort": envoy.READY_PORT, "name": "ready"},
-            {"containerPort": envoy.METRICS_PORT, "name": "envoy-metrics"},
-        ],
-        "readinessProbe": {
-            "httpGet": {"path": envoy.READY_PATH, "port": envoy.READY_PORT, "scheme": "HTTP"},
-            "periodSeconds": 5,
-            "failureThreshold": 2,
-            "successThreshold": 1,
-            "timeoutSeconds": 1,
-        },
+        "ports": envoy_ports(),
+        "readinessProbe": envoy_readiness(),
+    }
+
+
+def envoy_ports() -> list[dict[str, Any]]:
+    """The proxy container's ports: the API, Envoy's own /ready, and its metrics."""
+    return [
+        {"containerPort": envoy.API_PORT, "name": "api"},
+        {"containerPort": envoy.READY_PORT, "name": "ready"},
+        {"containerPort": envoy.METRICS_PORT, "name": "envoy-metrics"},
+    ]
+
+
+def envoy_readiness() -> dict[str, Any]:
+    """The proxy's readiness probe, on Envoy's own ready listener (not tied to the picker)."""
+    return {
+        "httpGet": {"path": envoy.READY_PATH, "port": envoy.READY_PORT, "scheme": "HTTP"},
+        "periodSeconds": 5,
+        "failureThreshold": 2,
+        "successThreshold": 1,
+        "timeoutSeconds": 1,
     }
 
 

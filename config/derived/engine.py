@@ -35,9 +35,6 @@ STARTUP_SECONDS_PER_GIB = 10
 PARTS = ("cacheCopy", "boot", "tensorParallel", "kvProfiling", "compile", "cudaGraphs")
 VLLM_MAX_CAPTURE_SIZE = 512
 """vLLM's largest default capture size: min(2 x max-num-seqs, 512) (vllm/config/vllm.py, set_cudagraph_sizes)."""
-VLLM_DEFAULT_MAX_NUM_SEQS = 256
-"""vLLM's smallest default --max-num-seqs on a GPU server (vllm/engine/arg_utils.py, the usage-context defaults;
-larger GPUs get more): the default capture list reaches 512 either way."""
 
 
 @dataclass(frozen=True)
@@ -54,7 +51,7 @@ class EngineStart:
 def capture_max(model: ModelConfig, pool: GpuPool | None = None) -> int:
     """The largest batch (in tokens) vLLM captures a CUDA graph for: vLLM's default min(2 x max-num-seqs, 512),
     lowered to engine.cudaGraphCaptureMax. Never above the default: a small max-num-seqs keeps its short list."""
-    seqs = capacity.max_num_seqs(model, pool) if pool is not None else (model.max_num_seqs or VLLM_DEFAULT_MAX_NUM_SEQS)
+    seqs = capacity.max_num_seqs(model, pool) if pool is not None else (model.max_num_seqs or capacity.MAX_NUM_SEQS_SMALL)
     default = min(2 * seqs, VLLM_MAX_CAPTURE_SIZE)
     configured = model.engine.cuda_graph_capture_max
     return default if configured is None else min(configured, default)
