@@ -185,10 +185,11 @@ class VllmModel(pulumi.ComponentResource):
             kv_events=(prefix.KV_EVENTS_PORT, gateway_policies.picker_peers(model)) if prefix.precise(model) else None,
         )
         # The gateway's own policies, then the gateway (the model's front door, at zero too: its picker holds
-        # what no replica can take), then vLLM's policy, which admits the gateway and nothing else a caller
-        # sends: vLLM's rule changes only once the gateway serves (on the `up` that removed the HTTP add-on,
-        # it dropped the interceptor only after the proxies were ready). The allow rules come before the
-        # deny and the deny before the replicas: a running pod never sees the deny alone, nor no policy.
+        # what no replica can take), then the Ingress, then vLLM's policy, which admits the gateway and nothing
+        # else a caller sends: vLLM's rule changes only once the ALB's rule has moved to the serving gateway
+        # (on the `up` from the pre-gateway release, it dropped the ALB or the interceptor only then). The allow
+        # rules come before the deny and the deny before the replicas: a running pod never sees the deny alone,
+        # nor no policy.
         deny, *vllm_allows = builders.network_policies(model, flows)
         gateway_allows = gateway_policies.policies(
             model,
@@ -198,7 +199,31 @@ class VllmModel(pulumi.ComponentResource):
         )
         gateway_allowed = [self._object(f"{name}-netpol-{p['metadata']['name']}", p, inside) for p in gateway_allows]
         front = self._gateway(name, args, gateway, [*after, namespace, *gateway_allowed, *secrets])
-        after_front = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*after, namespace, *front])
+        self.base_url = None
+        moved: list[pulumi.Resource] = []
+        if endpoint is not None:
+            # After the gateway's proxies are ready (their budget waits for them, builders/gateway/policies.py).
+            # A replacement (a change of namespace: the `up` that removes the HTTP add-on moves a model at zero's
+            # Ingress out of KEDA's namespace) creates the new Ingress before it deletes the old: the new one's
+            # group.order puts its rule first meanwhile, and the group is never empty (the controller deletes an
+            # empty group's ALB: dev's model at zero is the only member of its group).
+            ingress = self._object(
+                f"{name}-ingress",
+                ingress_builders.ingress(model, endpoint.ingress, args.vpc_cidrs),
+                pulumi.ResourceOptions(
+                    parent=self,
+                    provider=args.provider,
+                    depends_on=[*after, namespace, *route_after, *front, *gateway_allowed],
+                    custom_timeouts=pulumi.CustomTimeouts(create=ingress_builders.READY_TIMEOUT, update=ingress_builders.READY_TIMEOUT),
+                ),
+            )
+            moved.append(ingress)
+            settings = endpoint.ingress
+            status = ingress.status  # type: ignore[attr-defined]
+            self.base_url = status.apply(lambda s: ingress_builders.base_url(model, settings, _hostname(s)))
+        # vLLM's policy changes after the Ingress: on the `up` from the release where the ALB reached vLLM
+        # itself, the ALB's rule has moved to the proxies before vLLM stops admitting the load balancer.
+        after_front = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*after, namespace, *front, *moved])
         allowed = [*gateway_allowed, *(self._object(f"{name}-netpol-{p['metadata']['name']}", p, after_front) for p in vllm_allows)]
         protected = self._object(
             f"{name}-netpol-{deny['metadata']['name']}",
@@ -262,26 +287,6 @@ class VllmModel(pulumi.ComponentResource):
             # error that KEDA's fallback answers with a replica
             pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[deployment, *front]),
         )
-        self.base_url = None
-        if endpoint is not None:
-            # After the gateway's proxies are ready (their budget waits for them, builders/gateway/policies.py).
-            # A replacement (a change of namespace: the `up` that removes the HTTP add-on moves a model at zero's
-            # Ingress out of KEDA's namespace) creates the new Ingress before it deletes the old: the new one's
-            # group.order puts its rule first meanwhile, and the group is never empty (the controller deletes an
-            # empty group's ALB: dev's model at zero is the only member of its group).
-            ingress = self._object(
-                f"{name}-ingress",
-                ingress_builders.ingress(model, endpoint.ingress, args.vpc_cidrs),
-                pulumi.ResourceOptions(
-                    parent=self,
-                    provider=args.provider,
-                    depends_on=[*after, namespace, *route_after, *front, *allowed],
-                    custom_timeouts=pulumi.CustomTimeouts(create=ingress_builders.READY_TIMEOUT, update=ingress_builders.READY_TIMEOUT),
-                ),
-            )
-            settings = endpoint.ingress
-            status = ingress.status  # type: ignore[attr-defined]
-            self.base_url = status.apply(lambda s: ingress_builders.base_url(model, settings, _hostname(s)))
         self.namespace = model.name
         # the model's one front door in the cluster too: its gateway's proxies
         self.service_name = gateway_router.proxy_name(model)
