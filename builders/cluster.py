@@ -15,14 +15,24 @@ SYSTEM_NODE_AMI_TYPE = "AL2023_x86_64_STANDARD"
 
 
 @dataclass(frozen=True)
-class AccessEntrySpec:
-    """One access entry with one policy association."""
+class PolicySpec:
+    """One policy association of an access entry."""
 
     key: str
-    principal_arn: str
+    """Its key in the entry's access policies: `policy` for the first (the name every existing stack has),
+    `policy-<name>` for the others."""
     policy_arn: str
     scope: Literal["cluster", "namespace"]
     namespaces: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class AccessEntrySpec:
+    """One access entry with its policy associations."""
+
+    key: str
+    principal_arn: str
+    policies: tuple[PolicySpec, ...]
 
 
 def _key(prefix: str, arn: str) -> str:
@@ -30,21 +40,32 @@ def _key(prefix: str, arn: str) -> str:
     return f"{prefix}-" + "".join(c if c.isalnum() else "-" for c in name)
 
 
+def _keys(prefix: str, arns: list[str]) -> list[str]:
+    """Entry keys by principal name (the names every existing stack has). Two principals of one name (roles of
+    other accounts) would share one: the last keeps it, as before, and the others take their account id."""
+    plain = [_key(prefix, arn) for arn in arns]
+    return [f"{key}-{arn.split(':')[4]}" if key in plain[i + 1 :] else key for i, (key, arn) in enumerate(zip(plain, arns, strict=True))]
+
+
 def access_entries(cfg: ClusterConfig, partition: str = "aws") -> list[AccessEntrySpec]:
-    """Access entries for the admin roles (cluster admin) and the extra grants."""
+    """Access entries for the admin roles (cluster admin) and the extra grants, one per principal (the config
+    rules refuse a principal named twice)."""
+    admin = PolicySpec("policy", eks_access_policy_arn(partition, "ClusterAdmin"), "cluster")
     entries = [
-        AccessEntrySpec(_key("admin", arn), arn, eks_access_policy_arn(partition, "ClusterAdmin"), "cluster") for arn in cfg.admin_role_arns
+        AccessEntrySpec(key, arn, (admin,)) for key, arn in zip(_keys("admin", cfg.admin_role_arns), cfg.admin_role_arns, strict=True)
     ]
-    for grant in cfg.access:
-        entries.append(
-            AccessEntrySpec(
-                _key("access", grant.principal_arn),
-                grant.principal_arn,
-                eks_access_policy_arn(partition, grant.policy),
-                "namespace" if grant.namespaces else "cluster",
-                tuple(grant.namespaces),
+    arns = [g.principal_arn for g in cfg.access]
+    for key, grant in zip(_keys("access", arns), cfg.access, strict=True):
+        policies = tuple(
+            PolicySpec(
+                "policy" if i == 0 else f"policy-{g.policy.lower()}",
+                eks_access_policy_arn(partition, g.policy),
+                "namespace" if g.namespaces else "cluster",
+                tuple(g.namespaces),
             )
+            for i, g in enumerate(grant.grants())
         )
+        entries.append(AccessEntrySpec(key, grant.principal_arn, policies))
     return entries
 
 

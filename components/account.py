@@ -21,7 +21,7 @@ from cryptography import x509
 from config.checks import account as account_file
 from config.checks import preflight
 from config.checks.account import CERTIFICATE_STATUSES, AccountFile, AnswerKey, Certificate, Subnet, Vpc
-from config.checks.preflight import QUOTAS, SPOT_ROLE
+from config.checks.preflight import SPOT_ROLE, quota_codes
 from config.derived import state
 from config.facts import versions
 from config.facts.conventions import ami_parameter, principal_kind_and_name
@@ -103,10 +103,10 @@ def read_account(cfg: StackConfig) -> AccountFile:
     types = sorted({t.name for p in cfg.gpu_pools for t in p.resolved_instance_types()})
     offerings = r.read("offerings", "ec2:DescribeInstanceTypeOfferings", functools.partial(_offerings, types), dict[str, list[str]]())
     quotas: dict[str, float] = {}
-    for code, _name in QUOTAS.values():
+    for code in quota_codes():
         value = r.read(
             "quotas",
-            "servicequotas:GetServiceQuota",
+            QUOTA_READS,
             functools.partial(lambda c: aws.servicequotas.get_service_quota(service_code="ec2", quota_code=c).value, code),
             None,
         )
@@ -133,6 +133,7 @@ def read_account(cfg: StackConfig) -> AccountFile:
             addon_versions[addon] = [version]
     roles = [arn for arn in cfg.cluster.principal_arns() if _principal_exists(r, arn)]
     certificates = _certificates(r, cfg)
+    cluster_exists = r.read("clusterExists", "eks:DescribeCluster", functools.partial(_cluster_exists, cfg.cluster.name), None)
     spot = r.exists("spotServiceLinkedRole", "iam:GetRole", lambda: aws.iam.get_role(name=SPOT_ROLE), f"role {SPOT_ROLE}")
     vpcs: list[Vpc] = []
     subnets: list[Subnet] = []
@@ -147,6 +148,7 @@ def read_account(cfg: StackConfig) -> AccountFile:
                 subnets.append(subnet)
     return AccountFile(
         caller=aws.get_caller_identity().arn,  # sts:GetCallerIdentity needs no permission
+        cluster_exists=cluster_exists,
         region=cfg.region,
         zones=zones,
         quotas=quotas,
@@ -160,6 +162,22 @@ def read_account(cfg: StackConfig) -> AccountFile:
         subnets=subnets,
         unread=r.unread,
     )
+
+
+# The quota data source asks for AWS's default first (GetAWSDefaultServiceQuota), then the account's value, and
+# fails the read when either is refused (terraform-provider-aws service_quota_data_source.go).
+QUOTA_READS = "servicequotas:GetAWSDefaultServiceQuota, servicequotas:GetServiceQuota"
+
+
+def _cluster_exists(name: str) -> bool:
+    """Whether the stack's cluster exists: not-found means this `up` creates it."""
+    try:
+        aws.eks.get_cluster(name=name)
+    except Exception as error:
+        if any(marker in str(error) for marker in NOT_FOUND):
+            return False
+        raise
+    return True
 
 
 def _zones() -> dict[str, str]:

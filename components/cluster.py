@@ -92,10 +92,11 @@ class Cluster(pulumi.ComponentResource):
                 principal_arn=e.principal_arn,
                 type=eks.AccessEntryType.STANDARD,
                 access_policies={
-                    "policy": eks.AccessPolicyAssociationArgs(
-                        policy_arn=e.policy_arn,
-                        access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type=e.scope, namespaces=list(e.namespaces) or None),
+                    p.key: eks.AccessPolicyAssociationArgs(
+                        policy_arn=p.policy_arn,
+                        access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type=p.scope, namespaces=list(p.namespaces) or None),
                     )
+                    for p in e.policies
                 },
             )
             for e in builders.access_entries(cfg)

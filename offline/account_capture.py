@@ -23,7 +23,7 @@ import yaml
 
 from config import stack_file
 from config.checks import account
-from config.checks.preflight import QUOTAS, SPOT_ROLE
+from config.checks.preflight import SPOT_ROLE, quota_codes
 from config.derived import state
 from config.errors import ConfigError
 from config.facts import versions
@@ -78,7 +78,7 @@ def capture(cfg: StackConfig, client: ClientFactory) -> dict[str, Any]:
     ):
         for offer in page["InstanceTypeOfferings"]:
             offerings.setdefault(offer["Location"], []).append(offer["InstanceType"])
-    quotas = {code: _quota(quotas_client, code) for code, _name in QUOTAS.values()}
+    quotas = {code: _quota(quotas_client, code) for code in quota_codes()}
     k8s = cfg.cluster.kubernetes_version
     families = sorted({p.ami_family for p in state.of(cfg).pools.values()})
     addon_versions = {}
@@ -97,6 +97,7 @@ def capture(cfg: StackConfig, client: ClientFactory) -> dict[str, Any]:
         "certificates": _certificates(acm, cfg),
         "spotServiceLinkedRole": _role_exists(iam, SPOT_ROLE),
         "caller": sts.get_caller_identity()["Arn"],
+        "clusterExists": _found(lambda: eks.describe_cluster(name=cfg.cluster.name)),
     }
     if isinstance(cfg.network, ExistingVpc):
         answers |= _existing_vpc(ec2, cfg.network)

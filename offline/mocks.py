@@ -275,6 +275,8 @@ class RecordingMocks(Mocks):
             return {"partition": "aws", "dnsSuffix": "amazonaws.com", "id": "aws", "reverseDnsPrefix": "com.amazonaws"}
         if args.token == "aws:eks/getCluster:getCluster":
             cluster = str(args.args.get("name"))
+            if self.account is not None and self.account.cluster_exists is False:
+                raise NotFoundError(f"ResourceNotFoundException: No cluster found for name: {cluster}")
             return {
                 "name": cluster,
                 "id": cluster,

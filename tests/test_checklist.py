@@ -605,7 +605,7 @@ ROWS: dict[str, Row] = {
     "CL-4": Row(
         (
             f"{T}policy/test_policies.py::test_policy_fails_on_a_broken_resource",
-            f"{T}config/checks/test_preflight.py::test_pulumi_runs_as_the_deploy_role_or_an_admin",
+            f"{T}config/checks/test_preflight.py::test_the_first_up_runs_as_the_deploy_role_and_later_ones_as_it_or_an_admin",
         ),
         policy_check("eks-access-entries", "eks:index:Cluster", None, lambda p: p.update(authenticationMode="CONFIG_MAP")),
         "CONFIG_MAP",

@@ -21,7 +21,17 @@ from config.sections.types import NetworkCidr, SubnetId, VpcId, zone_id_prefix
 CertificateStatus = Literal["ISSUED", "PENDING_VALIDATION", "EXPIRED", "REVOKED", "FAILED", "INACTIVE", "VALIDATION_TIMED_OUT"]
 CERTIFICATE_STATUSES: tuple[str, ...] = get_args(CertificateStatus)
 AnswerKey = Literal[
-    "zones", "quotas", "offerings", "amiReleases", "addonVersions", "roles", "certificates", "spotServiceLinkedRole", "vpcs", "subnets"
+    "zones",
+    "quotas",
+    "offerings",
+    "amiReleases",
+    "addonVersions",
+    "roles",
+    "certificates",
+    "spotServiceLinkedRole",
+    "vpcs",
+    "subnets",
+    "clusterExists",
 ]
 
 
@@ -75,6 +85,11 @@ class AccountFile(ConfigModel):
     vpcs: list[Vpc] = Field(default_factory=list, description="Existing VPCs (for stacks in an existing VPC).")
     subnets: list[Subnet] = Field(default_factory=list, description="Existing subnets (for stacks in an existing VPC).")
     caller: str | None = Field(default=None, description="ARN of the identity running pulumi (STS GetCallerIdentity); unset: not checked.")
+    cluster_exists: bool | None = Field(
+        default=None,
+        description="Whether the stack's EKS cluster exists (EKS DescribeCluster): false on the first `pulumi up`, which "
+        "must run as the deploy role. Unset: not known, the caller is judged as on a later up.",
+    )
     unread: dict[AnswerKey, str] = Field(
         default_factory=dict,
         description="Answers the reader was refused (a missing read permission), by key, with the reason: the checks "

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from config.checks.common import models_with_pools, pool_path
 from config.derived.exposure import exposed_models, exposure
 from config.errors import Problem
+from config.facts.conventions import principal_identity
 from config.sections.network import ExistingVpc, NewVpc
 from config.sections.stack import StackConfig
 from config.sections.types import is_zone_id, public_cidr, zone_in_region
@@ -180,14 +181,40 @@ def rule_deploy_role(cfg: StackConfig) -> Iterator[Problem]:
                 "first pulumi up as that role",
             )
         return
-    declared = [f"cluster.adminRoleArns[{i}]" for i, arn in enumerate(cfg.cluster.admin_role_arns) if arn == role]
-    declared += [f"cluster.access[{i}]" for i, grant in enumerate(cfg.cluster.access) if grant.principal_arn == role]
+    deploy = principal_identity(role)
+    declared = [f"cluster.adminRoleArns[{i}]" for i, arn in enumerate(cfg.cluster.admin_role_arns) if principal_identity(arn) == deploy]
+    declared += [f"cluster.access[{i}]" for i, grant in enumerate(cfg.cluster.access) if principal_identity(grant.principal_arn) == deploy]
     for path in declared:
         yield Problem(
             path,
             "is the deploy role (cluster.deployRoleArn): EKS already gives the principal that creates the cluster an "
             "admin access entry, and a second entry for it fails with 409 ResourceInUseException right after the "
             "cluster is created. Fix: remove it here, and run the first pulumi up as the deploy role",
+        )
+
+
+def rule_principals_once(cfg: StackConfig) -> Iterator[Problem]:
+    """A principal has one access entry: EKS refuses a second one for it (409, after the cluster exists), and
+    two grants to one principal would be one entry with the last grant's policy. So each principal (account,
+    kind and name: IAM names are unique whatever the path) appears once across adminRoleArns and access."""
+    seen: dict[tuple[str, str, str], str] = {}
+    named = [(f"cluster.adminRoleArns[{i}]", arn) for i, arn in enumerate(cfg.cluster.admin_role_arns)]
+    named += [(f"cluster.access[{i}].principalArn", g.principal_arn) for i, g in enumerate(cfg.cluster.access)]
+    for path, arn in named:
+        key = principal_identity(arn)
+        first = seen.setdefault(key, path)
+        if first == path:
+            continue
+        both_access = first.startswith("cluster.access") and path.startswith("cluster.access")
+        fix = (
+            "merge them into one access item with `policies: [{policy: ..., namespaces: [...]}, ...]`"
+            if both_access
+            else "keep it in adminRoleArns (ClusterAdmin covers every other policy) and remove it here"
+        )
+        yield Problem(
+            path,
+            f"names the principal {key[1]}/{key[2]} of account {key[0]} again (first at {first}): EKS gives a principal one "
+            f"access entry and refuses a second (409 ResourceInUseException) after the cluster exists. Fix: {fix}",
         )
 
 

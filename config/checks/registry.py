@@ -65,6 +65,7 @@ RULES: tuple[Rule, ...] = (
     Rule(network.rule_api_reachable, "pulumi up can reach the API server"),
     Rule(network.rule_routes, "replies reach the deploy network and the internal ALB's clients outside a new VPC"),
     Rule(network.rule_deploy_role, "prod names its deploy role, and no second admin entry for it (EKS refuses it)"),
+    Rule(network.rule_principals_once, "each principal has one access entry: once across adminRoleArns and access"),
     Rule(fit.rule_system_node_group_size, "the system node group keeps a spare node (required in prod)"),
     Rule(scaling.rule_prod_on_demand_fallback, "prod models fall back to on-demand when spot runs out", prod_only=True),
     Rule(network.rule_prod_network_ha, "a prod VPC survives a zone outage (three zones, a NAT gateway each)", prod_only=True),

@@ -138,6 +138,10 @@ class PoolState:
     """GPUs at maximum replicas plus a rolling update's surge: what gpuLimit must cover."""
     vcpus_at_min: int
     """vCPUs of the nodes at minimum replicas, with the warm headroom's nodes."""
+    floor_hosts: dict[str, catalog.InstanceType]
+    """Per quota class (G, P), the host with the fewest vCPUs that holds one replica of a model of the pool (none
+    when the pool hosts no model): whatever a model's minimum, the pool must be able to launch one of them, or no
+    replica of it ever starts."""
     packing: tuple[str, ...]
     """Per model, replicas per peak host: `chat: 1 per p5.48xlarge`."""
 
@@ -259,6 +263,13 @@ def _warm_nodes(pool: GpuPool, types: tuple[catalog.InstanceType, ...], shape: h
     return WarmNodes(host, nodes, nodes * host.gpu_count, cheap_nodes * cheap.vcpus)
 
 
+def _floor_hosts(facts: list[ModelState]) -> dict[str, catalog.InstanceType]:
+    floor: dict[str, catalog.InstanceType] = {}
+    for host in sorted((h for f in facts for h in f.hosts), key=lambda h: (h.vcpus, h.price_per_hour, h.name)):
+        floor.setdefault(instance_class(host), host)
+    return floor
+
+
 def _pool(cfg: StackConfig, pool: GpuPool, in_order: list[ModelState]) -> PoolState:
     on_pool = [m for m in cfg.models if m.pool == pool.name]
     facts = [s for m, s in zip(cfg.models, in_order, strict=True) if m.pool == pool.name]
@@ -280,6 +291,7 @@ def _pool(cfg: StackConfig, pool: GpuPool, in_order: list[ModelState]) -> PoolSt
         gpus_at_max=at_max,
         gpus_at_peak=at_max + surge,
         vcpus_at_min=sum(f.vcpus_at_min for f in facts) + warm_vcpus,
+        floor_hosts=_floor_hosts(facts),
         vcpus_at_limit=max((math.ceil(pool.gpu_limit / t.gpu_count) * t.vcpus for t in types), default=0),
         instance_classes=tuple(sorted({instance_class(t) for t in types})),
         purchase_options=tuple(o for o in PURCHASE_OPTIONS if o in pool.capacity_types),

@@ -218,6 +218,12 @@ def principal_kind_and_name(arn: str) -> tuple[str, str]:
     return kind, path_name.rsplit("/", 1)[-1]
 
 
+def principal_identity(arn: str) -> tuple[str, str, str]:
+    """An IAM principal as IAM keys it: account, kind and name (a name is unique in its account, whatever its path)."""
+    kind, name = principal_kind_and_name(arn)
+    return arn.split(":")[4], kind, name
+
+
 def managed_policy_arn(partition: str, name: str) -> str:
     return f"arn:{partition}:iam::aws:policy/{name}"
 

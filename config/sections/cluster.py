@@ -71,25 +71,78 @@ class Endpoint(ConfigModel):
         return self
 
 
-class AccessGrant(ConfigModel):
-    """An extra IAM principal given access to the cluster through an access entry."""
+AccessPolicy = Literal["ClusterAdmin", "Admin", "Edit", "View"]
 
-    principal_arn: PrincipalArn = Field(description="IAM role or user ARN.")
-    policy: Literal["ClusterAdmin", "Admin", "Edit", "View"] = Field(description="EKS access policy: AmazonEKS<policy>Policy.")
+
+def _scoped(policy: str, namespaces: list[str]) -> None:
+    if policy == "ClusterAdmin" and namespaces:
+        raise config_error(
+            "ClusterAdmin cannot be scoped to namespaces",
+            "use policy Admin for namespace-scoped administration, or drop namespaces",
+        )
+
+
+class PolicyGrant(ConfigModel):
+    """One EKS access policy of an access entry, cluster-wide or in some namespaces."""
+
+    policy: AccessPolicy = Field(description="EKS access policy: AmazonEKS<policy>Policy.")
     namespaces: list[str] = Field(
         default_factory=list,
-        description="Limit the policy to these namespaces; empty means cluster-wide "
+        description="Limit the policy to these namespaces; empty means cluster-wide (not allowed with ClusterAdmin).",
+    )
+
+    @model_validator(mode="after")
+    def _scope(self) -> PolicyGrant:
+        _scoped(self.policy, self.namespaces)
+        return self
+
+
+class AccessGrant(ConfigModel):
+    """An extra IAM principal given access to the cluster through one access entry: one policy (`policy`, with
+    `namespaces`), or several (`policies`), each its own association of that entry."""
+
+    principal_arn: PrincipalArn = Field(description="IAM role or user ARN.")
+    policy: AccessPolicy | None = Field(default=None, description="EKS access policy: AmazonEKS<policy>Policy. Set this or policies.")
+    namespaces: list[str] = Field(
+        default_factory=list,
+        description="With policy: limit it to these namespaces; empty means cluster-wide "
         "(not allowed with ClusterAdmin, which is cluster-wide by definition).",
+    )
+    policies: list[PolicyGrant] = Field(
+        default_factory=list,
+        description="Several policies for this principal (e.g. View cluster-wide and Edit in one namespace), each with "
+        "its own namespaces. Set this or policy: a principal has one access entry, so it appears once in the stack.",
     )
 
     @model_validator(mode="after")
     def _scope(self) -> AccessGrant:
-        if self.policy == "ClusterAdmin" and self.namespaces:
+        if (self.policy is None) == (not self.policies):
             raise config_error(
-                "ClusterAdmin cannot be scoped to namespaces",
-                "use policy Admin for namespace-scoped administration, or drop namespaces",
+                "needs exactly one of policy and policies",
+                "write `policy: <ClusterAdmin|Admin|Edit|View>` (with optional namespaces) for one policy, or "
+                "`policies: [{policy: ..., namespaces: [...]}, ...]` for several",
+            )
+        if self.policies and self.namespaces:
+            raise config_error("namespaces belongs to each item of policies here", "move namespaces into the policies items")
+        if self.policy is not None:
+            _scoped(self.policy, self.namespaces)
+        names = [g.policy for g in self.policies]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise config_error(
+                f"{', '.join(twice)} is listed twice: an access entry associates each policy once, with one scope",
+                "list each policy once, with every namespace it covers",
             )
         return self
+
+    def grants(self) -> list[PolicyGrant]:
+        """The entry's policies, in config order."""
+        if self.policy is not None:
+            return [PolicyGrant(policy=self.policy, namespaces=list(self.namespaces))]
+        return list(self.policies)
+
+    def policy_names(self) -> list[str]:
+        return [g.policy for g in self.grants()]
 
 
 class SystemNodeGroup(ConfigModel):

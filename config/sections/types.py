@@ -30,9 +30,9 @@ _ZONE_ID = re.compile(r"^[a-z]{3,4}[0-9]-az[0-9]+$")
 
 def config_error(problem: str, fix: str) -> PydanticCustomError:
     """A validation error in the house format: `<problem>. Fix: <fix>` (the path is added later)."""
-    # Braces in user text would be read as format fields by pydantic-core; escape them.
-    text = f"{problem}. Fix: {fix}".replace("{", "{{").replace("}", "}}")
-    return PydanticCustomError("llm_config", text)
+    # Without a context pydantic-core formats nothing: braces in the text stay as written (doubling them, as a
+    # format string would need, showed them doubled).
+    return PydanticCustomError("llm_config", f"{problem}. Fix: {fix}")
 
 
 def _dns_label(value: str) -> str:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
+from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -61,9 +63,13 @@ def test_what_the_account_lacks_reads_as_missing() -> None:
     assert found.ami_releases == {"al2023": []}
     assert found.spot_service_linked_role is False
     assert found.roles == []
-    failed = {c.name for c in preflight.run(parse(stack_data(DEV)), found, authoritative=True) if c.result == "failed"}
-    # and pulumi runs as an identity the stack does not declare (the offline caller)
-    assert failed == {"ami-release", "spot-role", "principal", "caller"}
+    assert found.cluster_exists is False
+    checks = preflight.run(parse(stack_data(DEV)), found, authoritative=True)
+    assert {c.name for c in checks if c.result == "failed"} == {"ami-release", "spot-role", "principal"}
+    # the first up, as an identity the stack does not declare (the offline caller) and no deploy role: the creator-admin
+    assert [(c.result, c.message) for c in checks if c.name == "caller"] == [
+        ("ok", "the first up runs as an undeclared principal, which becomes the creator-admin")
+    ]
 
 
 @pytest.fixture(autouse=True)
@@ -111,6 +117,7 @@ def test_refused_reads_are_not_checked_and_warn_naming_the_permission() -> None:
         "aws:ssm/getParameter:getParameter": ("SSM: GetParameter", "ssm:GetParameter"),
         "aws:iam/getRole:getRole": ("IAM: GetRole", "iam:GetRole"),
         "aws:acm/getCertificate:getCertificate": ("ACM: ListCertificates", "acm:ListCertificates"),
+        "aws:eks/getCluster:getCluster": ("EKS: DescribeCluster", "eks:DescribeCluster"),
     }
     pulumi.runtime.set_mocks(Refusing(answers, refused), project="llm-platform", stack="reader", preview=False)
     cfg = parse(stack_data("internet-facing-tls"))
@@ -124,11 +131,13 @@ def test_refused_reads_are_not_checked_and_warn_naming_the_permission() -> None:
         "roles": "the deploy credentials lack iam:GetRole (AccessDenied)",
         "certificates": "the deploy credentials lack acm:ListCertificates (AccessDenied)",
         "spotServiceLinkedRole": "the deploy credentials lack iam:GetRole (AccessDenied)",
+        "clusterExists": "the deploy credentials lack eks:DescribeCluster (AccessDenied)",
     }
+    assert found.cluster_exists is None
     checks = preflight.run(cfg, found, authoritative=True, addon_versions_complete=False, certificates_complete=False)
     assert [c for c in checks if c.result == "failed"] == []
     assert {c.name for c in checks if c.result == "not checked"} == {
-        "quota", "offerings", "ami-release", "addon-version", "principal", "certificate", "spot-role"
+        "quota", "offerings", "ami-release", "addon-version", "principal", "certificate", "spot-role", "caller"
     }  # fmt: skip
     (quota,) = [c for c in checks if c.name == "account-read" and c.inputs["answer"] == "quotas"]
     assert str(quota.problem()) == (
@@ -224,3 +233,34 @@ def test_an_apex_certificate_is_judged_by_the_names_in_its_pem(names: tuple[str,
     assert certificate.alternative_names_visible
     checks = preflight.run(cfg, found, authoritative=True, addon_versions_complete=False, certificates_complete=False)
     assert next(c for c in checks if c.name == "certificate").result == result
+
+
+def _permissions_the_reads_name() -> set[str]:
+    """Every permission the reader's reads name (`r.read(key, permission, ...)`, `r.exists(...)`), read from its source."""
+    import ast
+
+    tree = ast.parse(Path(reader.__file__).read_text())
+    constants = {
+        t.id: n.value.value
+        for n in tree.body
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)
+        for t in n.targets
+        if isinstance(t, ast.Name)
+    }
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("read", "exists"):
+            arg = node.args[1]
+            text = arg.value if isinstance(arg, ast.Constant) else constants[arg.id]  # type: ignore[attr-defined]
+            found |= {p.strip() for p in str(text).split(",")}
+    return found
+
+
+def test_the_docs_list_every_permission_the_reads_need() -> None:
+    text = (ROOT / "docs" / "preflight.md").read_text()
+    table = text[text.index("The deploy credentials need these read permissions") :].split("\n\n")[1]
+    documented = set(re.findall(r"`([a-z0-9-]+:[A-Za-z]+)`", table)) - {"sts:GetCallerIdentity"}
+    named = _permissions_the_reads_name()
+    assert "servicequotas:GetAWSDefaultServiceQuota" in named  # the quota data source's first call
+    assert "eks:DescribeCluster" in named
+    assert documented == named

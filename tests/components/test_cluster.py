@@ -88,10 +88,36 @@ def test_namespace_scoped_grant() -> None:
     assert entries[-1] == builders.AccessEntrySpec(
         "access-team-a",
         "arn:aws:iam::123456789012:role/team-a",
-        "arn:aws:eks::aws:cluster-access-policy/AmazonEKSEditPolicy",
-        "namespace",
-        ("team-a",),
+        (builders.PolicySpec("policy", "arn:aws:eks::aws:cluster-access-policy/AmazonEKSEditPolicy", "namespace", ("team-a",)),),
     )
+
+
+def test_one_principal_with_several_policies_is_one_entry_with_several_associations() -> None:
+    data = stack_data(PROD)
+    data["cluster"]["access"] = [
+        {
+            "principalArn": "arn:aws:iam::123456789012:role/team-a",
+            "policies": [{"policy": "View"}, {"policy": "Edit", "namespaces": ["team-a"]}],
+        }
+    ]
+    (entry,) = [e for e in builders.access_entries(parse(data).cluster) if e.key == "access-team-a"]
+    policy = "arn:aws:eks::aws:cluster-access-policy/AmazonEKS{}Policy".format
+    assert entry.policies == (
+        builders.PolicySpec("policy", policy("View"), "cluster"),
+        builders.PolicySpec("policy-edit", policy("Edit"), "namespace", ("team-a",)),
+    )
+
+
+def test_two_principals_of_one_name_keep_two_entries_and_the_last_keeps_its_name() -> None:
+    """Roles of one name in two accounts: before, one key (the last grant kept it); now each has its own entry,
+    and the one that existed keeps its name (a renamed entry would be replaced: EKS refuses the new one, 409)."""
+    data = stack_data(PROD)
+    data["cluster"]["access"] = [
+        {"principalArn": "arn:aws:iam::111111111111:role/ops", "policy": "View"},
+        {"principalArn": "arn:aws:iam::222222222222:role/ops", "policy": "View"},
+    ]
+    keys = [(e.key, e.principal_arn.split(":")[4]) for e in builders.access_entries(parse(data).cluster) if "ops" in e.key]
+    assert keys == [("access-ops-111111111111", "111111111111"), ("access-ops", "222222222222")]
 
 
 def test_secrets_key_rotates_and_has_no_wildcard_principal(prod_run: harness.RunResult) -> None:

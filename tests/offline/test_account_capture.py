@@ -41,7 +41,7 @@ class Clients:
             stub.deactivate()
 
 
-def _stub_dev_account(c: Clients, p_quota: float, spot_role: bool) -> None:
+def _stub_dev_account(c: Clients, p_quota: float, spot_role: bool, cluster_exists: bool = True) -> None:
     zones = [{"ZoneName": f"us-east-1{z}", "ZoneId": f"use1-az{i}", "State": "available"} for i, z in ((1, "a"), (2, "b"))]
     c.stubs["ec2"].add_response(
         "describe_availability_zones",
@@ -62,7 +62,7 @@ def _stub_dev_account(c: Clients, p_quota: float, spot_role: bool) -> None:
             "Filters": [{"Name": "instance-type", "Values": ["g5.2xlarge", "g5.xlarge", "g6.2xlarge", "g6.xlarge"]}],
         },
     )
-    for code, _name in preflight.QUOTAS.values():
+    for code in preflight.quota_codes():
         value = p_quota if code in ("L-417A185B", "L-7212CCBC") else 256.0
         c.stubs["service-quotas"].add_response(
             "get_service_quota", {"Quota": {"QuotaCode": code, "Value": value}}, {"ServiceCode": "ec2", "QuotaCode": code}
@@ -92,6 +92,10 @@ def _stub_dev_account(c: Clients, p_quota: float, spot_role: bool) -> None:
         )
     else:
         c.stubs["iam"].add_client_error("get_role", service_error_code="NoSuchEntity", http_status_code=404)
+    if cluster_exists:
+        c.stubs["eks"].add_response("describe_cluster", {"cluster": {"name": "llm-dev"}}, {"name": "llm-dev"})
+    else:
+        c.stubs["eks"].add_client_error("describe_cluster", service_error_code="ResourceNotFoundException", http_status_code=404)
     c.stubs["sts"].add_response(
         "get_caller_identity",
         {"UserId": "AROAEXAMPLE:ci", "Account": "123456789012", "Arn": "arn:aws:sts::123456789012:assumed-role/platform-admin/ci"},
@@ -124,6 +128,17 @@ def test_a_missing_spot_role_is_captured_as_missing() -> None:
     assert answers["spotServiceLinkedRole"] is False
     failed = [c.name for c in preflight.run(cfg, account.parse(answers, "captured"), authoritative=True) if c.result == "failed"]
     assert failed == ["spot-role"]
+
+
+def test_a_first_up_as_an_admin_is_captured_and_refused() -> None:
+    cfg = parse(stack_data(DEV))
+    with Clients() as clients:
+        _stub_dev_account(clients, p_quota=0.0, spot_role=True, cluster_exists=False)
+        answers = account_capture.capture(cfg, clients)
+    assert answers["clusterExists"] is False
+    (caller,) = [c for c in preflight.run(cfg, account.parse(answers, "captured"), authoritative=True) if c.name == "caller"]
+    assert caller.result == "failed"
+    assert "409" in caller.message
 
 
 def test_an_unexpected_aws_error_is_not_read_as_missing() -> None:

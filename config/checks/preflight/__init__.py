@@ -10,7 +10,7 @@ is not, so what it does not describe (a principal, a certificate, a subnet) is "
 from __future__ import annotations
 
 from config.checks.account import AccountFile
-from config.checks.preflight.capacity import QUOTAS, offerings, quotas
+from config.checks.preflight.capacity import QUOTAS, offerings, quota_codes, quotas
 from config.checks.preflight.identity import SPOT_ROLE, caller, caller_role, certificate, principals, spot_role
 from config.checks.preflight.releases import releases
 from config.checks.preflight.result import Check, Result
@@ -18,7 +18,7 @@ from config.checks.preflight.vpc import existing_vpc
 from config.errors import Problem
 from config.sections.stack import StackConfig
 
-__all__ = ["QUOTAS", "SPOT_ROLE", "Check", "Result", "caller_role", "problems", "run"]
+__all__ = ["QUOTAS", "SPOT_ROLE", "Check", "Result", "caller_role", "problems", "quota_codes", "run"]
 
 
 def run(
@@ -51,6 +51,7 @@ def run(
 # The answers each check reads: a check whose answer the reader was refused is "not checked".
 NEEDS: dict[str, tuple[str, ...]] = {
     "quota": ("quotas",),
+    "caller": ("clusterExists",),
     "offerings": ("zones", "offerings"),
     "ami-release": ("amiReleases",),
     "addon-version": ("addonVersions",),

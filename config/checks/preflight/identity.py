@@ -9,7 +9,7 @@ from typing import Any
 from config.checks.account import AccountFile
 from config.checks.preflight.result import Check, Result
 from config.derived.exposure import exposed_models
-from config.facts.conventions import principal_kind_and_name
+from config.facts.conventions import principal_identity
 from config.sections.stack import StackConfig
 
 SPOT_ROLE = "AWSServiceRoleForEC2Spot"
@@ -42,28 +42,81 @@ def caller_role(arn: str) -> str:
     return arn
 
 
+def _admins(cfg: StackConfig) -> set[tuple[str, str, str]]:
+    """The principals the stack makes cluster admins: adminRoleArns, and access grants of ClusterAdmin."""
+    names = {principal_identity(a) for a in cfg.cluster.admin_role_arns}
+    return names | {principal_identity(g.principal_arn) for g in cfg.cluster.access if "ClusterAdmin" in g.policy_names()}
+
+
 def caller(cfg: StackConfig, account: AccountFile) -> Iterator[Check]:
-    """pulumi-eks makes the identity that creates the cluster its admin, and every Kubernetes object is
-    created as the identity running pulumi: it must be the declared deploy role (or an admin)."""
+    """pulumi-eks makes the identity that creates the cluster its admin (EKS's creator access entry), and every
+    Kubernetes object is created as the identity running pulumi. So the first `up` must run as the deploy role
+    (without one, as a principal the stack does not declare: a declared one would get a second entry, 409), and
+    later ones as the deploy role or an admin."""
     if account.caller is None:
         return
     caller = caller_role(account.caller)
-    names = {principal_kind_and_name(a) for a in cfg.cluster.admin_role_arns}
     deploy = cfg.cluster.deploy_role_arn
-    inputs = {"caller": caller, "deployRoleArn": deploy}
-    kind_name = principal_kind_and_name(caller) if caller.startswith("arn:") and ":iam::" in caller else None
-    if deploy is not None and kind_name == principal_kind_and_name(deploy):
+    inputs = {"caller": caller, "deployRoleArn": deploy, "clusterExists": account.cluster_exists}
+    kind_name = principal_identity(caller) if caller.startswith("arn:") and ":iam::" in caller else None
+    is_deploy = deploy is not None and kind_name == principal_identity(deploy)
+    declared = {principal_identity(arn) for _, arn in cfg.cluster.principals()}
+    if account.cluster_exists is False:
+        if is_deploy:
+            yield Check(
+                "caller", "cluster.deployRoleArn", "ok", "the first up runs as the deploy role, which becomes the creator-admin", inputs
+            )
+        elif deploy is None and kind_name not in declared:
+            yield Check(
+                "caller",
+                "cluster.adminRoleArns",
+                "ok",
+                "the first up runs as an undeclared principal, which becomes the creator-admin",
+                inputs,
+            )
+        else:
+            why = (
+                "is declared in adminRoleArns or access, so EKS would refuse its second access entry (409 "
+                "ResourceInUseException) right after creating the cluster"
+                if kind_name in declared
+                else "is not the deploy role"
+            )
+            role = f"the deploy role {deploy}" if deploy is not None else "a principal the stack does not declare"
+            yield Check(
+                "caller",
+                "cluster.deployRoleArn",
+                "failed",
+                f"the cluster {cfg.cluster.name} does not exist yet, so this up creates it, and EKS makes the caller its "
+                f"creator-admin. The caller, {caller}, {why}; the deploy role would be left without access, and the stack "
+                f"cannot declare one for it. Fix: run the first pulumi up as {role} (CI's vars.AWS_ROLE_ARN, or `aws sts "
+                "assume-role`); later ups may run as an admin",
+                inputs,
+            )
+        return
+    if is_deploy:
         yield Check("caller", "cluster.deployRoleArn", "ok", "pulumi runs as the deploy role", inputs)
-    elif kind_name in names:
-        yield Check("caller", "cluster.adminRoleArns", "ok", "pulumi runs as a cluster admin", inputs)
+    elif kind_name in _admins(cfg):
+        known = "" if account.cluster_exists else " (whether the cluster exists was not read: a first up must run as the deploy role)"
+        yield Check("caller", "cluster.adminRoleArns", "ok", f"pulumi runs as a cluster admin{known}", inputs)
+    elif account.cluster_exists and deploy is None and kind_name not in declared:
+        yield Check(
+            "caller",
+            "cluster.adminRoleArns",
+            "warning",
+            f"pulumi runs as {caller}, which the stack does not declare: it can create the Kubernetes objects only if it "
+            "created the cluster (EKS's creator access entry). Fix: run as the principal that created the cluster, or "
+            "declare this one in adminRoleArns",
+            inputs,
+        )
     else:
         yield Check(
             "caller",
             "cluster.deployRoleArn",
             "failed",
-            f"pulumi runs as {caller}, which is neither cluster.deployRoleArn nor in adminRoleArns: on a first up EKS "
-            "would make it the cluster's creator-admin instead of the declared role, and on later ups it could not "
-            "create the Kubernetes objects. Fix: run as the deploy role (vars.AWS_ROLE_ARN), or declare this principal",
+            f"pulumi runs as {caller}, which is neither cluster.deployRoleArn nor a cluster admin (adminRoleArns, or "
+            "ClusterAdmin through access): on a first up EKS would make it the cluster's creator-admin instead of the "
+            "declared role, and on later ups it could not create the Kubernetes objects. Fix: run as the deploy role "
+            "(vars.AWS_ROLE_ARN), or declare this principal",
             inputs,
         )
 

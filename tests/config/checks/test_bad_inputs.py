@@ -102,6 +102,26 @@ CASES: dict[str, Callable[[dict[str, Any]], object]] = {
     ),
     "private-access-not-a-security-group": lambda d: d["cluster"]["endpoint"].update(privateAccessSecurityGroupIds=["runner-sg"]),
     "deploy-role-declared-again": lambda d: d["cluster"].update(deployRoleArn="arn:aws:iam::123456789012:role/platform-admin"),
+    "principal-admin-and-access": lambda d: d["cluster"].update(
+        access=[{"principalArn": "arn:aws:iam::123456789012:role/teams/platform-admin", "policy": "View"}]
+    ),
+    "principal-twice-in-access": lambda d: d["cluster"].update(
+        access=[
+            {"principalArn": "arn:aws:iam::123456789012:role/team-a", "policy": "View"},
+            {"principalArn": "arn:aws:iam::123456789012:role/team-a", "policy": "Edit", "namespaces": ["team-a"]},
+        ]
+    ),
+    "access-policy-and-policies": lambda d: d["cluster"].update(
+        access=[{"principalArn": "arn:aws:iam::123456789012:role/team-a", "policy": "View", "policies": [{"policy": "Edit"}]}]
+    ),
+    "access-policy-listed-twice": lambda d: d["cluster"].update(
+        access=[
+            {
+                "principalArn": "arn:aws:iam::123456789012:role/team-a",
+                "policies": [{"policy": "Edit"}, {"policy": "Edit", "namespaces": ["a"]}],
+            }
+        ]
+    ),
     "sse-keep-alive-in-extra-args": lambda d: m0(d).update(extraArgs=["--sse-keep-alive-interval=5"]),
     "model-named-like-custom-gpu-operator-namespace": lambda d: (
         d.update(gpuOperator={"namespace": "nvidia-gpu"}),
@@ -295,6 +315,26 @@ EXPECTED: dict[str, list[str]] = {
     ],
     "private-access-not-a-security-group": [
         "cluster.endpoint.privateAccessSecurityGroupIds[0]: 'runner-sg' is not a security group id. Fix: write sg-<8 or 17 hex digits>",
+    ],
+    "principal-admin-and-access": [
+        "cluster.access[0].principalArn: names the principal role/platform-admin of account 123456789012 again (first at "
+        "cluster.adminRoleArns[0]): EKS gives a principal one access entry and refuses a second (409 "
+        "ResourceInUseException) after the cluster exists. Fix: keep it in adminRoleArns (ClusterAdmin covers every other "
+        "policy) and remove it here",
+    ],
+    "principal-twice-in-access": [
+        "cluster.access[1].principalArn: names the principal role/team-a of account 123456789012 again (first at "
+        "cluster.access[0].principalArn): EKS gives a principal one access entry and refuses a second (409 "
+        "ResourceInUseException) after the cluster exists. Fix: merge them into one access item with "
+        "`policies: [{policy: ..., namespaces: [...]}, ...]`",
+    ],
+    "access-policy-and-policies": [
+        "cluster.access[0]: needs exactly one of policy and policies. Fix: write `policy: <ClusterAdmin|Admin|Edit|View>` "
+        "(with optional namespaces) for one policy, or `policies: [{policy: ..., namespaces: [...]}, ...]` for several",
+    ],
+    "access-policy-listed-twice": [
+        "cluster.access[0]: Edit is listed twice: an access entry associates each policy once, with one scope. Fix: list each "
+        "policy once, with every namespace it covers",
     ],
     "deploy-role-declared-again": [
         "cluster.adminRoleArns[0]: is the deploy role (cluster.deployRoleArn): EKS already gives the principal that creates "

@@ -39,30 +39,90 @@ def test_the_default_answers_pass_every_fixture_stack() -> None:
         assert {c.result for c in checks} <= {"ok", "not checked"}
 
 
-def test_a_p_quota_of_zero_fails_with_the_code_and_the_fix() -> None:
+ZERO_GPU = {"L-DB2E81BA": 0, "L-417A185B": 0, "L-3819A6DF": 0, "L-7212CCBC": 0, "L-1216C47A": 4096}
+
+
+def test_a_p_quota_of_zero_fails_each_pool_that_could_never_launch_a_node() -> None:
     cfg = parse(stack_data(PROD))
-    quotas = {"L-DB2E81BA": 4096, "L-417A185B": 0, "L-3819A6DF": 4096, "L-7212CCBC": 4096}
+    quotas = {**ZERO_GPU, "L-DB2E81BA": 4096, "L-3819A6DF": 4096}
     assert _failed(_run(cfg, _answers(quotas=quotas))) == [
-        "gpuPools: the account's L-417A185B quota (Running On-Demand P instances) is 0 vCPUs, below the 288 vCPUs the "
-        "minimum replicas of gpu-h100, gpu-a100-mig need: Karpenter's launches would fail and the pods stay Pending. "
-        "Fix: request 288 or more in Service Quotas (ec2, L-417A185B), or lower the pools' minimum replicas"
+        "gpuPools[gpu-h100].capacityTypes: no node of this pool can launch: the smallest host of llama-3-3-70b is "
+        "p5.48xlarge (192 vCPUs) and the account's quotas are on-demand 0 vCPUs (L-417A185B). No replica of llama-3-3-70b "
+        "can ever start, at any minimum or schedule: requests are held by the gateway, then answered 503. Fix: request at "
+        "least 192 vCPUs in Service Quotas (ec2, L-417A185B); a new account's GPU quotas are often 0",
+        "gpuPools[gpu-a100-mig].capacityTypes: no node of this pool can launch: the smallest host of qwen-2-5-7b is "
+        "p4d.24xlarge (96 vCPUs) and the account's quotas are on-demand 0 vCPUs (L-417A185B). No replica of qwen-2-5-7b "
+        "can ever start, at any minimum or schedule: requests are held by the gateway, then answered 503. Fix: request at "
+        "least 96 vCPUs in Service Quotas (ec2, L-417A185B); a new account's GPU quotas are often 0",
     ]
 
 
-def test_a_quota_that_covers_min_but_not_the_limit_is_a_warning() -> None:
-    cfg = parse(stack_data(DEV))
-    quotas = {"L-DB2E81BA": 16, "L-417A185B": 0, "L-3819A6DF": 4096, "L-7212CCBC": 0}
-    warned = [c for c in _run(cfg, _answers(quotas=quotas)) if c.result == "warning"]
-    assert [c.inputs["quotaCode"] for c in warned] == ["L-DB2E81BA"]
-    assert "enough for the minimum replicas (4)" in warned[0].message
+def test_a_model_at_zero_on_a_pool_without_gpu_quota_fails_though_its_minimum_needs_none() -> None:
+    cfg = parse(stack_data("scale-to-zero-dev"))
+    assert all(m.replicas.min == 0 for m in cfg.models)
+    checks = _run(cfg, _answers(quotas=ZERO_GPU))
+    (failed,) = [c for c in checks if c.result == "failed"]
+    assert failed.path == "gpuPools[gpu-l4-a10g].capacityTypes"
+    assert "No replica of llama-3-1-8b can ever start" in failed.message
+    assert "L-DB2E81BA or L-3819A6DF" in failed.message
+    # the boundary: a quota of exactly one smallest host launches it
+    (host,) = failed.inputs["smallestHosts"].values()
+    vcpus = int(host.split("(")[1].split()[0])
+    at_floor = _run(cfg, _answers(quotas={**ZERO_GPU, "L-3819A6DF": vcpus}))
+    assert [c.result for c in at_floor if c.path == failed.path] == ["ok"]
+    below = _run(cfg, _answers(quotas={**ZERO_GPU, "L-3819A6DF": vcpus - 1}))
+    assert [c.result for c in below if c.path == failed.path] == ["failed"]
 
 
-def test_a_short_spot_quota_with_on_demand_fallback_only_warns() -> None:
+def test_a_spot_first_pool_is_judged_on_spot_and_on_demand_together() -> None:
+    data = stack_data(DEV)
+    data["models"][0]["replicas"] = {"min": 2, "max": 3}
+    cfg = parse(data)
+    need_min = next(c for c in _run(cfg, _answers()) if c.path.endswith(".gpuLimit")).inputs["vcpusAtMin"]
+    node = cfg.pool("gpu-l4-a10g").resolved_instance_types()[0].vcpus  # type: ignore[union-attr]
+    assert need_min == 2 * node
+    # neither quota alone holds the minimum, both together do: Karpenter falls back to on-demand
+    split = {**ZERO_GPU, "L-DB2E81BA": node, "L-3819A6DF": node}
+    assert _failed(_run(cfg, _answers(quotas=split))) == []
+    short = {**ZERO_GPU, "L-DB2E81BA": node, "L-3819A6DF": node - 1}
+    (failed,) = _failed(_run(cfg, _answers(quotas=short)))
+    assert f"hold {need_min - 1} of the {need_min} vCPUs the minimum replicas" in failed
+    assert "request 1 more vCPUs" in failed
+
+
+def test_a_quota_that_covers_min_but_not_the_limit_says_where_scale_out_stops() -> None:
     cfg = parse(stack_data(DEV))
-    quotas = {"L-DB2E81BA": 4096, "L-417A185B": 0, "L-3819A6DF": 0, "L-7212CCBC": 0}
-    checks = _run(cfg, _answers(quotas=quotas))
-    assert _failed(checks) == []
-    assert [c.inputs["quotaCode"] for c in checks if c.result == "warning"] == ["L-3819A6DF"]
+    quotas = {**ZERO_GPU, "L-DB2E81BA": 16}
+    (warned,) = [c for c in _run(cfg, _answers(quotas=quotas)) if c.result == "warning"]
+    assert warned.inputs["quotaCodes"] == ["L-DB2E81BA", "L-3819A6DF"]
+    assert "hold the minimum replicas (4 vCPUs)" in warned.message
+    assert "scale-out stops when their nodes reach 16 vCPUs (about 2 nodes of g6.2xlarge: 2 of the 4 GPUs of gpuLimit)" in warned.message
+
+
+def test_a_short_spot_quota_with_on_demand_fallback_is_covered() -> None:
+    cfg = parse(stack_data(DEV))
+    checks = _run(cfg, _answers(quotas={**ZERO_GPU, "L-DB2E81BA": 4096}))
+    assert [c.result for c in checks if c.name == "quota"] == ["ok", "ok", "ok"]
+
+
+def test_the_system_node_group_needs_its_standard_quota() -> None:
+    cfg = parse(stack_data(DEV))
+    group = cfg.cluster.system_node_group
+    vcpus = 4  # m7i.xlarge
+    assert group.instance_types == ["m7i.xlarge"]
+
+    def result(quota: int) -> str:
+        (check,) = [
+            c
+            for c in _run(cfg, _answers(quotas={**ZERO_GPU, "L-DB2E81BA": 4096, "L-1216C47A": quota}))
+            if c.path == "cluster.systemNodeGroup"
+        ]
+        return check.result
+
+    assert result(group.desired_size * vcpus) == "warning"
+    assert result(group.desired_size * vcpus - 1) == "failed"
+    assert result((group.max_size + 1) * vcpus) == "ok"
+    assert result((group.max_size + 1) * vcpus - 1) == "warning"
 
 
 def test_no_zone_offering_the_pool_types_fails_naming_them() -> None:
@@ -361,24 +421,85 @@ def test_the_program_stops_before_registering_anything(tmp_path: Path, monkeypat
     assert monitors[0].registrations == []  # not one resource: the stack stays as it was
 
 
+ACCOUNTS = ROOT / "tests" / "fixtures" / "accounts"
+ADMIN = "arn:aws:sts::123456789012:assumed-role/platform-admin/alice"
+DEPLOY = "arn:aws:sts::123456789012:assumed-role/llm-platform-deploy/gha-run-1"
+OTHER = "arn:aws:sts::123456789012:assumed-role/developer/bob"
+
+
+def _fixture_account(tmp_path: Path, name: str) -> Path:
+    """An account fixture (tests/fixtures/accounts: the keys that differ) over the default answers."""
+    return _account_file(tmp_path, **yaml.safe_load((ACCOUNTS / f"{name}.yaml").read_text()))
+
+
 @pytest.mark.parametrize(
-    ("caller", "result"),
+    ("caller", "exists", "result"),
     [
-        ("arn:aws:sts::123456789012:assumed-role/llm-platform-deploy/gha-run-1", "ok"),
-        ("arn:aws:sts::123456789012:assumed-role/platform-admin/alice", "ok"),
-        ("arn:aws:sts::123456789012:assumed-role/developer/bob", "failed"),
-        ("arn:aws:iam::123456789012:user/carol", "failed"),
+        (DEPLOY, False, "ok"),
+        (ADMIN, False, "failed"),  # the 409 of its own entry after the cluster exists
+        (OTHER, False, "failed"),
+        (DEPLOY, True, "ok"),
+        (ADMIN, True, "ok"),
+        (OTHER, True, "failed"),
+        (ADMIN, None, "ok"),  # not read: judged as a later up
+        ("arn:aws:iam::123456789012:user/carol", None, "failed"),
     ],
 )
-def test_pulumi_runs_as_the_deploy_role_or_an_admin(caller: str, result: str) -> None:
-    """pulumi-eks makes whoever creates the cluster its admin: that must be the declared deploy role."""
+def test_the_first_up_runs_as_the_deploy_role_and_later_ones_as_it_or_an_admin(caller: str, exists: bool | None, result: str) -> None:
     cfg = parse(stack_data(PROD))
-    answers = account.load(ROOT / "offline" / "account.yaml").model_copy(update={"caller": caller, "region": cfg.region})
+    answers = _answers(caller=caller, clusterExists=exists)
     (check,) = [c for c in preflight.run(cfg, answers, authoritative=False) if c.name == "caller"]
     assert check.result == result
-    if result == "failed":
+    if result == "failed" and exists is False:
+        assert "does not exist yet" in check.message
+        assert "Fix: run the first pulumi up as the deploy role arn:aws:iam::123456789012:role/llm-platform-deploy" in check.message
+    elif result == "failed":
         assert "creator-admin" in check.message
         assert "Fix: run as the deploy role" in check.message
+
+
+def test_without_a_deploy_role_the_first_up_runs_as_a_principal_the_stack_does_not_declare() -> None:
+    cfg = parse(stack_data(DEV))
+    assert cfg.cluster.deploy_role_arn is None
+    declared = cfg.cluster.admin_role_arns[0].replace(":iam::", ":sts::").replace(":role/", ":assumed-role/") + "/alice"
+
+    def result(caller: str, exists: bool) -> str:
+        (check,) = [c for c in preflight.run(cfg, _answers(caller=caller, clusterExists=exists), authoritative=False) if c.name == "caller"]
+        return check.result
+
+    assert (result(OTHER, False), result(declared, False)) == ("ok", "failed")
+    # later: an admin is fine; an undeclared caller only if it created the cluster, which preflight cannot see
+    assert (result(declared, True), result(OTHER, True)) == ("ok", "warning")
+
+
+def test_clusteradmin_through_access_counts_as_an_admin() -> None:
+    data = stack_data(PROD)
+    data["cluster"]["access"] = [{"principalArn": "arn:aws:iam::123456789012:role/developer", "policy": "ClusterAdmin"}]
+    (check,) = [
+        c for c in preflight.run(parse(data), _answers(caller=OTHER, clusterExists=True), authoritative=False) if c.name == "caller"
+    ]
+    assert check.result == "ok"
+
+
+@pytest.mark.parametrize(
+    ("stack", "fixture", "code", "needles"),
+    [
+        ("full-prod", "first-run-as-admin", 2, ("does not exist yet", "409", "llm-platform-deploy")),
+        ("full-prod", "first-run-as-deploy-role", 0, ()),
+        ("scale-to-zero-dev", "zero-gpu-quota", 2, ("No replica of llama-3-1-8b can ever start", "L-DB2E81BA or L-3819A6DF")),
+    ],
+)
+def test_the_account_fixtures_render_or_stop_with_the_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], stack: str, fixture: str, code: int, needles: tuple[str, ...]
+) -> None:
+    path = _fixture_account(tmp_path, fixture)
+    out = tmp_path / "build"
+    file = ROOT / "tests" / "fixtures" / "stacks" / f"{stack}.yaml"
+    assert render.main([stack, "--file", str(file), "--account", str(path), "--out", str(out)]) == code
+    err = capsys.readouterr().err
+    for needle in needles:
+        assert needle in err
+    assert "Traceback" not in err
 
 
 def test_the_caller_is_not_checked_without_an_answer() -> None:

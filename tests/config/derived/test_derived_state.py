@@ -200,15 +200,15 @@ def test_preflight_counts_the_warm_headroom_in_the_quota_minimum() -> None:
     assert pool.vcpus_at_min == models + pool.warm.vcpus
     raw = yaml.safe_load(ACCOUNT.read_text())
     checks = preflight.run(cfg, account.in_region(account.parse(raw, "default"), cfg.region), authoritative=False)
-    g_on_demand = next(c for c in checks if c.name == "quota" and c.inputs["quotaCode"] == "L-DB2E81BA")
-    expected = sum(p.vcpus_at_min for p in state.of(cfg).pools.values() if ("on-demand", "G") in p.vcpu_quota())
-    assert g_on_demand.inputs["vcpusAtMin"] == expected
-    # A quota that holds the models' minimum but not the headroom's node fails: the account cannot hold the pool.
+    g = next(c for c in checks if c.name == "quota" and c.inputs.get("quotaCodes") == ["L-DB2E81BA", "L-3819A6DF"])
+    expected = sum(p.vcpus_at_min for p in state.of(cfg).pools.values() if "G" in p.instance_classes)
+    assert g.inputs["vcpusAtMin"] == expected
+    # Quotas that hold the models' minimum but not the headroom's node fail: the account cannot hold the pool.
     short = expected - pool.warm.vcpus
-    quotas = {"L-DB2E81BA": short, "L-417A185B": 4096, "L-3819A6DF": 0, "L-7212CCBC": 4096}
+    quotas = {"L-DB2E81BA": short, "L-417A185B": 4096, "L-3819A6DF": 0, "L-7212CCBC": 4096, "L-1216C47A": 4096}
     short_answers = account.in_region(account.parse({**raw, "quotas": quotas}, "short"), cfg.region)
-    failed = [c.inputs["quotaCode"] for c in preflight.run(cfg, short_answers, authoritative=False) if c.result == "failed"]
-    assert failed == ["L-DB2E81BA"]
+    failed = [c.inputs.get("quotaCodes") for c in preflight.run(cfg, short_answers, authoritative=False) if c.result == "failed"]
+    assert failed == [["L-DB2E81BA", "L-3819A6DF"]]
 
 
 def test_the_gpu_limit_rule_reads_the_states_peak() -> None:
@@ -328,10 +328,10 @@ def test_the_prod_fixtures_g_quota_minimum() -> None:
     cfg = parse(stack_data(PROD))
     raw = yaml.safe_load(ACCOUNT.read_text())
     checks = preflight.run(cfg, account.in_region(account.parse(raw, "default"), cfg.region), authoritative=False)
-    minimums = {c.inputs["quotaCode"]: c.inputs["vcpusAtMin"] for c in checks if c.name == "quota"}
+    minimums = {tuple(c.inputs["quotaCodes"]): c.inputs["vcpusAtMin"] for c in checks if "quotaCodes" in c.inputs}
     # 8 vCPUs of the L4/A10G model's two nodes, 4 of its headroom node (12 before the headroom counted), 8 of the
     # 3B model's two L40S nodes (spread over two zones; 4 when it packed both replicas onto one)
-    assert minimums == {"L-DB2E81BA": 20, "L-3819A6DF": 20, "L-417A185B": 288}
+    assert minimums == {("L-DB2E81BA", "L-3819A6DF"): 20, ("L-417A185B",): 288}
 
 
 def test_a_pickled_config_derives_anew_on_the_other_side() -> None:
