@@ -15,6 +15,7 @@ import difflib
 import re
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -51,16 +52,31 @@ class CredentialShape:
     """Where the format is documented."""
     instead: str = "the platform takes no such credential in its config"
     """For a credential that is no stack secret: where it goes instead."""
+    guard: Callable[[str], bool] | None = None
+    """For a format with no prefix: what a match must also be (random, not a name that happens to fit)."""
 
     @property
     def marker(self) -> str:
         return f"[{self.kind}, not shown]"
 
+    def found(self, text: str) -> bool:
+        return any(self._is(m) for m in self.pattern.finditer(text))
 
-def _shape(kind: str, pattern: str, secret: str | None, source: str, *instead: str) -> CredentialShape:
+    def hide(self, text: str) -> str:
+        return self.pattern.sub(lambda m: self.marker if self._is(m) else m.group(0), text)
+
+    def _is(self, match: re.Match[str]) -> bool:
+        return self.guard is None or self.guard(match.group(0))
+
+
+def _shape(
+    kind: str, pattern: str, secret: str | None, source: str, *instead: str, guard: Callable[[str], bool] | None = None
+) -> CredentialShape:
     # Not glued to a longer word or token on either side (a model called "task-..." is not "sk-...").
     compiled = re.compile(rf"(?<![A-Za-z0-9])(?:{pattern})(?![A-Za-z0-9])")
-    return CredentialShape(kind, compiled, secret, source, *instead)
+    if instead:
+        return CredentialShape(kind, compiled, secret, source, instead[0], guard=guard)
+    return CredentialShape(kind, compiled, secret, source, guard=guard)
 
 
 _MIXED = r"(?=[A-Za-z0-9_-]*[A-Z])(?=[A-Za-z0-9_-]*[a-z])(?=[A-Za-z0-9_-]*[0-9])"
@@ -105,6 +121,15 @@ CREDENTIAL_SHAPES: tuple[CredentialShape, ...] = (
         "`pulumi up` uses the AWS credentials of the shell or CI runner it runs in, from a profile or an assumed role",
     ),
     _shape(
+        "an AWS secret access key",
+        # 40 of base64's characters, not part of a base64url token (those join with - and _)
+        r"(?<![_-])[A-Za-z0-9/+]{40}(?![_=-])",
+        None,
+        "IAM User Guide, access keys (a 40-character secret in base64's alphabet, shown once when the key is created)",
+        "`pulumi up` uses the AWS credentials of the shell or CI runner it runs in, from a profile or an assumed role",
+        guard=lambda token: _looks_secret(token),
+    ),
+    _shape(
         "a GitHub token",
         r"gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,}",
         None,
@@ -143,7 +168,16 @@ _WORDS = re.compile(r"[a-z]*(?:[A-Z]*[A-Z][a-z]{2,}|[A-Z]+|[0-9]+)*")
 
 def credential_shapes(text: str) -> list[CredentialShape]:
     """The published credential formats found in text, in catalog order."""
-    return [shape for shape in CREDENTIAL_SHAPES if shape.pattern.search(text)]
+    return [shape for shape in CREDENTIAL_SHAPES if shape.found(text)]
+
+
+# The prefixes of the published formats: a value that starts like one is never printed, however short or
+# oddly shaped the rest (a truncated or mistyped token still gives part of one away). The rest must look
+# random (a digit or capital among 4+ letters and digits): `hf_transfer` and `sk-llama-3` are names.
+_PREFIXED = re.compile(
+    r"(?<![A-Za-z0-9])(?:hf_|api_org_|dckr_(?:pat|oat)_|sk-(?:proj-)?|AKIA|ASIA|ABIA|ACCA|gh[pousr]_|github_pat_|glpat-"
+    r"|xox[abposr]-|pul-|eyJ)(?=[A-Za-z0-9]*[A-Z0-9])[A-Za-z0-9]{4,}[A-Za-z0-9_-]*"
+)
 
 
 def _random_run(part: str) -> bool:
@@ -172,7 +206,8 @@ def _looks_secret(token: str) -> bool:
 def scrub(text: str) -> str:
     """The text with every credential-shaped value replaced by a marker naming what it looked like."""
     for shape in CREDENTIAL_SHAPES:
-        text = shape.pattern.sub(shape.marker, text)
+        text = shape.hide(text)
+    text = _PREFIXED.sub(HIDDEN, text)
 
     def judge(match: re.Match[str]) -> str:
         token = match.group(0)

@@ -11,6 +11,7 @@ from typing import Any
 
 from builders.karpenter import mig
 from config.derived.capacity import pool_mig_profile
+from config.derived.sharing import node_capacity
 from config.derived.state import PoolState
 from config.facts.conventions import (
     CAPACITY_TYPE_LABEL,
@@ -138,6 +139,19 @@ def requirements(pool: GpuPool, vpc_zones: list[str] | None = None) -> list[dict
     return reqs
 
 
+def limits(pool: GpuPool, derived: PoolState) -> dict[str, str]:
+    """The NodePool's limits: nvidia.com/gpu (PoolState.nodepool_limit), which Karpenter checks at launch from the
+    instance type's GPUs. A MIG pool is limited on its MIG resource too: once a node is initialized Karpenter
+    counts its usage from the node's capacity (kubernetes-sigs/karpenter v1.14.1 statenode.go), and with every
+    GPU partitioned (`mixed`) the device plugin reports no nvidia.com/gpu, so that limit alone would see the
+    node as empty and admit more (cluster-review-2026-12-04 m1). The MIG limit is gpuLimit's GPUs in slices,
+    what the pool's NodeOverlay advertises per node."""
+    found = {GPU_RESOURCE: str(derived.nodepool_limit)}
+    if pool.sharing.mig:
+        found |= {resource: str(count) for resource, count in node_capacity(pool, pool.gpu_limit).items()}
+    return found
+
+
 def node_pool(pool: GpuPool, derived: PoolState, vpc_zones: list[str] | None = None) -> dict[str, Any]:
     """The pool's NodePool. Its nvidia.com/gpu limit is in the units Karpenter counts (the NodeOverlay
     advertises a time-sliced GPU as `replicas` GPUs): PoolState.nodepool_limit."""
@@ -162,7 +176,7 @@ def node_pool(pool: GpuPool, derived: PoolState, vpc_zones: list[str] | None = N
             "consolidateAfter": d.consolidate_after,
             "budgets": [b.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True) | {"nodes": b.nodes} for b in d.budgets],
         },
-        "limits": {GPU_RESOURCE: str(derived.nodepool_limit)},
+        "limits": limits(pool, derived),
     }
     if pool.weight is not None:
         spec["weight"] = pool.weight

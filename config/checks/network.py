@@ -128,6 +128,19 @@ def rule_zones(cfg: StackConfig) -> Iterator[Problem]:
             )
 
 
+def rule_prod_pool_zones(cfg: StackConfig) -> Iterator[Problem]:
+    """(prod only) A pool narrowed to one zone does not survive that zone's outage: refused unless the pool says
+    singleZone (preflight judges the zones that offer its types the same way)."""
+    for pool in cfg.gpu_pools:
+        if len(pool.zones) == 1 and not pool.single_zone:
+            yield Problem(
+                f"{pool_path(pool)}.zones",
+                f"names one zone ({pool.zones[0]}): in prod a pool needs two zones to survive a zone outage, and its "
+                "models would go down with that zone. Fix: name a second zone, or leave zones unset; to accept one zone "
+                "(a type offered only there), set singleZone: true on the pool",
+            )
+
+
 def rule_prod_network_ha(cfg: StackConfig) -> Iterator[Problem]:
     """(prod only) A VPC the stack creates spans three zones, with a NAT gateway in each."""
     if not isinstance(cfg.network, NewVpc):

@@ -68,6 +68,7 @@ RULES: tuple[Rule, ...] = (
     Rule(network.rule_principals_once, "each principal has one access entry: once across adminRoleArns and access"),
     Rule(fit.rule_system_node_group_size, "the system node group keeps a spare node (required in prod)"),
     Rule(scaling.rule_prod_on_demand_fallback, "prod models fall back to on-demand when spot runs out", prod_only=True),
+    Rule(network.rule_prod_pool_zones, "a prod pool spans two zones, or says singleZone", prod_only=True),
     Rule(network.rule_prod_network_ha, "a prod VPC survives a zone outage (three zones, a NAT gateway each)", prod_only=True),
     Rule(network.rule_deletion_protection, "prod keeps cluster deletion protection on", prod_only=True),
     Rule(scaling.rule_prod_min_replicas, "a prod model survives a node loss", prod_only=True),

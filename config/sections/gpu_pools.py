@@ -193,6 +193,11 @@ class GpuPool(ConfigModel):
     disruption: Disruption = Field(default_factory=Disruption, description="Consolidation, budgets and expiry.")
     weight: int | None = Field(default=None, ge=1, le=100, description="NodePool weight: higher is tried first.")
     zones: list[str] = Field(default_factory=list, description="Restrict to these AZs; empty means every AZ of the VPC.")
+    single_zone: bool = Field(
+        default=False,
+        description="Accept that this pool launches in one zone only (a type offered in one zone): in prod a pool needs "
+        "two zones to survive a zone outage, and this opts out, by name. Preflight then warns instead of failing.",
+    )
     labels: dict[str, str] = Field(default_factory=dict, description="Extra node labels.")
     taints: list[Taint] = Field(
         default_factory=list,
@@ -210,6 +215,20 @@ class GpuPool(ConfigModel):
         if self.gpu_counts is not None and self.instance_families is None:
             raise config_error("gpuCounts only narrows instanceFamilies", "remove gpuCounts, or use instanceFamilies")
         return self
+
+    @field_validator("capacity_types")
+    @classmethod
+    def _purchasable(cls, value: list[CapacityType]) -> list[CapacityType]:
+        if "reserved" in value:
+            # Karpenter offers reserved capacity only from the reservations its EC2NodeClass selects
+            # (capacityReservationSelectorTerms; karpenter-provider-aws v1.14.1 reserved_capacity_resolver.go),
+            # and the platform's node classes select none yet.
+            raise config_error(
+                "reserved needs capacity reservations selected on the pool's node class, which the platform does not "
+                "write yet: Karpenter would never offer a reserved node, and a reserved-only pool would never launch one",
+                "use spot and/or on-demand",
+            )
+        return value
 
     @field_validator("labels")
     @classmethod

@@ -144,3 +144,20 @@ def test_a_node_whose_mig_mode_never_switches_stays_out_of_the_cluster(tmp_path:
     assert "MIG mode did not switch on" in stderr
     assert "systemctl --no-block reboot" not in calls
     assert not [c for c in calls if "-cgi" in c]
+
+
+def test_the_mig_pool_is_limited_on_the_resource_its_nodes_report(prod_run: harness.RunResult) -> None:
+    """Once a MIG node is initialized its capacity has no nvidia.com/gpu (every GPU partitioned, `mixed`), so the GPU
+    limit alone stops counting it: the pool is limited on its MIG resource too, at gpuLimit's GPUs in slices, in
+    the units its NodeOverlay advertises per node."""
+    pools = {values(r)["metadata"]["name"]: values(r)["spec"] for r in prod_run.of_type("kubernetes:karpenter.sh/v1:NodePool")}
+    overlays = [values(r)["spec"] for r in prod_run.of_type("kubernetes:karpenter.sh/v1alpha1:NodeOverlay")]
+    mig_pools = [name for name, spec in pools.items() if any(k.startswith("nvidia.com/mig-") for k in spec["limits"])]
+    assert mig_pools == ["gpu-a100-mig"]
+    limits = pools["gpu-a100-mig"]["limits"]
+    (overlay,) = [o for o in overlays if o["requirements"][0]["values"] == ["gpu-a100-mig"]]
+    ((resource, per_node),) = overlay["capacity"].items()
+    gpus_per_node = int(overlay["requirements"][1]["values"][0])
+    assert int(limits[resource]) == int(limits["nvidia.com/gpu"]) // gpus_per_node * int(per_node)
+    # no other pool's limits count MIG slices
+    assert all(set(spec["limits"]) == {"nvidia.com/gpu"} for name, spec in pools.items() if name != "gpu-a100-mig")

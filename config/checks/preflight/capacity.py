@@ -259,13 +259,21 @@ def offerings(cfg: StackConfig, account: AccountFile) -> Iterator[Check]:
                 inputs,
             )
         elif len(usable) < need:
+            accepted = pool.single_zone
             yield Check(
                 "offerings",
                 f"{pool_path(pool)}.instanceTypes",
-                "failed",
+                "warning" if accepted else "failed",
                 f"{', '.join(types)} {'is' if len(types) == 1 else 'are'} offered only in {usable[0]} of "
-                f"{', '.join(pool_zones)}; a prod pool needs two zones to survive a zone outage. Fix: name zones that "
-                "offer them (network.availabilityZones) or add instance types offered in a second zone",
+                f"{', '.join(pool_zones)}; "
+                + (
+                    "the pool says singleZone, so its models go down with that zone. Fix: none needed; drop singleZone "
+                    "once a second zone offers them"
+                    if accepted
+                    else "a prod pool needs two zones to survive a zone outage. Fix: name zones that offer them "
+                    "(network.availabilityZones) or add instance types offered in a second zone; to accept one zone, set "
+                    "singleZone: true on the pool"
+                ),
                 inputs,
             )
         else:

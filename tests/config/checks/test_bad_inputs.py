@@ -102,6 +102,7 @@ CASES: dict[str, Callable[[dict[str, Any]], object]] = {
     ),
     "private-access-not-a-security-group": lambda d: d["cluster"]["endpoint"].update(privateAccessSecurityGroupIds=["runner-sg"]),
     "deploy-role-declared-again": lambda d: d["cluster"].update(deployRoleArn="arn:aws:iam::123456789012:role/platform-admin"),
+    "reserved-capacity": lambda d: p0(d).update(capacityTypes=["reserved", "on-demand"]),
     "principal-admin-and-access": lambda d: d["cluster"].update(
         access=[{"principalArn": "arn:aws:iam::123456789012:role/teams/platform-admin", "policy": "View"}]
     ),
@@ -315,6 +316,11 @@ EXPECTED: dict[str, list[str]] = {
     ],
     "private-access-not-a-security-group": [
         "cluster.endpoint.privateAccessSecurityGroupIds[0]: 'runner-sg' is not a security group id. Fix: write sg-<8 or 17 hex digits>",
+    ],
+    "reserved-capacity": [
+        "gpuPools[gpu-l4-a10g].capacityTypes: reserved needs capacity reservations selected on the pool's node class, which "
+        "the platform does not write yet: Karpenter would never offer a reserved node, and a reserved-only pool would never "
+        "launch one. Fix: use spot and/or on-demand",
     ],
     "principal-admin-and-access": [
         "cluster.access[0].principalArn: names the principal role/platform-admin of account 123456789012 again (first at "

@@ -292,7 +292,10 @@ EXPECTED: dict[str, list[str]] = {
         "it to the apiKeys secret: run `pulumi config set --secret --path 'apiKeys.<model>' <key>`, and delete it here (revoke it if the file was ever committed)",
     ],
     "aws-secret-pasted-as-domain": [
-        "ingress.domain: '[a value shaped like a credential, not shown]' is not a DNS domain. Fix: write e.g. llm.example.com (lowercase, no scheme, no trailing dot)",
+        "ingress.domain: holds what looks like an AWS secret access key; the stack file is plain text that anyone who can "
+        "read the repository can read, and the value would reach the cluster in plain objects. Fix: delete it here; "
+        "`pulumi up` uses the AWS credentials of the shell or CI runner it runs in, from a profile or an assumed role "
+        "(revoke it if the file was ever committed)",
     ],
     "escape-lbc-vpc-id": [
         "ingress.extraValues.vpcId: is derived by the platform, and other resources rely on the value it sets (an override would point them at something that does not exist). Fix: remove the override and set network (the VPC the stack creates or network.vpcId) instead",

@@ -42,10 +42,11 @@ NAMED: dict[str, str] = {
     "a Pulumi access token": "pul" + "-" + "0123456789abcdef0123456789abcdef01234567",
     "a JSON Web Token": "eyJ" + "hbGciOiJIUzI1NiJ9" + ".eyJ" + "zdWIiOiIxMjM0NTY3ODkwIn0" + "." + RANDOM,
     "a private key": "-----BEGIN " + "RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA" + RANDOM + "\n-----END RSA PRIVATE KEY-----",
+    "an AWS secret access key": "wJalr" + "XUtnFEMI/K7MDENG/bPxRfi" + RANDOM[:12],
+    "an AWS secret access key (no slash)": "wJalr" + "XUtnFEMIK7MDENGbPxRfi" + RANDOM[:14],
 }
 # Random-looking values of no published format: hidden in every message, not refused.
 UNNAMED: dict[str, str] = {
-    "an AWS secret access key": "wJalr" + "XUtnFEMI/K7MDENG/bPxRfi" + RANDOM[:12],
     "a token_urlsafe key": "Lu-qA79f6" + "tlzishlt1dNNlep9XJIwTgE3zglImHaV5U",
     "an openssl rand -hex 32 key": "3f9a" * 16,
 }
@@ -119,6 +120,33 @@ def test_the_whole_load_path_never_prints_one(field: str, shape: str) -> None:
     assert RANDOM not in report
 
 
+# Shorter or odder than any published format, but starting like one: never printed (a part still gives a token away).
+PREFIXED: dict[str, str] = {
+    "a short Hugging Face token": "hf" + "_" + "Ab12cdEf",
+    "a short API key": "sk" + "-" + "x9Y8z7w6",
+    "a cut AWS access key id": "AKIA" + "Q7VLW2",
+    "a short GitHub token": "ghp" + "_" + "Ab12Cd34",
+    "a short Pulumi token": "pul" + "-" + "0a1b2c3d",
+}
+
+
+@pytest.mark.parametrize("field", sorted(FIELDS))
+@pytest.mark.parametrize("shape", sorted(PREFIXED))
+def test_a_value_that_starts_like_a_credential_is_never_printed(field: str, shape: str) -> None:
+    put, _ = FIELDS[field]
+    secret = PREFIXED[shape]
+    found = new_problems_after(lambda d: put(d, secret))
+    text = "\n".join(found)
+    assert secret not in text
+    assert secret[-6:] not in text
+    assert shown(secret) == HIDDEN
+
+
+@pytest.mark.parametrize("name", ["hf_transfer", "sk-llama-3-8b", "pul-request", "ghs_cache", "AKIA"])
+def test_a_name_that_starts_like_a_prefix_is_still_printed(name: str) -> None:
+    assert shown(name) == f"'{name}'"
+
+
 @pytest.mark.parametrize("field", sorted(FIELDS))
 @pytest.mark.parametrize("shape", sorted(UNNAMED))
 def test_a_random_looking_value_is_never_printed(field: str, shape: str) -> None:
@@ -133,7 +161,7 @@ def test_a_random_looking_value_is_never_printed(field: str, shape: str) -> None
 
 
 def test_the_whole_load_path_never_prints_a_random_one() -> None:
-    secret = UNNAMED["an AWS secret access key"]
+    secret = UNNAMED["a token_urlsafe key"]
     report = _through_load(lambda d: d.update(ingress={"domain": secret}))
     assert "ingress.domain: '[a value shaped like a credential, not shown]' is not a DNS domain" in report
     assert secret not in report

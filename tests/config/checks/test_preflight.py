@@ -12,7 +12,7 @@ from config.checks import account, preflight
 from config.errors import ConfigError
 from config.sections.stack import StackConfig
 from offline import harness, render
-from tests.conftest import DEV, PROD, ROOT, fixture_input, parse, stack_data
+from tests.conftest import DEV, PROD, ROOT, fixture_input, new_problems_after, parse, stack_data
 
 DEFAULT = ROOT / "offline" / "account.yaml"
 
@@ -135,16 +135,36 @@ def test_no_zone_offering_the_pool_types_fails_naming_them() -> None:
     ]
 
 
-def test_prod_pools_need_two_zones_that_offer_them() -> None:
-    cfg = parse(stack_data(PROD))  # zones named by id: use1-az1, use1-az2, use1-az4 = us-east-1a, b, c
+def test_prod_pools_need_two_zones_that_offer_them_unless_they_say_single_zone() -> None:
+    data = stack_data(PROD)  # zones named by id: use1-az1, use1-az2, use1-az4 = us-east-1a, b, c
     offerings = {f"us-east-1{z}": ["g6.xlarge", "g5.xlarge", "g6e.xlarge", "g6e.2xlarge", "g6e.4xlarge", "p4d.24xlarge"] for z in "abc"}
     offerings["us-east-1a"] = [*offerings["us-east-1a"], "p5.48xlarge"]
-    failed = _failed(_run(cfg, _answers(offerings=offerings)))
+    failed = _failed(_run(parse(data), _answers(offerings=offerings)))
     assert failed == [
         "gpuPools[gpu-h100].instanceTypes: p5.48xlarge is offered only in us-east-1a of us-east-1a, us-east-1b, us-east-1c; "
         "a prod pool needs two zones to survive a zone outage. Fix: name zones that offer them (network.availabilityZones) "
-        "or add instance types offered in a second zone"
+        "or add instance types offered in a second zone; to accept one zone, set singleZone: true on the pool"
     ]
+    next(p for p in data["gpuPools"] if p["name"] == "gpu-h100")["singleZone"] = True
+    checks = _run(parse(data), _answers(offerings=offerings))
+    assert _failed(checks) == []
+    (warned,) = [c for c in checks if c.name == "offerings" and c.result == "warning"]
+    assert "the pool says singleZone, so its models go down with that zone" in warned.message
+
+
+def test_a_prod_pool_in_one_zone_is_refused_by_the_config_unless_it_says_single_zone() -> None:
+    def zones(names: list[str], single: bool = False) -> Any:
+        def mutate(d: dict[str, Any]) -> None:
+            d["gpuPools"][0].update(zones=names, singleZone=single)
+
+        return mutate
+
+    (problem,) = new_problems_after(zones(["us-east-1a"]), PROD)
+    assert problem.startswith("gpuPools[gpu-l4-a10g].zones: names one zone (us-east-1a): in prod a pool needs two zones")
+    assert "set singleZone: true on the pool" in problem
+    assert new_problems_after(zones(["us-east-1a", "us-east-1b"]), PROD) == []
+    assert new_problems_after(zones(["us-east-1a"], single=True), PROD) == []
+    assert new_problems_after(zones(["us-east-1a"]), DEV) == []
 
 
 def test_a_missing_ami_release_fails_naming_it() -> None:
