@@ -44,10 +44,6 @@ def private_subnet_tags(cluster_name: str, az: str, base: dict[str, str]) -> dic
     return {**base, "Name": f"{cluster_name}-private-{az}", INTERNAL_ELB_TAG: "1", **discovery_tags(cluster_name)}
 
 
-def nat_gateway_count(mode: str, az_count: int) -> int:
-    return az_count if mode == "perAz" else 1
-
-
 def node_subnet_selector_terms(network: NetworkConfig, cluster_name: str) -> list[dict[str, Any]]:
     """EC2NodeClass subnet selector: the discovery tag on a new VPC, the listed subnets of an existing one."""
     if isinstance(network, ExistingVpc):

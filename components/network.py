@@ -9,12 +9,11 @@ import pulumi
 import pulumi_aws as aws
 
 from builders.network import (
-    nat_gateway_count,
     private_subnet_tags,
     public_subnet_tags,
     subnet_plan,
 )
-from config.sections.network import ExistingVpc, NewVpc, Route
+from config.sections.network import ExistingVpc, NewVpc, Route, nat_gateway_count
 from config.sections.types import is_zone_id
 
 

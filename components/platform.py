@@ -158,6 +158,7 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
             opts=pulumi.ResourceOptions(depends_on=[gpu_operator, *karpenter.node_pools.values(), *pulls_after]),
         )
     models: dict[str, Any] = {}
+    hostname: pulumi.Output[str] | None = None
     for model in cfg.models:
         pool = cfg.pool(model.pool)
         assert pool is not None  # validated
@@ -202,6 +203,8 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
             ),
             opts=pulumi.ResourceOptions(depends_on=[gpu_operator, keda, observability, karpenter.node_pools[pool.name], *pulls_after]),
         )
+        if hostname is None:
+            hostname = served.load_balancer_hostname  # the group's one ALB: every exposed model's Ingress has it
         models[model.name] = {
             "namespace": served.namespace,
             "service": served.service_name,
@@ -226,5 +229,6 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
         "prometheusUrl": observability.prometheus_url,
         "weightsBucket": bucket_name,
         "imageRegistry": registry,
+        "loadBalancerHostname": hostname,
         "models": models,
     }

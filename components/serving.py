@@ -149,6 +149,7 @@ class VllmModel(pulumi.ComponentResource):
     service_name: str
     url: str
     base_url: pulumi.Output[str] | None
+    load_balancer_hostname: pulumi.Output[str] | None
 
     def __init__(self, name: str, args: VllmModelArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("llmplatform:index:VllmModel", name, None, opts)
@@ -200,6 +201,7 @@ class VllmModel(pulumi.ComponentResource):
         gateway_allowed = [self._object(f"{name}-netpol-{p['metadata']['name']}", p, inside) for p in gateway_allows]
         front = self._gateway(name, args, gateway, [*after, namespace, *gateway_allowed, *secrets])
         self.base_url = None
+        self.load_balancer_hostname = None
         moved: list[pulumi.Resource] = []
         if endpoint is not None:
             # After the gateway's proxies are ready (their budget waits for them, builders/gateway/policies.py).
@@ -221,6 +223,7 @@ class VllmModel(pulumi.ComponentResource):
             settings = endpoint.ingress
             status = ingress.status  # type: ignore[attr-defined]
             self.base_url = status.apply(lambda s: ingress_builders.base_url(model, settings, _hostname(s)))
+            self.load_balancer_hostname = status.apply(_hostname)
         # vLLM's policy changes after the Ingress: on the `up` from the release where the ALB reached vLLM
         # itself, the ALB's rule has moved to the proxies before vLLM stops admitting the load balancer.
         after_front = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*after, namespace, *front, *moved])

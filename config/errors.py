@@ -380,10 +380,10 @@ def _message(root: type[BaseModel], error: Any) -> str:
     if kind == "extra_forbidden":
         return (
             f"unknown key{_did_you_mean(root, loc)}; it would otherwise be ignored silently. "
-            "Fix: correct or remove it (see the config reference in README.md)"
+            "Fix: correct or remove it (see the config reference, docs/config-reference.md)"
         )
     if kind == "missing":
-        return "required key is missing. Fix: add it (see the config reference in README.md)"
+        return "required key is missing. Fix: add it (see the config reference, docs/config-reference.md)"
     if kind in ("int_type", "int_parsing", "int_from_float"):
         return f"expected an integer, got {_got(error)}. Fix: write a whole number without quotes"
     if kind in ("float_type", "float_parsing"):
@@ -414,7 +414,7 @@ def _message(root: type[BaseModel], error: Any) -> str:
     if kind in ("too_short", "too_long"):
         return f"{error['msg']}. Fix: change the number of entries"
     msg = str(error["msg"]).removeprefix("Value error, ")
-    return f"{msg}. Fix: see the config reference in README.md"
+    return f"{msg}. Fix: see the config reference, docs/config-reference.md"
 
 
 def problems_from_validation_error(root: type[BaseModel], exc: ValidationError, data: Any) -> list[Problem]:

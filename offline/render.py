@@ -164,12 +164,19 @@ def summary(
         replicas, nodes = f"{m.replicas_min}-{m.replicas_max}", f"{m.nodes_min}-{m.nodes_max}"
         lines.append(f"  {m.name:<16} {m.pool:<18} {m.gpu:<34} {replicas:<9} {nodes:<7} {endpoint}")
     month = catalog.HOURS_PER_MONTH
+    fixed = ", ".join(f"{f.name}{f' x{f.count}' if f.count > 1 else ''} ${f.per_hour:.3f}/h" for f in costs.fixed)
     lines += [
         "",
-        "Compute cost in whole nodes (on-demand us-east-1 list prices; spot is lower; excludes NAT, load balancers, storage, EKS fee):",
-        f"  floor   ${costs.floor:9.2f}/h  ${costs.floor * month:11,.0f}/month  (system nodes at min + models at min replicas)",
-        f"  ceiling ${costs.ceiling:9.2f}/h  ${costs.ceiling * month:11,.0f}/month  (system nodes at max + models at max replicas)",
+        "Cost (on-demand us-east-1 list prices; spot is lower; data through NAT and the ALB, logs and volumes not counted):",
+        f"  floor   ${costs.floor:9.2f}/h  ${costs.floor * month:11,.0f}/month  (fixed + system nodes at min + models at min replicas)",
+        f"  ceiling ${costs.ceiling:9.2f}/h  ${costs.ceiling * month:11,.0f}/month  (fixed + system nodes at max + models at max replicas)",
+        f"  incl. fixed ${costs.fixed_per_hour:.2f}/h (${costs.fixed_per_hour * month:,.0f}/month): {fixed}",
     ]
+    if cfg.region != catalog.PRICE_REGION:
+        lines.append(
+            f"  Warning: the prices are {catalog.PRICE_REGION}'s and this stack deploys to {cfg.region}, whose prices differ: "
+            "read these figures as estimates"
+        )
     for h in costs.headroom:
         lines.append(
             f"  incl. headroom of {h.pool}: {h.gpus} GPU(s) warm on {h.nodes_min}-{h.nodes_max} node(s), ${h.floor:.2f}-{h.ceiling:.2f}/h"
@@ -256,9 +263,19 @@ def hold_table(cfg: StackConfig) -> list[str]:
     return lines
 
 
-def preflight_table(checks: list[preflight.Check]) -> str:
-    """One line per kind of check: how many passed, warned or were not checked."""
-    lines = ["Preflight against the account answers:"]
+SAMPLE_ACCOUNT = "offline/account.yaml"
+
+
+def preflight_table(checks: list[preflight.Check], sample_region: str | None = None) -> str:
+    """One line per kind of check: how many passed, warned or were not checked. With `sample_region`, the answers
+    were the sample account's, moved to that region: the table says so, as they prove nothing about a real one."""
+    if sample_region is None:
+        lines = ["Preflight against the account answers:"]
+    else:
+        lines = [
+            f"Preflight against the sample account ({SAMPLE_ACCOUNT}: a healthy account, its zones moved to "
+            f"{sample_region}; it says nothing of yours: `make account` captures your answers, `ACCOUNT=<file>` checks them):"
+        ]
     kinds = sorted({c.name for c in checks})
     for kind in kinds:
         results = Counter(c.result for c in checks if c.name == kind)
@@ -290,9 +307,14 @@ def main(argv: list[str] | None = None) -> int:
         harness.apply_config(inp)
         offline = harness.offline_account(inp)
         cfg, _, _, warnings = config_load.validate(offline)
-        checks = account.check(cfg, offline)
     except ConfigError as err:
         print(f"{stack_file.name}: " + err.report(), file=sys.stderr)
+        return EXIT_CONFIG
+    answers = Path(args.account).name if args.account else SAMPLE_ACCOUNT
+    try:
+        checks = account.check(cfg, offline)
+    except ConfigError as err:  # the account file's own problems: named by it, not by the stack file
+        print(f"{answers}: " + err.report(), file=sys.stderr)
         return EXIT_CONFIG
     found = preflight.problems(checks)
     if any(p.severity == "error" for p in found):
@@ -312,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
     elapsed = time.perf_counter() - started
     report = [format_report(warnings)] if warnings else []
     print(summary(args.stack, cfg, result, report, inp.placeholders, elapsed, counts=args.counts, sources=args.sources))
-    print("\n" + preflight_table(checks))
+    print("\n" + preflight_table(checks, None if args.account else cfg.region))
     shown = target.resolve().relative_to(Path.cwd()) if target.resolve().is_relative_to(Path.cwd()) else target
     print(f"\nWrote {shown}/: resources.json, manifests/, helm/, outputs.json, preflight.json")
     return 0

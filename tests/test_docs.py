@@ -94,6 +94,7 @@ README_HEADINGS = [
     "Two commands",
     "Quick start",
     "Deploying for real",
+    "First request",
     "Further reading",
     "Layout",
     "Outputs contract",
@@ -142,3 +143,38 @@ def test_every_doc_is_linked_from_the_readme() -> None:
     readme = (ROOT / "README.md").read_text()
     for page in sorted((ROOT / "docs").glob("*.md")):
         assert f"](docs/{page.name})" in readme, page.name
+
+
+DOC_POINTER = re.compile(r"\b((?:docs/[\w-]+|README)\.md)(#[\w-]+)?")
+"""A doc a message can name: `docs/<page>.md` or `README.md`, with an optional anchor."""
+
+
+def test_every_doc_an_error_or_a_summary_can_point_at_exists() -> None:
+    """Error messages, warnings and summaries name docs by path: each path (and anchor) must resolve, so a
+    user who follows a Fix never lands on a page that moved. Read from the string literals of the code that
+    talks to users (the config checks, the preflight, the components' warnings, the offline tools)."""
+    import ast
+
+    checked = 0
+    for package in ("config", "components", "offline", "planner"):
+        for source in sorted((ROOT / package).rglob("*.py")):
+            tree = ast.parse(source.read_text())
+            docstrings = {
+                id(n.body[0].value)
+                for n in ast.walk(tree)
+                if isinstance(n, ast.Module | ast.FunctionDef | ast.ClassDef | ast.AsyncFunctionDef)
+                and n.body
+                and isinstance(n.body[0], ast.Expr)
+                and isinstance(n.body[0].value, ast.Constant)
+            }
+            for node in ast.walk(tree):
+                if not (isinstance(node, ast.Constant) and isinstance(node.value, str)) or id(node) in docstrings:
+                    continue
+                for path, anchor in DOC_POINTER.findall(node.value):
+                    where = f"{source.relative_to(ROOT)}:{node.lineno}: {path}{anchor}"
+                    target = ROOT / path
+                    assert target.exists(), f"{where} does not exist"
+                    if anchor:
+                        assert anchor[1:] in _anchors(target.read_text()), f"{where}: no such heading"
+                    checked += 1
+    assert checked >= 5

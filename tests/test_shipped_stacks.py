@@ -77,7 +77,10 @@ def test_the_readme_cost_table_is_what_the_shipped_stacks_cost() -> None:
     # "dev's model scales to zero, so dev's floor is its two system nodes"
     assert all(m.replicas.min == 0 for m in dev.models)
     assert dev.cluster.system_node_group.min_size == 2
-    assert cost.summarize(dev).floor == cost.summarize(dev).system_floor
+    assert cost.summarize(dev).floor == cost.summarize(dev).system_floor + cost.summarize(dev).fixed_per_hour
+    # "with the fixed costs ...: $123 a month in dev, $189 in prod"
+    fixed = [f"${cost.summarize(_shipped(s)).fixed_per_hour * catalog.HOURS_PER_MONTH:,.0f}" for s in ("dev", "prod")]
+    assert f"{fixed[0]} a month in dev, {fixed[1]} in prod" in " ".join(table.split())
 
 
 def test_the_scale_up_budget_table_is_what_the_shipped_stacks_give() -> None:

@@ -105,3 +105,20 @@ def test_the_deploy_workflow_accepts_only_the_stacks_deploy_role(tmp_path: Path,
     assert (result.returncode == 0) is passes, result.stdout + result.stderr
     if not passes:
         assert "is not cluster.deployRoleArn" in result.stdout
+
+
+@pytest.mark.parametrize(("workflow", "job"), [("pull-request.yml", "preview"), ("up.yml", "up")])
+def test_preview_and_up_run_the_policy_pack_in_its_own_environment(workflow: str, job: str) -> None:
+    steps = _load(workflow)["jobs"][job]["steps"]  # type: ignore[index]
+    pulumi = next(i for i, s in enumerate(steps) if str(s.get("uses", "")).startswith("pulumi/actions@"))
+    assert steps[pulumi]["with"]["policyPacks"] == "policy"
+    install = next(i for i, s in enumerate(steps) if s.get("name") == "Install the policy pack")
+    assert install < pulumi
+    venv = yaml.safe_load((ROOT / "policy" / "PulumiPolicy.yaml").read_text())["runtime"]["options"]["virtualenv"]
+    assert f"python -m venv policy/{venv}" in steps[install]["run"]
+    assert f"policy/{venv}/bin/python -m pip install --quiet -r policy/requirements.txt" in steps[install]["run"]
+    # the README's deploy step does the same on a clean machine
+    assert (
+        f"python3 -m venv policy/{venv} && policy/{venv}/bin/python -m pip install -r policy/requirements.txt"
+        in (ROOT / "README.md").read_text()
+    )

@@ -100,12 +100,14 @@ class AccountFile(ConfigModel):
 def parse(data: Any, source: str) -> AccountFile:
     """Validate account answers; every problem at once, with its path, as for a stack file."""
     if not isinstance(data, dict):
-        raise ConfigError([Problem(source, "is not a mapping of account answers. Fix: see the account file format in README.md")])
+        raise ConfigError([Problem(source, "is not a mapping of account answers. Fix: see the account file format in docs/preflight.md")])
     try:
         return AccountFile.model_validate(data)
     except ValidationError as exc:
         found = problems_from_validation_error(AccountFile, exc, data)
-        raise ConfigError([Problem(f"{source}: {p.path}", p.message) for p in found]) from None
+        # the account file's keys are described with the preflight, not in the stack's config reference
+        where = ("the config reference, docs/config-reference.md", "the account file format, docs/preflight.md")
+        raise ConfigError([Problem(f"{source}: {p.path}", p.message.replace(*where)) for p in found]) from None
 
 
 def load(path: Path) -> AccountFile:

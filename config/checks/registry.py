@@ -1,7 +1,8 @@
 """The cross-section checks of a parsed StackConfig, in one ordered registry: what each rule guards.
 
 Each rule returns Problems instead of raising, so one run reports everything at once; problems are
-reported in this order. Rules live by topic: names and references (structure), fit and limits
+reported in this order: root causes (names, pools, fit) before what is derived from them. Rules live
+by topic: names and references (structure), fit and limits
 (fit), scaling and disruption (scaling), network, exposure and cluster access (network), escape
 hatches (escape_hatches), weights and images (artifacts), the gateway's routing (gateway). A config field is checked by one rule.
 """
@@ -34,14 +35,15 @@ RULES: tuple[Rule, ...] = (
     Rule(structure.rule_unique_names, "two models or pools of one name would replace each other's objects"),
     Rule(structure.rule_model_names, "a model's namespace is not one the platform owns, and KEDA's HPA name fits"),
     Rule(structure.rule_gateway_names, "a model's router release name fits Helm's limit"),
-    Rule(gateway.rule_precise_routing, "precise prefix routing would route on KV events vLLM does not publish as the picker reads them"),
-    Rule(gateway.rule_hold, "the gateway's flow control would stall scale-out, or the ALB cut what it holds (a cold start at zero)"),
     Rule(structure.rule_pools_exist, "every model names a pool it can run on"),
     Rule(fit.rule_fit, "a replica fits its GPU or slice (weights + KV cache), time-slices share memory safely, and its node"),
     Rule(scaling.rule_spot_drain, "a drain on a spot pool finishes inside the two-minute notice"),
     Rule(scaling.rule_startup_budget, "the startup probe waits at least the expected load time"),
     Rule(fit.rule_gpu_limits, "gpuLimit holds the nodes at min with the headroom, and each model at max plus its surge alone"),
     Rule(fit.rule_headroom, "warm headroom is on a used pool, under the limit, in whole replicas, and fits a node"),
+    # after the fit rules: the hold is derived from the scale-up budget, which a model that does not fit throws off
+    Rule(gateway.rule_precise_routing, "precise prefix routing would route on KV events vLLM does not publish as the picker reads them"),
+    Rule(gateway.rule_hold, "the gateway's flow control would stall scale-out, or the ALB cut what it holds (a cold start at zero)"),
     Rule(artifacts.rule_streamer_flags, "a model streaming from S3 keeps the loader flags the streamer needs"),
     Rule(artifacts.rule_s3_gateway_endpoint, "weights from S3 do not go through the NAT gateway"),
     Rule(artifacts.rule_image_cache, "the pull-through cache fronts the model images, with Docker Hub's credential"),

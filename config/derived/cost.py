@@ -7,8 +7,9 @@ cheapest. Ceiling: the system node group at its maximum size plus every model's 
 on the pool type that makes them dearest. A model spread over zones (`placement: spread`) is counted
 as placed: evenly over its pool's zones and packed within each, so at least two nodes at min.
 Models are counted on nodes of their own (Karpenter may pack two models of one pool together,
-which only lowers the cost). On-demand prices: spot costs
-less; NAT gateways, load balancers, storage and the EKS control plane are not included.
+which only lowers the cost). On-demand prices: spot costs less. The fixed costs of the stack (the EKS
+control plane, its NAT gateways, its load balancer, its KMS key) are in both, each named; what varies
+with use (data through the NAT gateways and the ALB, logs, volumes) is not.
 """
 
 from __future__ import annotations
@@ -16,10 +17,23 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from config.derived import capacity, headroom, state
+from config.derived.exposure import exposed_models
 from config.facts import catalog
 from config.sections.gpu_pools import GpuPool
 from config.sections.models import ModelConfig
+from config.sections.network import NewVpc, nat_gateway_count
 from config.sections.stack import StackConfig
+
+# Hourly list prices of what every stack runs whatever its load, us-east-1 (the catalog's region), from AWS's
+# pricing pages as of 2026; what is billed per GB or per request on top is left out.
+EKS_CONTROL_PLANE_PER_HOUR = 0.10
+"""aws.amazon.com/eks/pricing: $0.10 per cluster per hour in standard support (extended support: $0.60)."""
+NAT_GATEWAY_PER_HOUR = 0.045
+"""aws.amazon.com/vpc/pricing: $0.045 per NAT gateway per hour (and $0.045 per GB processed, not counted)."""
+ALB_PER_HOUR = 0.0225
+"""aws.amazon.com/elasticloadbalancing/pricing: $0.0225 per ALB per hour (and $0.008 per LCU-hour, not counted)."""
+KMS_KEY_PER_MONTH = 1.0
+"""aws.amazon.com/kms/pricing: $1 per customer managed key per month (requests not counted)."""
 
 
 @dataclass(frozen=True)
@@ -56,21 +70,57 @@ class HeadroomCost:
 
 
 @dataclass(frozen=True)
+class FixedCost:
+    """Something the stack runs whatever its load, per hour."""
+
+    name: str
+    count: int
+    per_hour: float
+    """All `count` of them."""
+
+
+@dataclass(frozen=True)
 class CostSummary:
-    """Compute cost of a stack, per hour."""
+    """Cost of a stack, per hour: compute at its bounds, and the fixed costs in both."""
 
     system_floor: float
     system_ceiling: float
     models: list[ModelCost]
     headroom: list[HeadroomCost] = field(default_factory=list)
+    fixed: list[FixedCost] = field(default_factory=list)
 
     @property
-    def floor(self) -> float:
+    def fixed_per_hour(self) -> float:
+        return sum(f.per_hour for f in self.fixed)
+
+    @property
+    def compute_floor(self) -> float:
         return self.system_floor + sum(m.floor for m in self.models) + sum(h.floor for h in self.headroom)
 
     @property
-    def ceiling(self) -> float:
+    def compute_ceiling(self) -> float:
         return self.system_ceiling + sum(m.ceiling for m in self.models) + sum(h.ceiling for h in self.headroom)
+
+    @property
+    def floor(self) -> float:
+        return self.compute_floor + self.fixed_per_hour
+
+    @property
+    def ceiling(self) -> float:
+        return self.compute_ceiling + self.fixed_per_hour
+
+
+def fixed_costs(cfg: StackConfig) -> list[FixedCost]:
+    """The EKS control plane, the NAT gateways of a VPC the stack creates, the ALB when a model is exposed (one
+    per stack: the models' Ingresses share a group), and the KMS key of the secrets and logs."""
+    found = [FixedCost("EKS control plane", 1, EKS_CONTROL_PLANE_PER_HOUR)]
+    if isinstance(cfg.network, NewVpc):
+        nats = nat_gateway_count(cfg.network.nat_gateways, cfg.network.az_count)
+        found.append(FixedCost("NAT gateway", nats, nats * NAT_GATEWAY_PER_HOUR))
+    if exposed_models(cfg):
+        found.append(FixedCost("application load balancer", 1, ALB_PER_HOUR))
+    found.append(FixedCost("KMS key", 1, KMS_KEY_PER_MONTH / catalog.HOURS_PER_MONTH))
+    return found
 
 
 def _label(model: ModelConfig, pool: GpuPool) -> str:
@@ -129,6 +179,7 @@ def summarize(cfg: StackConfig) -> CostSummary:
         system_ceiling=group.max_size * max(prices, default=0.0),
         models=models,
         headroom=warm,
+        fixed=fixed_costs(cfg),
     )
 
 

@@ -222,6 +222,8 @@ INSTANCE_TYPES: Final[dict[str, InstanceType]] = {
 }
 
 HOURS_PER_MONTH: Final = 730
+PRICE_REGION: Final = "us-east-1"
+"""The region every price of the catalog (and of config/derived/cost.py's fixed costs) is for."""
 
 
 def gpu_instance_types() -> list[InstanceType]:

@@ -36,6 +36,13 @@ OUTPUTS: tuple[OutputSpec, ...] = (
         "imageRegistry", "string or null", "ECR registry host of the pull-through cache model images come through (null: cache off)."
     ),
     OutputSpec(
+        "loadBalancerHostname",
+        "string or null",
+        "**Added:** DNS name of the models' ALB (one per stack: every exposed model's Ingress is in one group; null when "
+        "no model is exposed). Point `*.<ingress.domain>` at it (a CNAME, or a Route 53 alias), or call "
+        "`http(s)://<it>/<model>/v1` on a stack without a domain.",
+    ),
+    OutputSpec(
         "models",
         "map of model name to {namespace, service, url, host, servedModelName, baseUrl, weightsSource, scaleUpSeconds}",
         "Per model: its namespace, the Service in-cluster callers reach it through and its OpenAI-compatible base URL "
@@ -49,7 +56,7 @@ OUTPUTS: tuple[OutputSpec, ...] = (
         "engine}` in seconds from a growing queue to a serving replica (`hit`: a warm headroom node is free; `miss`: a "
         "node must launch; `terms`: signal, nodeLaunch, imagePull, weights, engineStart, probe, loadBalancer: the "
         "gateway's discovery of a new replica, no longer an ALB registration; **added:** `engine`, the engineStart "
-        "term's parts: boot, tensorParallel, kvProfiling, compile, cudaGraphs; `pessimistic`: the same "
+        "term's parts: cacheCopy, boot, tensorParallel, kvProfiling, compile, cudaGraphs; `pessimistic`: the same "
         "`{hit, miss, terms, engine}` at the slow end of each term's sources, the budget for what must never be too short).",
     ),
 )

@@ -117,6 +117,11 @@ class Route(ConfigModel):
         return next(t for t in (self.transit_gateway_id, self.vpc_peering_connection_id, self.vpn_gateway_id) if t)
 
 
+def nat_gateway_count(mode: str, az_count: int) -> int:
+    """NAT gateways of a new VPC: one per zone (`perAz`), else one."""
+    return az_count if mode == "perAz" else 1
+
+
 class NewVpc(ConfigModel):
     """Create a VPC with public and private subnets in each AZ."""
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from builders.network import nat_gateway_count, subnet_plan
+from builders.network import subnet_plan
+from config.sections.network import nat_gateway_count
 from offline import harness
 from tests.conftest import DEV, fixture_input, fixture_run, stack_data, values
 

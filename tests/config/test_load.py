@@ -91,7 +91,7 @@ def test_a_section_that_is_not_a_mapping() -> None:
 def test_unknown_top_level_key_gets_a_suggestion() -> None:
     assert problems(overrides={f"{P}:gpuPool": []}) == [
         "gpuPool: unknown key (did you mean 'gpuPools'?); it would otherwise be ignored silently. "
-        "Fix: correct or remove it (see the config reference in README.md)"
+        "Fix: correct or remove it (see the config reference, docs/config-reference.md)"
     ]
 
 

@@ -140,8 +140,11 @@ def test_the_summary_leads_with_the_models_and_the_monthly_cost(summary: tuple[l
         assert any(line.startswith(f"  {name} ") for line in first), name
     assert any(line.startswith("  floor ") and "/month" in line for line in first)
     assert any(line.startswith("  ceiling ") and "/month" in line for line in first)
+    # the fixed costs, each named, and the sample account said to be one
+    assert any(line.startswith("  incl. fixed ") and "EKS control plane" in line and "NAT gateway" in line for line in first)
+    assert any(line.startswith("Preflight against the sample account (offline/account.yaml") for line in lines)
     warnings = next(i for i, line in enumerate(lines) if re.fullmatch(r"\d+ warnings?:", line))
-    order = [_index(lines, "Models:"), _index(lines, "Compute cost"), warnings]
+    order = [_index(lines, "Models:"), _index(lines, "Cost ("), warnings]
     order += [_index(lines, start) for start in ("Scale-up budget", "Resources:", "Preflight")]
     assert order == sorted(order), order
 
@@ -170,3 +173,23 @@ def test_the_published_figures_are_listed_once_behind_the_flag(summary: tuple[li
     assert summary_with_flags.count(heading) == 1
     listed = summary_with_flags[summary_with_flags.index(heading) + 1 :][: len(keys)]
     assert [line.split()[0] for line in listed] == keys
+
+
+def test_a_stack_outside_the_price_region_is_told_its_figures_are_estimates(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    stack = "existing-vpc-irsa-bottlerocket"
+    assert parse(stack_data(stack)).region != "us-east-1"
+    assert render.main([stack, "--file", str(golden.fixtures()[stack]), "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "  Warning: the prices are us-east-1's and this stack deploys to us-west-2, whose prices differ" in out
+    assert render.main([DEV, "--file", str(golden.fixtures()[DEV]), "--out", str(tmp_path)]) == 0
+    assert "Warning: the prices are" not in capsys.readouterr().out
+
+
+def test_an_account_files_problems_are_headed_by_its_own_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    answers = tmp_path / "mine.yaml"
+    answers.write_text("region: us-east-1\nzones: {}\n")
+    assert render.main([DEV, "--file", str(golden.fixtures()[DEV]), "--account", str(answers), "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("mine.yaml: ")
+    assert golden.fixtures()[DEV].name not in err
+    assert "docs/preflight.md" in err

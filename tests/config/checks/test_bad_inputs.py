@@ -187,10 +187,10 @@ EXPECTED: dict[str, list[str]] = {
         "models[llama-3-1-8b].resources.memory: '24GB' is not a Kubernetes quantity (did you mean '24Gi'?); the API server would reject the object at apply time, after the preview looked fine. Fix: write a quantity such as 24Gi, 512Mi, 4 or 500m"
     ],
     "unknown-top-key": [
-        "modles: unknown key (did you mean 'models'?); it would otherwise be ignored silently. Fix: correct or remove it (see the config reference in README.md)"
+        "modles: unknown key (did you mean 'models'?); it would otherwise be ignored silently. Fix: correct or remove it (see the config reference, docs/config-reference.md)"
     ],
     "unknown-nested-key": [
-        "models[llama-3-1-8b].replica: unknown key (did you mean 'replicas'?); it would otherwise be ignored silently. Fix: correct or remove it (see the config reference in README.md)"
+        "models[llama-3-1-8b].replica: unknown key (did you mean 'replicas'?); it would otherwise be ignored silently. Fix: correct or remove it (see the config reference, docs/config-reference.md)"
     ],
     "grace-as-string": [
         "models[llama-3-1-8b].drain.terminationGracePeriodSeconds: expected an integer, got '120'. Fix: write a whole number without quotes"
@@ -259,12 +259,12 @@ EXPECTED: dict[str, list[str]] = {
         "models[llama-3-1-8b].tensorParallelSize: tensorParallelSize (3) must divide the GPUs per node of pool gpu-l4-a10g (1); vLLM would fail at startup after a long image pull. Fix: use a tensorParallelSize that divides 1, or a pool with more GPUs per node",
     ],
     "model-does-not-fit": [
-        # a 70B checkpoint from Hugging Face: its pessimistic warm scale-up outlasts what the ALB lets the gateway hold
+        "models[llama-3-1-8b]: does not fit pool gpu-l4-a10g: needs 135.5 GiB per NVIDIA L4 (weights 131.5 GiB + KV cache for one 8192-token sequence 2.5 GiB, over tensorParallelSize 1, + 1.5 GiB overhead), but has 20.6 GiB (22.4 GiB x gpuMemoryUtilization 0.92); vLLM would fail at startup. Fix: raise tensorParallelSize, quantize, shorten maxModelLen, or use another pool: the smallest catalog instance that fits is g6e.12xlarge (4 x NVIDIA L40S) at tensorParallelSize 4",
+        # then what follows from it: a 70B checkpoint from Hugging Face, whose pessimistic warm scale-up outlasts what the ALB lets the gateway hold
         "ingress.idleTimeoutSeconds: 600 s caps how long llama-3-1-8b's gateway holds a request at 540 s (a hold, a 30 s "
         "pick and 30 s of margin inside the ALB's idle timeout), short of its pessimistic warm scale-up (2328 s): during a "
         "slow scale-up callers get 429 before a new replica can serve them. Fix: raise it to at least 2388, or accept the "
         "earlier 429s",
-        "models[llama-3-1-8b]: does not fit pool gpu-l4-a10g: needs 135.5 GiB per NVIDIA L4 (weights 131.5 GiB + KV cache for one 8192-token sequence 2.5 GiB, over tensorParallelSize 1, + 1.5 GiB overhead), but has 20.6 GiB (22.4 GiB x gpuMemoryUtilization 0.92); vLLM would fail at startup. Fix: raise tensorParallelSize, quantize, shorten maxModelLen, or use another pool: the smallest catalog instance that fits is g6e.12xlarge (4 x NVIDIA L40S) at tensorParallelSize 4",
     ],
     "mig-profile-wrong-gpu": [
         "gpuPools[gpu-l4-a10g].sharing.mig.profile: MIG profile 3g.40gb does not exist on NVIDIA A100 40GB; the MIG manager would leave the GPUs unpartitioned and no pod could schedule. Fix: use one of 1g.5gb, 1g.10gb, 2g.10gb, 3g.20gb, 4g.20gb, 7g.40gb"
@@ -540,3 +540,12 @@ def test_input_values_are_never_echoed() -> None:
         "cluster.logRetentionDays: expected an integer, got a list of 1 entry. Fix: write a whole number without quotes",
     ]
     assert not any(token in p for p in found)
+
+
+def test_a_root_cause_is_reported_before_what_follows_from_it() -> None:
+    """A model too large for its pool also throws off its scale-up budget and so its hold: the fit comes first."""
+    from tests.conftest import problems_after
+
+    found = problems_after(lambda d: m0(d).update(parametersBillions=70.6, architecture={"numLayers": 80, "numKvHeads": 8, "headDim": 128}))
+    assert found[0].startswith("models[llama-3-1-8b]: does not fit pool gpu-l4-a10g")
+    assert any(p.startswith("ingress.idleTimeoutSeconds:") for p in found[1:])

@@ -92,7 +92,7 @@ EXPECTED: dict[str, list[str]] = {
         "gateway.eppResources: memoryLimit 512Mi is below the memory request 1Gi; Kubernetes refuses the pod. Fix: set memoryLimit to at least the request"
     ],
     "gateway-unknown-key": [
-        "gateway.proxyReplica: unknown key (did you mean 'proxyReplicas'?); it would otherwise be ignored silently. Fix: correct or remove it (see the config reference in README.md)"
+        "gateway.proxyReplica: unknown key (did you mean 'proxyReplicas'?); it would otherwise be ignored silently. Fix: correct or remove it (see the config reference, docs/config-reference.md)"
     ],
 }
 

@@ -381,7 +381,7 @@ def test_the_account_file_is_validated_with_paths() -> None:
     assert [str(p) for p in err.value.problems] == [
         "mine.yaml: quotas.L-417A185B: expected a number, got 'lots'. Fix: write a number without quotes",
         "mine.yaml: spotServiceLinkedRoll: unknown key (did you mean 'spotServiceLinkedRole'?); it would otherwise be "
-        "ignored silently. Fix: correct or remove it (see the config reference in README.md)",
+        "ignored silently. Fix: correct or remove it (see the account file format, docs/preflight.md)",
     ]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from config.derived import cost
 from config.derived.cost import summarize
 from config.facts import catalog
 from tests.conftest import DEV, PROD, parse, stack_data
@@ -14,9 +15,11 @@ PRICE = {name: t.price_per_hour for name, t in catalog.INSTANCE_TYPES.items()}
 def test_dev_floor_and_ceiling() -> None:
     costs = summarize(parse(stack_data(DEV)))
     # floor: 2 x m7i.xlarge + 1 replica on one g6.xlarge, the cheapest single-GPU type
-    assert costs.floor == pytest.approx(2 * PRICE["m7i.xlarge"] + PRICE["g6.xlarge"])
+    assert costs.compute_floor == pytest.approx(2 * PRICE["m7i.xlarge"] + PRICE["g6.xlarge"])
+    assert costs.floor == pytest.approx(costs.compute_floor + costs.fixed_per_hour)
     # ceiling: 3 x m7i.xlarge + 3 replicas on three g5.2xlarge, the priciest allowed type
-    assert costs.ceiling == pytest.approx(3 * PRICE["m7i.xlarge"] + 3 * PRICE["g5.2xlarge"])
+    assert costs.compute_ceiling == pytest.approx(3 * PRICE["m7i.xlarge"] + 3 * PRICE["g5.2xlarge"])
+    assert costs.ceiling == pytest.approx(costs.compute_ceiling + costs.fixed_per_hour)
     assert (costs.models[0].nodes_min, costs.models[0].nodes_max) == (1, 3)
 
 
@@ -52,3 +55,26 @@ def test_warm_headroom_is_charged_as_the_nodes_it_holds() -> None:
     )
     assert summary.floor == pytest.approx(without.floor + warm.floor)
     assert summary.ceiling == pytest.approx(without.ceiling + warm.ceiling)
+
+
+def test_the_fixed_costs_are_named_and_counted_from_the_stack() -> None:
+    """The control plane always; a NAT gateway per zone with perAz (one with single) in a VPC the stack creates, none in
+    an existing one; the ALB only when a model is exposed; the KMS key always."""
+    dev = summarize(parse(stack_data(DEV)))
+    assert [(f.name, f.count) for f in dev.fixed] == [
+        ("EKS control plane", 1),
+        ("NAT gateway", 1),
+        ("application load balancer", 1),
+        ("KMS key", 1),
+    ]
+    assert dev.fixed_per_hour == pytest.approx(cost.EKS_CONTROL_PLANE_PER_HOUR + cost.NAT_GATEWAY_PER_HOUR + cost.ALB_PER_HOUR + 1 / 730)
+    prod = parse(stack_data(PROD))
+    nats = {f.name: f.count for f in summarize(prod).fixed}["NAT gateway"]
+    assert nats == prod.network.az_count  # type: ignore[union-attr]
+    existing = summarize(parse(stack_data("existing-vpc-irsa-bottlerocket")))
+    assert "NAT gateway" not in {f.name for f in existing.fixed}
+    data = stack_data(DEV)
+    for m in data["models"]:
+        m["expose"] = False
+        m["clientNamespaces"] = ["chat"]
+    assert "application load balancer" not in {f.name for f in summarize(parse(data)).fixed}
