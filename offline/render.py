@@ -27,7 +27,6 @@ from typing import Any
 import yaml
 
 from builders.gateway import router as gateway_router
-from builders.gateway import timeouts
 from components import account
 from config import load as config_load
 from config.checks import preflight
@@ -258,7 +257,7 @@ def hold_table(cfg: StackConfig) -> list[str]:
         covers = f"pessimistic {'cold start' if held.cold_start else 'warm scale-up'} {held.wanted_seconds} s"
         if held.ttl_seconds < held.wanted_seconds:
             covers = f"capped by the ALB (wants {held.wanted_seconds} s)"
-        ext_proc = timeouts.chain(alb, held.ttl_seconds).ext_proc_message
+        ext_proc = state.of(cfg).model(m).path.chain.ext_proc_message
         lines.append(f"  {m.name:<16} {held.queue_threshold:>13} {held.kv_threshold:>7g} {held.ttl_seconds:>5} {covers:<34} {ext_proc:>8}")
     return lines
 

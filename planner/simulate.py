@@ -57,6 +57,7 @@ import numpy as np
 from builders.serving import scaling
 from config.derived import capacity, state
 from config.derived.hold import Hold
+from config.derived.path import Outcome
 from config.facts import speed
 from config.sections import cron
 from config.sections.models import ModelConfig
@@ -206,7 +207,7 @@ class Result:
 TTFT_WINDOW = 120.0
 """The ttft-p95 trigger's rate window (builders/serving/scaling.py: [2m])."""
 MODELLED_TRIGGERS = ("queue-depth", "kv-cache", "ttft-p95", scaling.GATEWAY_REQUESTS_TRIGGER)
-SHED_TTL, SHED_NO_ENDPOINTS, REFUSED = 1, 2, 3
+SHED_TTL, SHED_NO_ENDPOINTS, REFUSED = Outcome.EVICTED_TTL, Outcome.REJECTED_NO_ENDPOINTS, Outcome.REFUSED_BY_REPLICA
 """`ModelReplay.rejected`: the gateway's 429 and 503 after the TTL, and vLLM's 503."""
 _push, _pop = heapq.heappush, heapq.heappop
 
@@ -469,7 +470,7 @@ class Replay:
             hold=hold,
             gate=(1.0 / hold.queue_threshold, 1.0 / (max(1, perf.kv_capacity_tokens) * hold.kv_threshold), 1.0 / hold.kv_threshold),
             wake_above=wake[0] if wake else None,
-            max_in_flight=capacity.max_in_flight_requests(m, pool),
+            max_in_flight=derived.path.in_flight_bound or capacity.max_in_flight_requests(m, pool),
             floors=_floors(m, self.options.seconds),
             idle_after=float(duration_seconds(m.autoscaling.idle_after)) if derived.scales_to_zero else math.inf,
         )

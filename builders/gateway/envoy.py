@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from builders.gateway.timeouts import Chain
+from config.derived.path import Chain
 
 API_PORT = 8081
 READY_PORT = 19001
@@ -157,19 +157,8 @@ def _api_listener(timeouts: Chain) -> dict[str, Any]:
         http_filters=[ext_proc, ROUTER],
         stream_idle_timeout=_seconds(timeouts.envoy_stream_idle),
         request_timeout="0s",
-        # the picker's failure is Envoy's local 500: answer it as a retryable 503 (STATUS_ON_PICKER_ERROR)
-        local_reply_config={
-            "mappers": [
-                {
-                    "filter": {
-                        "status_code_filter": {
-                            "comparison": {"op": "EQ", "value": {"default_value": 500, "runtime_key": LOCAL_REPLY_RUNTIME_KEY}}
-                        }
-                    },
-                    "status_code": STATUS_ON_PICKER_ERROR,
-                }
-            ]
-        },
+        local_reply_config=local_replies(),
+        access_log=[ACCESS_LOG],
         common_http_protocol_options={
             "idle_timeout": _seconds(timeouts.envoy_downstream_idle),
             "headers_with_underscores_action": "REJECT_REQUEST",
@@ -184,6 +173,76 @@ def _api_listener(timeouts: Chain) -> dict[str, Any]:
         path_with_escaped_slashes_action="REJECT_REQUEST",
     )
     return _listener("api", API_PORT, manager, per_connection_buffer_limit_bytes=BUFFER_LIMIT_BYTES)
+
+
+RETRY_AFTER_SECONDS = 30
+"""`Retry-After` on the gateway's 429 and 503: a request held for its whole TTL met a scale-up still under way
+(or no replica at all), and another 30 s (the TTL's own step, config/derived/hold.py TTL_STEP_SECONDS) lets it
+progress before the client tries again."""
+_ERRORS = {429: ("RateLimitError", "rate_limit_exceeded"), 503: ("ServiceUnavailableError", "service_unavailable")}
+
+
+def _openai_error(status: int) -> dict[str, Any]:
+    """OpenAI's error shape (what vLLM's own errors have), around what the picker or Envoy said. Strings only:
+    Envoy's structured formats take strings, numbers, booleans and nested structs, never a null."""
+    kind, code = _ERRORS[status]
+    return {
+        "json_format": {"error": {"message": "%LOCAL_REPLY_BODY%", "type": kind, "code": code}},
+        "content_type": "application/json",
+    }
+
+
+def _mapper(status: int, *, from_status: int | None = None) -> dict[str, Any]:
+    """A local reply of `from_status` (default: `status`) answered as `status`, in OpenAI's shape, with Retry-After.
+    RuntimeUInt32 needs a runtime key; no runtime layer sets them, so the defaults apply."""
+    matched = from_status or status
+    key = LOCAL_REPLY_RUNTIME_KEY if matched == 500 else f"gateway.local_reply_{matched}"
+    mapper: dict[str, Any] = {
+        "filter": {"status_code_filter": {"comparison": {"op": "EQ", "value": {"default_value": matched, "runtime_key": key}}}},
+        "headers_to_add": [
+            {"header": {"key": "retry-after", "value": str(RETRY_AFTER_SECONDS)}, "append_action": "OVERWRITE_IF_EXISTS_OR_ADD"}
+        ],
+        "body_format_override": _openai_error(status),
+    }
+    if from_status is not None:
+        mapper["status_code"] = status
+    return mapper
+
+
+def local_replies() -> dict[str, Any]:
+    """What Envoy answers itself on the API listener: the picker's 429 (held past its TTL, or flow control full)
+    and 503 (no replica), Envoy's own 503s (no upstream), and the picker's failure, Envoy's local 500 answered as
+    a retryable 503 (STATUS_ON_PICKER_ERROR): each in OpenAI's error shape with `Retry-After`, so a client's SDK
+    reads and backs off. The first mapper that matches applies; other local replies (the 404 of paths outside
+    /v1) keep their own body."""
+    return {"mappers": [_mapper(STATUS_ON_PICKER_ERROR, from_status=500), _mapper(429), _mapper(503)]}
+
+
+ACCESS_LOG = {
+    "name": "envoy.access_loggers.stdout",
+    "typed_config": _typed(
+        "envoy.extensions.access_loggers.stream.v3.StdoutAccessLog",
+        log_format={
+            "json_format": {
+                "start": "%START_TIME%",
+                "method": "%REQ(:METHOD)%",
+                "path": "%REQ_WITHOUT_QUERY(:PATH)%",
+                "status": "%RESPONSE_CODE%",
+                "flags": "%RESPONSE_FLAGS%",
+                "details": "%RESPONSE_CODE_DETAILS%",
+                "upstream": "%UPSTREAM_HOST%",
+                "duration_ms": "%DURATION%",
+                "to_first_byte_ms": "%RESPONSE_DURATION%",
+                "bytes_in": "%BYTES_RECEIVED%",
+                "bytes_out": "%BYTES_SENT%",
+                "request_id": "%REQ(X-REQUEST-ID)%",
+                "client": "%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%",
+            }
+        },
+    ),
+}
+"""One JSON line per request on the API listener (the proxy's stdout): status, Envoy's response flags, the
+replica that served it and how long; never a header that carries the key, never the query string."""
 
 
 def _circuit() -> dict[str, Any]:

@@ -18,10 +18,11 @@ from typing import Any
 
 import yaml
 
-from builders.gateway import envoy, timeouts
+from builders.gateway import envoy
 from builders.gateway.prefix import PREFIX_BLOCK_SIZE, precise
 from builders.helm import deep_merge
 from builders.serving.workload import selector
+from config.derived import path as request_path
 from config.derived.hold import Hold
 from config.facts import versions
 from config.facts.conventions import CONFIG_HASH_ANNOTATION, SYSTEM_NODE_LABEL, VLLM_PORT
@@ -185,13 +186,18 @@ def epp_config(model: ModelConfig, hold: Hold) -> dict[str, Any]:
         "kind": out["kind"],
         "featureGates": ["flowControl"],
         **{k: v for k, v in out.items() if k not in ("apiVersion", "kind")},
-        "flowControl": {"defaultRequestTTL": f"{hold.ttl_seconds}s", "saturationDetector": {"pluginRef": DETECTOR}},
+        "flowControl": {
+            "defaultRequestTTL": f"{hold.ttl_seconds}s",
+            "saturationDetector": {"pluginRef": DETECTOR},
+            # what the picker's memory limit holds (config/derived/hold.py caps): beyond it 429, not an OOM kill
+            **({"maxBytes": str(hold.max_bytes), "maxRequests": str(hold.max_requests)} if hold.max_bytes else {}),
+        },
     }
 
 
 def envoy_bootstrap(model: ModelConfig, alb_idle_timeout_seconds: int, *, hold_seconds: int) -> str:
     """The proxies' Envoy bootstrap, its timeout chain checked."""
-    chain = timeouts.chain(alb_idle_timeout_seconds, hold_seconds)
+    chain = request_path.chain(alb_idle_timeout_seconds, hold_seconds)
     if problems := chain.problems():
         raise ValueError(f"{model.name}: the gateway's timeout chain does not hold: {'; '.join(problems)}")
     return envoy.config_text(picker_host(model, model.name), chain)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from builders.gateway import envoy, router
+from config.derived.path import SHED
 from config.facts import catalog
 from config.facts.conventions import HEADROOM_NAMESPACE, PROJECT, VLLM_PORT
 from config.sections.observability import AlertTuning, Slo
@@ -29,7 +30,7 @@ one for every model's pickers and one for every model's proxies; `namespace` tel
 GATEWAY_DOWN_FOR = "3m"
 EPP_BLIND_FOR = "5m"
 SHEDDING_FOR = "5m"
-SHED_OUTCOMES = ("EvictedTTL", "RejectedNoEndpoints", "RejectedCapacity")
+SHED_OUTCOMES = tuple(str(o.label) for o in SHED)
 """Flow control's outcomes a caller sees as an error: held past the TTL (429), no ready replica (503), queue full (429)."""
 
 

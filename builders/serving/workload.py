@@ -14,6 +14,7 @@ from builders.gateway import prefix
 from builders.k8s import namespace_manifest
 from builders.serving import compile_cache
 from config.derived import capacity, engine
+from config.derived.path import keep_alive_seconds, sse_keep_alive_seconds
 from config.derived.sharing import gpu_request
 from config.facts import speed
 from config.facts.conventions import (
@@ -66,11 +67,6 @@ RUN_AS_NAME = "vllm"
 # /tmp holds only scratch now that every cache is on the sized cache volume: Python temporary
 # files and the Prometheus multiprocess directory of the API server.
 TMP_SIZE = "2Gi"
-# vLLM must keep idle connections open longer than the ALB does, or the ALB reuses a connection
-# the target already closed and the client gets a 502 (AWS: "configure the idle timeout of your
-# application to be larger than the idle timeout configured for the load balancer").
-KEEP_ALIVE_MARGIN_SECONDS = 20
-SSE_KEEP_ALIVE_MAX_SECONDS = 30
 
 
 @dataclass(frozen=True)
@@ -86,17 +82,6 @@ class Sources:
 def upstream_sources(model: ModelConfig, region: str = "") -> Sources:
     """The image as configured and no bucket: a model that pulls and downloads from upstream."""
     return Sources(image=model.image.reference, region=region)
-
-
-def keep_alive_seconds(alb_idle_timeout_seconds: int) -> int:
-    """vLLM's HTTP keep-alive: above the ALB idle timeout."""
-    return alb_idle_timeout_seconds + KEEP_ALIVE_MARGIN_SECONDS
-
-
-def sse_keep_alive_seconds(alb_idle_timeout_seconds: int) -> int:
-    """How often an idle stream (queued, in prefill, between tokens) gets an SSE comment: well
-    inside the ALB idle timeout, so a long wait does not end the stream."""
-    return min(SSE_KEEP_ALIVE_MAX_SECONDS, alb_idle_timeout_seconds // 4)
 
 
 def labels(model: ModelConfig) -> dict[str, str]:

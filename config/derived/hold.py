@@ -37,6 +37,18 @@ proxies' bootstrap, both of which roll their pods when they change, and a picker
 service (the chart's Recreate strategy); a scale-up figure that moves by a few seconds then rolls nothing."""
 PICK_TIMEOUT_SECONDS = 30
 """How long the picker may take to pick once a request is released (milliseconds in practice)."""
+PICKER_HELD_SHARE = 0.5
+"""The share of the picker's memory limit its held requests may take; the rest is its own working set (the
+datastore, the scrapes, the parsers)."""
+PICKER_BYTES_PER_HELD_BYTE = 4
+"""Memory per byte of a held request's body: the picker keeps each body twice and its parsed form
+(llm-d-router v0.10.0 pkg/epp/handlers/server.go:445-456; gateway-operations-facts MINOR 2). Unmeasured:
+the slow end of two copies plus a parsed form about as large again."""
+PICKER_BYTES_PER_HELD_REQUEST = 64 * 1024
+"""Memory per held request beyond its body: two goroutines per stream, their stacks and the request's state.
+Unmeasured: the slow end (goroutine stacks start at 8 KiB and grow)."""
+UPSTREAM_MAX_REQUESTS = 5000
+"""The picker's own default request cap per priority band (pkg/epp/flowcontrol/registry/config.go:49)."""
 QUEUE_THRESHOLD_MULTIPLE = 2
 """The picker's queue threshold per replica, in KEDA's per-replica queue targets (at least one more request)."""
 
@@ -56,6 +68,18 @@ class Hold:
     replicas, cold (miss) for a model at zero."""
     cold_start: bool = False
     """The model scales to zero: a held request may wait out a whole cold start."""
+    max_bytes: int = 0
+    """flowControl.maxBytes: what the picker's memory limit holds of held bodies (0: the picker's own 1 GB default)."""
+    max_requests: int = 0
+    """flowControl.maxRequests: what its memory limit holds of held requests (0: the picker's 5000)."""
+
+
+def caps(picker_memory_limit_bytes: float) -> tuple[int, int]:
+    """Flow control's byte and request caps for a picker of this memory limit: a burst of long prompts beyond
+    them is answered 429 (RejectedCapacity) instead of growing the picker into its OOM kill, which would cut
+    every stream it relays and drop everything it holds."""
+    room = picker_memory_limit_bytes * PICKER_HELD_SHARE
+    return int(room // PICKER_BYTES_PER_HELD_BYTE), int(min(UPSTREAM_MAX_REQUESTS, room // PICKER_BYTES_PER_HELD_REQUEST))
 
 
 def queue_threshold(model: ModelConfig) -> int:
@@ -79,11 +103,15 @@ def idle_timeout_for(ttl_seconds: int) -> int:
     return ttl_seconds + PICK_TIMEOUT_SECONDS + HOLD_MARGIN_SECONDS
 
 
-def hold(model: ModelConfig, budget: ScaleUpBudget, alb_idle_timeout_seconds: int, *, cold: bool) -> Hold:
-    """`cold`: the model scales to zero (config/derived/state.py ModelState.scales_to_zero)."""
+def hold(
+    model: ModelConfig, budget: ScaleUpBudget, alb_idle_timeout_seconds: int, *, cold: bool, picker_memory_limit_bytes: float = 0
+) -> Hold:
+    """`cold`: the model scales to zero (config/derived/state.py ModelState.scales_to_zero); `picker_memory_limit_bytes`
+    sizes flow control's caps (0: the picker's defaults)."""
     slow = budget.pessimistic_budget
     wanted = slow.miss if cold else slow.hit
     # at least 1 s: a TTL of 0 s turns the picker's TTL off (hold forever); config/checks/gateway.py refuses
     # an ALB idle timeout that leaves no second to hold
     ttl = max(1, min(math.ceil(wanted / TTL_STEP_SECONDS) * TTL_STEP_SECONDS, ttl_cap(alb_idle_timeout_seconds)))
-    return Hold(queue_threshold(model), kv_threshold(model), ttl, wanted, cold)
+    max_bytes, max_requests = caps(picker_memory_limit_bytes) if picker_memory_limit_bytes else (0, 0)
+    return Hold(queue_threshold(model), kv_threshold(model), ttl, wanted, cold, max_bytes, max_requests)

@@ -21,12 +21,14 @@ from dataclasses import dataclass
 from config.derived import capacity, headroom, scaleup
 from config.derived.exposure import Exposure, exposure
 from config.derived.hold import Hold, hold
+from config.derived.path import RequestPath, chain
 from config.derived.sizing import catalog_problems
 from config.facts import catalog
 from config.sections.gpu_pools import GpuPool
 from config.sections.models import ModelConfig
 from config.sections.network import ExistingVpc
 from config.sections.stack import StackConfig
+from config.sections.types import parse_quantity
 
 PURCHASE_OPTIONS = ("on-demand", "spot")
 
@@ -65,6 +67,9 @@ class ModelState:
     exposure: Exposure
     hold: Hold
     """The gateway's flow control (config/derived/hold.py)."""
+    path: RequestPath
+    """The request path: thresholds, admission bound, hold and timeout chain, with their invariants
+    (config/derived/path.py)."""
 
     gpus_at_min: int
     """GPUs of the nodes at minimum replicas."""
@@ -219,6 +224,13 @@ def _model(cfg: StackConfig, model: ModelConfig) -> ModelState:
         for t in hosts:  # cheapest first
             if t.gpu is not None:
                 warmup_hosts.setdefault(t.gpu.label, t)
+    held = hold(
+        model,
+        budget,
+        cfg.ingress.idle_timeout_seconds,
+        cold=to_zero,
+        picker_memory_limit_bytes=parse_quantity(cfg.gateway.epp_resources.memory_limit),
+    )
     at_deploy = (
         capacity.placed_nodes(model, pool, hosts[0], model.replicas.min + capacity.ROLLOUT_MAX_SURGE + len(warmup_hosts), zones)
         if pool and hosts
@@ -246,7 +258,16 @@ def _model(cfg: StackConfig, model: ModelConfig) -> ModelState:
         scale_up=budget,
         scales_to_zero=to_zero,
         exposure=exp,
-        hold=hold(model, budget, cfg.ingress.idle_timeout_seconds, cold=to_zero),
+        hold=held,
+        path=RequestPath(
+            hold=held,
+            kv_target=model.autoscaling.kv_cache_usage_target,
+            waiting_bound=capacity.max_waiting_requests(model, pool) if pool else None,
+            waiting_bound_set=model.max_waiting_requests is not None,
+            in_flight_bound=capacity.max_in_flight_requests(model, pool) if pool else None,
+            chain=chain(cfg.ingress.idle_timeout_seconds, held.ttl_seconds),
+            expected_cold_start=budget.miss,
+        ),
     )
 
 

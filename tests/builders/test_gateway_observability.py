@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from builders.gateway import envoy, proxies, router
-from builders.gateway.timeouts import chain
 from builders.observability import dashboards, rules
 from builders.observability import values as monitors
 from builders.serving.workload import selector
+from config.derived.path import chain
 from config.facts.conventions import VLLM_PORT
 from config.sections.models import ModelConfig
 from config.sections.observability import AlertTuning, Slo

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 import yaml
 
-from builders.gateway import router, timeouts
+from builders.gateway import router
 from config.derived import capacity, state
+from config.derived import path as timeouts
 from config.derived.hold import PICK_TIMEOUT_SECONDS, TTL_STEP_SECONDS
 from config.derived.scaleup import HOLD_MARGIN_SECONDS
 from offline import harness

@@ -19,8 +19,9 @@ import pulumi
 import pytest
 import yaml
 
-from builders.gateway import envoy, prefix, router, timeouts
+from builders.gateway import envoy, prefix, router
 from components import gateway as gateway_component
+from config.derived import path as timeouts
 from config.facts import versions
 from config.facts.conventions import VLLM_PORT
 from config.sections.models import ModelConfig
@@ -695,7 +696,7 @@ def test_ext_proc_fails_closed(stack: str, model: str) -> None:
     assert ext_proc["failure_mode_allow"] is False
     # Envoy 1.33 has no status_on_error (1.36 adds it): the picker's failure is a local 500, mapped to 503
     assert "status_on_error" not in ext_proc
-    (mapper,) = hcm["local_reply_config"]["mappers"]
+    mapper, *_ = hcm["local_reply_config"]["mappers"]  # first: the first matching mapper applies
     assert mapper["filter"]["status_code_filter"]["comparison"]["op"] == "EQ"
     assert mapper["filter"]["status_code_filter"]["comparison"]["value"]["default_value"] == 500
     assert mapper["filter"]["status_code_filter"]["comparison"]["value"]["runtime_key"]  # required by the API
@@ -785,3 +786,50 @@ def test_the_envoy_text_has_no_template_braces(stack: str, model: str) -> None:
 def test_the_builder_refuses_template_braces() -> None:
     with pytest.raises(ValueError, match="template braces"):
         envoy.config_text("{{ .Release.Name }}-epp.ns.svc.cluster.local", timeouts.chain(600))
+
+
+def test_the_gateways_own_answers_are_openai_errors_with_retry_after() -> None:
+    """The picker's 429 and 503 and Envoy's own (picker down, no upstream) reach a client as OpenAI-shaped errors with
+    Retry-After: a client SDK reads the message and backs off instead of retrying at once (or failing to parse)."""
+    text = envoy.config_text("picker.ns.svc.cluster.local", timeouts.chain(600))
+    hcm = yaml.safe_load(text)["static_resources"]["listeners"]
+    (api,) = [listener for listener in hcm if listener["name"] == "api"]
+    manager = api["filter_chains"][0]["filters"][0]["typed_config"]
+    mappers = manager["local_reply_config"]["mappers"]
+    matched = [m["filter"]["status_code_filter"]["comparison"]["value"]["default_value"] for m in mappers]
+    assert matched == [500, 429, 503]
+    for mapper, answered in zip(mappers, (503, 429, 503), strict=True):
+        body = mapper["body_format_override"]
+        assert body["content_type"] == "application/json"
+        error = body["json_format"]["error"]
+        assert error["code"] == {429: "rate_limit_exceeded", 503: "service_unavailable"}[answered]
+        assert error["message"] == "%LOCAL_REPLY_BODY%"
+        assert set(error) == {"message", "type", "code"}
+        assert all(isinstance(v, str) for v in error.values())  # Envoy's formats take no null
+        (header,) = mapper["headers_to_add"]
+        assert header["header"] == {"key": "retry-after", "value": str(envoy.RETRY_AFTER_SECONDS)}
+    # the 404 of paths outside /v1 is not rewritten: no mapper matches it
+    assert 404 not in matched
+    # an access log line per request, never the key or the query string
+    (log,) = manager["access_log"]
+    fields = log["typed_config"]["log_format"]["json_format"]
+    assert {"status", "flags", "upstream", "duration_ms"} <= set(fields)
+    assert not any("AUTHORIZATION" in str(v).upper() for v in fields.values())
+    assert fields["path"] == "%REQ_WITHOUT_QUERY(:PATH)%"
+
+
+def test_flow_controls_caps_fit_the_pickers_memory(prod_run: harness.RunResult) -> None:
+    from config.derived import hold as flow
+    from config.sections.types import parse_quantity
+
+    cfg = parse(stack_data("full-prod"))
+    limit = parse_quantity(cfg.gateway.epp_resources.memory_limit)
+    for release in prod_run.of_type("kubernetes:helm.sh/v3:Release"):
+        if not release.name.endswith("-router"):
+            continue
+        picker = yaml.safe_load(values(release)["values"]["router"]["epp"]["pluginsCustomConfig"][router.EPP_CONFIG_FILE])
+        control = picker["flowControl"]
+        held_bytes, held_requests = int(control["maxBytes"]), int(control["maxRequests"])
+        assert held_bytes * flow.PICKER_BYTES_PER_HELD_BYTE <= limit * flow.PICKER_HELD_SHARE
+        assert held_requests * flow.PICKER_BYTES_PER_HELD_REQUEST <= limit * flow.PICKER_HELD_SHARE
+        assert 0 < held_requests <= flow.UPSTREAM_MAX_REQUESTS

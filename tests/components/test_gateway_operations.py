@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import yaml
 
-from builders.gateway import envoy, router, timeouts
+from builders.gateway import envoy, router
+from config.derived import path as timeouts
 from config.derived import state
 from config.facts.conventions import CONFIG_HASH_ANNOTATION
 from offline import harness

@@ -10,11 +10,12 @@ from typing import Any
 
 import pytest
 
-from builders.gateway import envoy, timeouts
+from builders.gateway import envoy
 from builders.observability import rules
 from builders.observability import values as monitor_values
 from builders.serving import scaling
 from config.derived import capacity, state
+from config.derived import path as timeouts
 from config.derived.hold import PICK_TIMEOUT_SECONDS, TTL_STEP_SECONDS
 from config.derived.scaleup import HOLD_MARGIN_SECONDS
 from config.sections.types import duration_seconds
