@@ -1,6 +1,6 @@
 """The inference gateway's cluster-wide part: the CRDs the router needs, installed once.
 
-Per model, the router release itself is created by VllmModel (components/serving.py) in the
+Per model, the router release itself is created by VllmModel (components/serving/gateway.py) in the
 model's namespace, from builders/gateway/.
 """
 

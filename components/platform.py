@@ -179,7 +179,7 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
                 retired_revision_days=cfg.weights.retired_revision_days,
                 tags=tags,
             )
-        gateway = Gateway(config=cfg.gateway, envoy_image=envoy_image, after=[crds], hold=facts.hold)
+        gateway = Gateway(config=cfg.gateway, envoy_image=envoy_image, after=[crds])
         served = VllmModel(
             f"model-{model.name}",
             VllmModelArgs(
@@ -191,15 +191,12 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
                 monitoring_namespace=cfg.observability.namespace,
                 vpc_cidrs=cfg.vpc_cidrs,
                 interface_endpoints=network_policies.interface_endpoints(cfg),
-                alb_idle_timeout_seconds=cfg.ingress.idle_timeout_seconds,
                 hf_token=secrets.hf_token if model.gated else None,
                 api_key=secrets.api_keys.get(model.name),
                 endpoint=endpoint,
                 weights=weights,
                 gateway=gateway,
-                scales_to_zero=facts.scales_to_zero,
-                scale_up_miss_seconds=facts.scale_up.miss,
-                gpu_labels=facts.gpu_labels,
+                facts=facts,
             ),
             opts=pulumi.ResourceOptions(depends_on=[gpu_operator, keda, observability, karpenter.node_pools[pool.name], *pulls_after]),
         )

@@ -91,7 +91,7 @@ def picker_budget(model: ModelConfig, picker_config_hash: str) -> dict[str, Any]
     evictable, a drain moves it to the standby), there for `pulumi up` to wait on: its await ends when one
     picker is ready, and the model's Ingress, its vLLM policies and its ScaledObject wait for it, so the
     ALB's rule never moves to proxies whose picker crash-loops (a router release is not awaited,
-    components/serving.py). The picker config's hash on it makes a change of the config await again; the
+    components/serving/gateway.py). The picker config's hash on it makes a change of the config await again; the
     old leader may still count until the chart's Recreate strategy has stopped it (docs/gateway.md)."""
     return {
         "apiVersion": "policy/v1",
@@ -113,7 +113,7 @@ def disruption_budgets(model: ModelConfig) -> list[dict[str, Any]]:
     must be able to move it (the standby takes over).
 
     The budget is also what `pulumi up` waits on for the proxies (the router release is not awaited,
-    components/serving.py): with `maxUnavailable: 1` its DisruptionAllowed condition is True exactly when
+    components/serving/gateway.py): with `maxUnavailable: 1` its DisruptionAllowed condition is True exactly when
     every proxy the Deployment wants is ready, so the model's Ingress, which waits for it, moves the ALB's
     rule to proxies that serve. With one proxy the budget never blocks a drain (one may always go)."""
     return [

@@ -37,7 +37,7 @@ model = cfg.models[0]
 provider = k8s.Provider("k8s", kubeconfig="{{}}")
 marker = k8s.core.v1.ConfigMap("marker", metadata={{"name": "marker"}}, opts=pulumi.ResourceOptions(provider=provider))
 endpoint = Endpoint(ingress=cfg.ingress, load_balancer_sources=["10.0.96.0/24"], after=[marker])
-gateway = Gateway(config=cfg.gateway, envoy_image="envoy:test", after=[marker], hold=state.of(cfg).model(model.name).hold)
+gateway = Gateway(config=cfg.gateway, envoy_image="envoy:test", after=[marker])
 weights = S3Weights(
     bucket_arn="arn:aws:s3:::weights", cluster_name="the-cluster", models=list(cfg.models), retired_revision_days=3, tags={{"mode": "s3"}}
 )
@@ -51,13 +51,11 @@ VllmModel(
         prometheus_url="http://prometheus:9090",
         monitoring_namespace="monitoring",
         vpc_cidrs=["10.0.0.0/16"],
-        alb_idle_timeout_seconds=600,
         hf_token=None,
         endpoint=endpoint if {endpoint} else None,
         weights=weights if {weights} else None,
         gateway=gateway,
-        scales_to_zero=False,
-        scale_up_miss_seconds=state.of(cfg).model(model.name).scale_up.miss,
+        facts=state.of(cfg).model(model.name),
     ),
 )
 """
@@ -136,9 +134,12 @@ def test_s3_weights_bring_the_roles_their_associations_and_the_populate_job(tmp_
     associations = _of(found, "aws:eks/podIdentityAssociation:PodIdentityAssociation")
     assert [values(a)["clusterName"] for a in associations] == ["the-cluster"] * 3
     assert all(values(a)["tags"] == {"mode": "s3"} for a in associations)
-    (job,) = _of(found, "kubernetes:batch/v1:Job")
-    command = values(job)["spec"]["template"]["spec"]["containers"][0]["command"]
+    jobs = {j.name: j for j in _of(found, "kubernetes:batch/v1:Job")}
+    command = values(jobs.pop("model-weights-job"))["spec"]["template"]["spec"]["containers"][0]["command"]
     assert command[command.index("--retire-days") + 1] == "3"
+    # and one compile warm-up Job per GPU type of the pool's hosts (the model's derived state)
+    labels = state.of(parse(stack_data(PROD))).model(parse(stack_data(PROD)).models[0].name).gpu_labels
+    assert sorted(jobs) == sorted(f"model-warmup-{label}" for label in labels)
     assert _of(found, "kubernetes:networking.k8s.io/v1:Ingress") == []
 
 
@@ -166,11 +167,11 @@ def test_args_are_frozen_keyword_only_dataclasses_with_a_docstring_per_field(cls
 
 
 def test_the_only_optional_fields_are_whole_modes_and_secrets() -> None:
-    # the annotations are strings (postponed evaluation), as written in components/serving.py
+    # the annotations are strings (postponed evaluation), as written in components/serving/args.py
     optional = sorted(f.name for f in dataclasses.fields(serving.VllmModelArgs) if str(f.type).endswith("| None"))
     # a new optional field is a mode: give it its own sub-object, not a flat field and an assert; the
     # gateway is no mode (every model has one, those at zero included)
-    assert optional == ["api_key", "endpoint", "hf_token", "scale_up_miss_seconds", "weights"]
+    assert optional == ["api_key", "endpoint", "hf_token", "weights"]
 
 
 @pytest.mark.parametrize(
@@ -193,10 +194,9 @@ def test_args_refuse_modes_the_model_does_not_have(stack: str, weights: bool, ze
             prometheus_url="http://prometheus:9090",
             monitoring_namespace="monitoring",
             vpc_cidrs=["10.0.0.0/16"],
-            alb_idle_timeout_seconds=600,
             hf_token=None,
             endpoint=None,
             weights=s3 if weights else None,
-            scales_to_zero=zero,
-            gateway=serving.Gateway(config=cfg.gateway, envoy_image="envoy:test", after=[], hold=state.of(cfg).model(model.name).hold),
+            facts=state.of(cfg).model(model.name),
+            gateway=serving.Gateway(config=cfg.gateway, envoy_image="envoy:test", after=[]),
         )
