@@ -486,12 +486,17 @@ def test_a_client_namespace_on_vllms_port_is_a_hole() -> None:
     assert "client:chat-app -> qwen-2-5-7b /v1/chat/completions (sent '/v1/chat/completions', via vLLM directly)" in side_doors(door)
 
 
+def _forwarding(hcm: dict[str, Any]) -> dict[str, Any]:
+    """The API listener's route that forwards (the /v1 one); Envoy answers the others itself."""
+    return next(r for r in hcm["route_config"]["virtual_hosts"][0]["routes"] if "route" in r)
+
+
 def test_an_envoy_route_for_every_path_is_a_hole() -> None:
     door = build_door("full-prod")
     proxy = "qwen-2-5-7b/qwen-2-5-7b-proxy"
     config = copy.deepcopy(door.envoy[proxy])
     api = next(x for x in config["static_resources"]["listeners"] if x["name"] == "api")
-    api["filter_chains"][0]["filters"][0]["typed_config"]["route_config"]["virtual_hosts"][0]["routes"][0]["match"] = {"prefix": "/"}
+    _forwarding(api["filter_chains"][0]["filters"][0]["typed_config"])["match"] = {"prefix": "/"}
     door = dataclasses.replace(door, envoy={**door.envoy, proxy: config})
     found = holes(door)
     assert "alb -> qwen-2-5-7b /invocations (sent '/v1/../invocations', via alb > qwen-2-5-7b/qwen-2-5-7b-proxy)" in found
@@ -508,7 +513,7 @@ def test_envoy_without_path_normalization_is_no_hole_but_a_rewrite_out_of_v1_is(
     api = next(x for x in config["static_resources"]["listeners"] if x["name"] == "api")
     hcm = api["filter_chains"][0]["filters"][0]["typed_config"]
     hcm.update(normalize_path=False, merge_slashes=False)
-    route = hcm["route_config"]["virtual_hosts"][0]["routes"][0]
+    route = _forwarding(hcm)
     route["match"] = {"prefix": "/v1"}
     assert holes(dataclasses.replace(door, envoy={**door.envoy, proxy: config})) == []
     route["match"] = {"prefix": "/v1/"}
@@ -521,7 +526,7 @@ def _every_path(door: Door, proxy: str) -> Door:
     """The door with the proxy's API route matching every path (not /v1 only)."""
     config = copy.deepcopy(door.envoy[proxy])
     api = next(x for x in config["static_resources"]["listeners"] if x["name"] == "api")
-    api["filter_chains"][0]["filters"][0]["typed_config"]["route_config"]["virtual_hosts"][0]["routes"][0]["match"] = {"prefix": "/"}
+    _forwarding(api["filter_chains"][0]["filters"][0]["typed_config"])["match"] = {"prefix": "/"}
     return dataclasses.replace(door, envoy={**door.envoy, proxy: config})
 
 

@@ -18,6 +18,7 @@ The chart renders the text through Helm's `tpl`: it must hold no template braces
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import yaml
@@ -115,7 +116,31 @@ def _not_found() -> dict[str, Any]:
     return {"match": {"prefix": "/"}, "direct_response": {"status": 404, "body": {"inline_string": "not found\n"}}}
 
 
-def _api_listener(timeouts: Chain) -> dict[str, Any]:
+MODELS_PATH = f"{API_PREFIX}/models"
+
+
+def models_body(served_name: str, max_model_len: int) -> str:
+    """`GET /v1/models` as vLLM answers it for the one model a gateway serves (its served name; created 0 so the
+    bootstrap does not change from one render to the next)."""
+    entry = {"id": served_name, "object": "model", "created": 0, "owned_by": "vllm", "root": served_name, "max_model_len": max_model_len}
+    return json.dumps({"object": "list", "data": [entry]})
+
+
+def _models_route(body: str) -> dict[str, Any]:
+    """`GET /v1/models` answered by Envoy: a request with no body bypasses the picker's flow control, so at zero it
+    would get a 503 at once and never wake the model (llm-d-router v0.10.0 request.go), and clients that list the
+    models before they ask fail there. It names only the served model, as the model's host name already does;
+    every other /v1 request still reaches vLLM, which checks the key."""
+    return {
+        "match": {"path": MODELS_PATH, "headers": [{"name": ":method", "string_match": {"exact": "GET"}}]},
+        "direct_response": {"status": 200, "body": {"inline_string": body}},
+        "response_headers_to_add": [
+            {"header": {"key": "content-type", "value": "application/json"}, "append_action": "OVERWRITE_IF_EXISTS_OR_ADD"}
+        ],
+    }
+
+
+def _api_listener(timeouts: Chain, models: str | None = None) -> dict[str, Any]:
     """The API: `/v1` and below to the pod the Endpoint Picker chose; every other path 404 from Envoy
     itself (vLLM's /invocations, /tokenize, /pooling, /score, /metrics never reached). Paths are
     normalized first, so `/v1/../invocations` is `/invocations`."""
@@ -152,7 +177,17 @@ def _api_listener(timeouts: Chain) -> dict[str, Any]:
         stat_prefix=API_STAT_PREFIX,
         route_config={
             "name": "api",
-            "virtual_hosts": [{"name": "api", "domains": ["*"], "routes": [api, {**_not_found(), "typed_per_filter_config": no_picker}]}],
+            "virtual_hosts": [
+                {
+                    "name": "api",
+                    "domains": ["*"],
+                    "routes": [
+                        *([{**_models_route(models), "typed_per_filter_config": no_picker}] if models is not None else []),
+                        api,
+                        {**_not_found(), "typed_per_filter_config": no_picker},
+                    ],
+                }
+            ],
         },
         http_filters=[ext_proc, ROUTER],
         stream_idle_timeout=_seconds(timeouts.envoy_stream_idle),
@@ -318,12 +353,13 @@ def _ext_proc_cluster(picker_host: str) -> dict[str, Any]:
     }
 
 
-def config(picker_host: str, timeouts: Chain) -> dict[str, Any]:
-    """The whole bootstrap: admin on loopback, the three listeners, the three clusters."""
+def config(picker_host: str, timeouts: Chain, models: str | None = None) -> dict[str, Any]:
+    """The whole bootstrap: admin on loopback, the three listeners, the three clusters; `models`, the body
+    Envoy answers `GET /v1/models` with (None: the picker routes it)."""
     return {
         "admin": {"address": _address("127.0.0.1", ADMIN_PORT)},
         "static_resources": {
-            "listeners": [_api_listener(timeouts), _ready_listener(), _metrics_listener()],
+            "listeners": [_api_listener(timeouts, models), _ready_listener(), _metrics_listener()],
             "clusters": [
                 _endpoint_cluster(timeouts),
                 _ext_proc_cluster(picker_host),
@@ -348,8 +384,8 @@ class _NoAliases(yaml.SafeDumper):
         return True
 
 
-def config_text(picker_host: str, timeouts: Chain) -> str:
-    text = yaml.dump(config(picker_host, timeouts), Dumper=_NoAliases, sort_keys=False, width=200)
+def config_text(picker_host: str, timeouts: Chain, models: str | None = None) -> str:
+    text = yaml.dump(config(picker_host, timeouts, models), Dumper=_NoAliases, sort_keys=False, width=200)
     if "{{" in text or "}}" in text:
         raise ValueError("envoy.yaml holds template braces, which the chart's tpl would render")
     return text

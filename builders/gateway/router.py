@@ -200,7 +200,7 @@ def envoy_bootstrap(model: ModelConfig, alb_idle_timeout_seconds: int, *, hold_s
     chain = request_path.chain(alb_idle_timeout_seconds, hold_seconds)
     if problems := chain.problems():
         raise ValueError(f"{model.name}: the gateway's timeout chain does not hold: {'; '.join(problems)}")
-    return envoy.config_text(picker_host(model, model.name), chain)
+    return envoy.config_text(picker_host(model, model.name), chain, envoy.models_body(model.name, model.max_model_len))
 
 
 def envoy_preset(model: ModelConfig, image: str, alb_idle_timeout_seconds: int, *, hold_seconds: int) -> dict[str, Any]:

@@ -659,7 +659,10 @@ def test_the_api_listener_routes_only_v1_to_the_chosen_pod(stack: str, model: st
     release = _release(stack, model)
     config = gw.envoy_config(release)
     hcm = gw.manager(gw.listener(config, envoy.API_PORT))
-    api, rest = gw.routes(hcm)
+    models, api, rest = gw.routes(hcm)
+    # the model list, answered by Envoy (test_listing_the_models_is_answered_by_the_gateway_at_zero_too)
+    assert models["match"]["path"] == envoy.MODELS_PATH
+    assert "route" not in models
     assert api["match"] == {"path_separated_prefix": "/v1"}
     assert api["route"]["cluster"] == envoy.ENDPOINT_CLUSTER
     assert "typed_per_filter_config" not in api  # the picker chooses every /v1 request's pod
@@ -719,7 +722,7 @@ def test_the_envoy_timeouts_are_the_chain(stack: str, model: str) -> None:
     assert chain.problems() == []
     config = gw.envoy_config(release)
     hcm = gw.manager(gw.listener(config, envoy.API_PORT))
-    api, _ = gw.routes(hcm)
+    _, api, _ = gw.routes(hcm)
     ext_proc = hcm["http_filters"][0]["typed_config"]
     upstream = gw.cluster(config, envoy.ENDPOINT_CLUSTER)["typed_extension_protocol_options"][
         "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
@@ -833,3 +836,21 @@ def test_flow_controls_caps_fit_the_pickers_memory(prod_run: harness.RunResult) 
         assert held_bytes * flow.PICKER_BYTES_PER_HELD_BYTE <= limit * flow.PICKER_HELD_SHARE
         assert held_requests * flow.PICKER_BYTES_PER_HELD_REQUEST <= limit * flow.PICKER_HELD_SHARE
         assert 0 < held_requests <= flow.UPSTREAM_MAX_REQUESTS
+
+
+def test_listing_the_models_is_answered_by_the_gateway_at_zero_too(prod_run: harness.RunResult) -> None:
+    """`GET /v1/models` has no body, so the picker would not hold it: at zero it would get a 503 at once and never
+    wake the model. Envoy answers it (the served name only), ahead of the /v1 route, without the picker."""
+    cfg = parse(stack_data("full-prod"))
+    for model in cfg.models:
+        (config_map,) = [r for r in prod_run.of_type("kubernetes:core/v1:ConfigMap") if r.name == f"model-{model.name}-proxy-config"]
+        bootstrap = yaml.safe_load(next(iter(values(config_map)["data"].values())))
+        (api,) = [listener for listener in bootstrap["static_resources"]["listeners"] if listener["name"] == "api"]
+        routes = api["filter_chains"][0]["filters"][0]["typed_config"]["route_config"]["virtual_hosts"][0]["routes"]
+        first, second = routes[0], routes[1]
+        assert first["match"] == {"path": "/v1/models", "headers": [{"name": ":method", "string_match": {"exact": "GET"}}]}
+        assert second["match"] == {"path_separated_prefix": "/v1"}  # only the exact GET is taken from the picker
+        assert first["typed_per_filter_config"]["envoy.filters.http.ext_proc"]["disabled"] is True
+        body = json.loads(first["direct_response"]["body"]["inline_string"])
+        assert [m["id"] for m in body["data"]] == [model.name]
+        assert body["data"][0]["max_model_len"] == model.max_model_len
