@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from config.derived import state
+from config.derived import scaleup, state
 from config.facts import catalog, speed
 from config.sections.stack import StackConfig
 from planner import prices
@@ -219,7 +219,7 @@ class Pool:
         if not hosts:
             return None
         cheapest = min(hosts, key=lambda t: (prices.hourly(t, kind) * (self.share(model, t) if model else 1.0), t.name))
-        ready = now + speed.NODE_READY.value  # the batching second was waited before the launch
+        ready = now + scaleup.node_seconds(cheapest)  # by family, as the budget counts it; the batching second was waited
         node = Node(self.name, cheapest, kind, now, ready)
         self.nodes.append(node)
         self.changes += 1

@@ -91,15 +91,68 @@ def ec2_node_class(
     }
     if karpenter.instance_store_policy == "RAID0":
         spec["instanceStorePolicy"] = "RAID0"
+    mig_script = None
     if pool is not None and pool.sharing.mig is not None:
         profile = pool_mig_profile(pool)
-        spec["userData"] = mig.user_data(profile.name, profile.max_per_gpu)
+        mig_script = mig.user_data(profile.name, profile.max_per_gpu)
+    spec["userData"] = bottlerocket_user_data() if family == "bottlerocket" else al2023_user_data(mig_script)
     return {
         "apiVersion": "karpenter.k8s.aws/v1",
         "kind": "EC2NodeClass",
         "metadata": {"name": node_class_for(pool, family) if pool is not None else node_class_name(family)},
         "spec": spec,
     }
+
+
+MIME_BOUNDARY = "==LLM-PLATFORM=="
+SOCI_PARALLEL_PULL = {
+    # the soci-snapshotter's parallel mode, as the karpenter-blueprints SOCI blueprint tunes it
+    # (awslabs/soci-snapshotter docs/parallel-mode.md; ../shared/reference/wave3-facts.md Part B 3.3)
+    "max-concurrent-downloads-per-image": 20,
+    "concurrent-download-chunk-size": "16mb",
+    "max-concurrent-unpacks-per-image": 12,
+    "discard-unpacked-layers": True,
+}
+
+
+def al2023_user_data(shell_script: str | None = None) -> str:
+    """AL2023 user data: a MIME multi-part document that nodeadm reads (Karpenter adds its own NodeConfig part and
+    merges them). Its NodeConfig turns on SOCI parallel pull and unpack (`featureGates: {FastImagePull: true}`,
+    AL2023 AMIs after v20250821; nodeadm ignores it below 4 vCPUs or 7 GiB, none of the catalog's GPU hosts:
+    awslabs/amazon-eks-ami nodeadm/internal/api/featuregates.go). A MIG pool's partitioning script is a second
+    part, run by cloud-init before nodeadm starts kubelet."""
+    node_config = "---\napiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  featureGates:\n    FastImagePull: true\n"
+    parts = [f"Content-Type: application/node.eks.aws\n\n{node_config}"]
+    if shell_script is not None:
+        parts.append(f'Content-Type: text/x-shellscript; charset="us-ascii"\n\n{shell_script}')
+    body = "".join(f"--{MIME_BOUNDARY}\n{part}\n" for part in parts)
+    return f'MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="{MIME_BOUNDARY}"\n\n{body}--{MIME_BOUNDARY}--\n'
+
+
+def bottlerocket_user_data() -> str:
+    """Bottlerocket settings (TOML; Karpenter merges its own): SOCI as containerd's snapshotter in parallel
+    pull-unpack mode (Bottlerocket 1.44.0 and later; bottlerocket.dev settings container-runtime and
+    container-runtime-plugins). A snapshotter change takes effect at boot and drops the images already on the
+    node, so a pool whose data volume carries images must keep the one they were written with."""
+    lines = [
+        "[settings.container-runtime]",
+        'snapshotter = "soci"',
+        "",
+        "[settings.container-runtime-plugins.soci-snapshotter]",
+        'pull-mode = "parallel-pull-unpack"',
+        "",
+        "[settings.container-runtime-plugins.soci-snapshotter.parallel-pull-unpack]",
+        *(f"{k} = {_toml(v)}" for k, v in SOCI_PARALLEL_PULL.items()),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _toml(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    return f'"{value}"'
 
 
 def node_class_for(pool: GpuPool, family: str) -> str:

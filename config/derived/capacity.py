@@ -78,13 +78,30 @@ def checkpoint_gb(model: ModelConfig) -> float:
     return checkpoint_gib(model) * GIB / 1e9
 
 
-def weights_seconds(model: ModelConfig, *, pessimistic: bool = False) -> float:
-    """Reading the checkpoint from its source: streamed from S3, or downloaded from Hugging Face; with
-    `pessimistic`, S3 at the slow end of its sources: an xlarge host's network ceiling, the slowest host
-    of the g6/g5 pools (larger hosts stream faster, which a pessimistic figure may over-count)."""
-    s3 = speed.S3_STREAM_RATE_XLARGE if pessimistic else speed.S3_STREAM_RATE
-    rate = s3 if model.streams_from_s3 else speed.HUGGING_FACE_RATE
-    return checkpoint_gb(model) / rate.value
+def s3_rate(host: catalog.InstanceType | None, *, pessimistic: bool = False) -> float:
+    """GB/s the Run:ai Model Streamer reads from S3 on a host: its network rate (burst; `pessimistic`, its
+    baseline) at the streamer's published share of it, never above the fastest published read. Without a host
+    (a pool the catalog cannot size), the one measured rate."""
+    if host is None:
+        return speed.S3_STREAM_RATE.value
+    gbps = host.network.baseline_gbps if pessimistic else host.network.burst_gbps
+    return min(speed.STREAMER_MAX_RATE.value, gbps / 8 * speed.STREAMER_LINE_SHARE.value)
+
+
+def weights_host(model: ModelConfig, pool: GpuPool | None, *, pessimistic: bool = False) -> catalog.InstanceType | None:
+    """The host a replica's weights are read on: the cheapest that holds one (what Karpenter launches); with
+    `pessimistic`, the pool's host with the lowest baseline network rate."""
+    hosts = packing_hosts(model, pool) if pool is not None else []
+    if not hosts:
+        return None
+    return min(hosts, key=lambda h: (h.network.baseline_gbps, h.name)) if pessimistic else hosts[0]
+
+
+def weights_seconds(model: ModelConfig, host: catalog.InstanceType | None = None, *, pessimistic: bool = False) -> float:
+    """Reading the checkpoint from its source on a host: streamed from S3 at the host's rate (s3_rate), or
+    downloaded from Hugging Face at its measured rate."""
+    rate = s3_rate(host, pessimistic=pessimistic) if model.streams_from_s3 else speed.HUGGING_FACE_RATE.value
+    return checkpoint_gb(model) / rate
 
 
 def eager(model: ModelConfig) -> bool:

@@ -88,7 +88,7 @@ def start(model: ModelConfig, pool: GpuPool | None = None, *, cached: bool = Fal
 
 def load_seconds(model: ModelConfig, pool: GpuPool | None = None, *, cached: bool = False, pessimistic: bool = False) -> int:
     """From container start to a healthy server: the weights, then the engine start."""
-    weights = capacity.weights_seconds(model, pessimistic=pessimistic)
+    weights = capacity.weights_seconds(model, capacity.weights_host(model, pool, pessimistic=pessimistic), pessimistic=pessimistic)
     return math.ceil(weights + start(model, pool, cached=cached, pessimistic=pessimistic).seconds)
 
 

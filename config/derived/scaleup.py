@@ -30,7 +30,7 @@ import math
 from dataclasses import dataclass
 
 from config.derived import capacity, engine
-from config.facts import speed
+from config.facts import catalog, speed
 from config.sections.gpu_pools import GpuPool
 from config.sections.models import ModelConfig
 from config.sections.types import duration_seconds
@@ -89,20 +89,36 @@ def _rounded(parts: dict[str, float]) -> dict[str, float]:
     return {k: round(float(v), 1) for k, v in parts.items()}
 
 
+def node_seconds(host: catalog.InstanceType | None) -> float:
+    """A GPU node from launch to schedulable, by family (the published 60-90 s for accelerated instances)."""
+    if host is None:
+        return speed.NODE_READY.value
+    return (speed.NODE_READY_P if host.family.startswith("p") else speed.NODE_READY_G).value
+
+
+def image_seconds(host: catalog.InstanceType | None) -> float:
+    """The pinned vLLM image on a new node with SOCI parallel pull: unpack is CPU-bound, so a host with fewer
+    vCPUs than the measured one is counted at its share of the measured rate (an estimate)."""
+    share = min(1.0, host.vcpus / speed.IMAGE_PULL_VCPUS) if host is not None else 1.0
+    return speed.VLLM_IMAGE_SIZE_GB.value / (speed.IMAGE_PULL_RATE.value * share)
+
+
 def budget(model: ModelConfig, pool: GpuPool | None = None, *, scrape_interval: str) -> ScaleUpBudget:
+    """The budget on the host Karpenter launches for a miss (the cheapest that holds a replica); the pessimistic
+    one on the pool's slowest host for the weights (the lowest baseline)."""
     fast = engine.start(model, pool, cached=model.compile_cache_used)
     cold = engine.start(model, pool, pessimistic=True)
+    host = capacity.weights_host(model, pool)
+    slowest = capacity.weights_host(model, pool, pessimistic=True)
     signal = duration_seconds(scrape_interval) + speed.HPA_SYNC_PERIOD.value + model.autoscaling.scale_up.stabilization_window_seconds
-    node = speed.KARPENTER_BATCH_IDLE.value + speed.NODE_READY.value
-    image = speed.IMAGE_SIZE_GB.value / speed.IMAGE_PULL_RATE.value
     # Every model is reached through its gateway, which finds a new replica from the pool's pods (no ALB
     # registration: the ALB's targets are the gateway's proxies). In-cluster callers take the same path.
     balancer = speed.GATEWAY_ENDPOINT_DISCOVERY.value
     raw = {
         "signal": signal,
-        "nodeLaunch": node,
-        "imagePull": image,
-        "weights": capacity.weights_seconds(model),
+        "nodeLaunch": speed.KARPENTER_BATCH_IDLE.value + node_seconds(host),
+        "imagePull": image_seconds(host),
+        "weights": capacity.weights_seconds(model, host),
         "engineStart": fast.seconds,
         "probe": model.startup.period_seconds + speed.PROBE_PERIOD.value,
         "loadBalancer": balancer,
@@ -111,7 +127,7 @@ def budget(model: ModelConfig, pool: GpuPool | None = None, *, scrape_interval: 
         **raw,
         "nodeLaunch": speed.KARPENTER_BATCH_MAX.value + speed.NODE_READY_SLOW.value,
         "imagePull": speed.IMAGE_PULL_SEQUENTIAL.value,
-        "weights": capacity.weights_seconds(model, pessimistic=True),
+        "weights": capacity.weights_seconds(model, slowest, pessimistic=True),
         "engineStart": cold.seconds,
     }
     return ScaleUpBudget(

@@ -178,6 +178,59 @@ class InstanceType:
     def total_gpu_gib(self) -> float:
         return self.gpu.memory_gib * self.gpu_count if self.gpu else 0.0
 
+    @property
+    def network(self) -> Network:
+        """Its network bandwidth (NETWORK, NETWORK_SOURCE): every catalog type has one (a test says so)."""
+        return NETWORK[self.name]
+
+
+@dataclass(frozen=True)
+class Network:
+    """An instance type's network bandwidth in Gbps: what it keeps up for good (baseline) and what it reaches
+    while its network I/O credits last ("up to", burst; the baseline where there is no burst)."""
+
+    baseline_gbps: float
+    burst_gbps: float
+
+
+NETWORK_SOURCE: Final = (
+    "baseline: Amazon EC2 instance types guide, accelerated computing network specifications "
+    "(docs.aws.amazon.com/ec2/latest/instancetypes/ac.html), as Karpenter v1.14 generates it "
+    "(aws/karpenter-provider-aws pkg/providers/instancetype/zz_generated.bandwidth.go); burst: the same page's "
+    "'up to' network performance; general purpose types from the same guide's gp.html"
+)
+_NETWORK_GBPS: Final = {
+    # name: (baseline, burst)
+    "g5.xlarge": (2.5, 10),
+    "g5.2xlarge": (5, 10),
+    "g5.4xlarge": (10, 25),
+    "g5.8xlarge": (25, 25),
+    "g5.12xlarge": (40, 40),
+    "g5.24xlarge": (50, 50),
+    "g5.48xlarge": (100, 100),
+    "g6.xlarge": (2.5, 10),
+    "g6.2xlarge": (5, 10),
+    "g6.4xlarge": (10, 25),
+    "g6.12xlarge": (40, 40),
+    "g6.48xlarge": (100, 100),
+    "g6e.xlarge": (2.5, 20),
+    "g6e.2xlarge": (5, 20),
+    "g6e.4xlarge": (20, 20),
+    "g6e.12xlarge": (100, 100),
+    "g6e.48xlarge": (400, 400),
+    "p4d.24xlarge": (400, 400),
+    "p4de.24xlarge": (400, 400),
+    "p5.4xlarge": (100, 100),
+    "p5.48xlarge": (3200, 3200),
+    "p5en.48xlarge": (3200, 3200),
+    "m7i.large": (0.78, 12.5),
+    "m7i.xlarge": (1.56, 12.5),
+    "m7i.2xlarge": (3.125, 12.5),
+    "m6i.large": (0.781, 12.5),
+    "m6i.xlarge": (1.25, 12.5),
+}
+NETWORK: Final[dict[str, Network]] = {name: Network(*gbps) for name, gbps in _NETWORK_GBPS.items()}
+
 
 def _g(name: str, vcpus: int, mem: int, price: float, gpu: Gpu, count: int, src: PriceSource = CONSOLE_TABLE_2026) -> InstanceType:
     return InstanceType(name, vcpus, mem, price, src, gpu, count)

@@ -39,13 +39,60 @@ KARPENTER_BATCH_IDLE: Final = Figure(
 NODE_READY: Final = Figure(
     150,
     "s",
-    "a GPU node from Karpenter's launch to schedulable (the middle of '2-3 min')",
+    "a GPU node from Karpenter's launch to schedulable (the middle of '2-3 min'), for a host the family figures do not cover",
     "self-managed Karpenter, g5, Bottlerocket (EKS Auto Mode measured 30 s on g6e.4xlarge: EKS user guide)",
     PLATFORM_WRITEUP,
 )
-IMAGE_SIZE_GB: Final = Figure(8.8, "GB", "the vLLM serving image", "vLLM 0.21 deep learning container", EKS_ML_GUIDE)
+TTFTS_WRITEUP: Final = "'Six layers of cold start' write-up (TTFTS, 2026), as quoted in ../shared/reference/wave3-facts.md Part B 3.2"
+NODE_READY_G: Final = Figure(
+    60,
+    "s",
+    "a g-family GPU node from pod pending to node Ready: the low end of the published 60-90 s for accelerated instances. "
+    "On AL2023 this assumes the GPU operator's operands (NFD, toolkit-less device plugin, validators) start inside "
+    "it: no timing of that chain on EKS is published",
+    "Karpenter and EKS Auto Mode, accelerated instances",
+    TTFTS_WRITEUP,
+)
+NODE_READY_P: Final = Figure(
+    90,
+    "s",
+    "a p-family GPU node from pod pending to node Ready: the high end of the published 60-90 s (measured on p5.48xlarge)",
+    "Karpenter and EKS Auto Mode, p5.48xlarge",
+    TTFTS_WRITEUP,
+)
+VLLM_IMAGE_SIZE_GB: Final = Figure(
+    10,
+    "GB",
+    "the pinned vLLM serving image (compressed layers, '~9-10 GB')",
+    "vllm/vllm-openai CUDA images",
+    "../shared/reference/wave3-facts.md Part B 3.3",
+)
+IMAGE_SIZE_GB: Final = Figure(
+    8.8, "GB", "the image the SOCI pull rate was measured with", "vLLM 0.21 deep learning container", EKS_ML_GUIDE
+)
 IMAGE_PULL_RATE: Final = Figure(
-    8.8 / 48.4, "GB/s", "image pull and unpack on a new node", "SOCI parallel pull, g6e.4xlarge", f"{EKS_ML_GUIDE}: 8.8 GB in 48.4 s"
+    8.8 / 48.4,
+    "GB/s",
+    "image pull and unpack on a new node with SOCI parallel pull (16 vCPUs; unpack is CPU-bound, so a host with fewer "
+    "vCPUs is counted at this rate times its share of 16, an estimate; a larger host at this rate)",
+    "SOCI parallel pull, g6e.4xlarge (16 vCPUs, 20 Gbps)",
+    f"{EKS_ML_GUIDE}: 8.8 GB in 48.4 s",
+)
+IMAGE_PULL_VCPUS: Final = 16
+"""The vCPUs of the host IMAGE_PULL_RATE was measured on."""
+STREAMER_LINE_SHARE: Final = Figure(
+    0.75,
+    "share",
+    "the share of a host's network rate the Run:ai Model Streamer reaches from S3 (the lower of two measurements)",
+    "3.51 GiB/s on g5.12xlarge (40 Gbps), streamer 0.6.0; 2.08 GB/s on g6e.4xlarge (20 Gbps) is 0.83",
+    "run-ai/runai-model-streamer docs/src/benchmarks.md; " + EKS_ML_GUIDE,
+)
+STREAMER_MAX_RATE: Final = Figure(
+    203 / 25,
+    "GB/s",
+    "the fastest published S3 read of one replica, whatever the host's network rate (its ceiling here)",
+    "p5, 203 GB over TP4 in 25 s: 4 GB chunks, concurrency = shard files per rank, slow requests retried",
+    TTFTS_WRITEUP,
 )
 S3_STREAM_RATE: Final = Figure(
     10.4 / 5.0,
@@ -72,7 +119,7 @@ NODE_READY_SLOW: Final = Figure(
 IMAGE_PULL_SEQUENTIAL: Final = Figure(
     240,
     "s",
-    "the vLLM image (8-12 GB) pulled without SOCI parallel pull, which the nodes do not turn on (the high end of '2-4 minutes')",
+    "the vLLM image (8-12 GB) pulled at containerd's sequential rate, the slow end of any pull (the high end of '2-4 minutes')",
     "containerd's sequential pull and unpack",
     f"{WAVE3_B} 2.2 and 3.3 (TTFTS write-up)",
 )
@@ -168,7 +215,12 @@ CATALOG: Final = {
     "hpaSyncPeriod": HPA_SYNC_PERIOD,
     "karpenterBatchIdle": KARPENTER_BATCH_IDLE,
     "nodeReady": NODE_READY,
+    "nodeReadyG": NODE_READY_G,
+    "nodeReadyP": NODE_READY_P,
+    "vllmImageSize": VLLM_IMAGE_SIZE_GB,
     "imageSize": IMAGE_SIZE_GB,
+    "streamerLineShare": STREAMER_LINE_SHARE,
+    "streamerMaxRate": STREAMER_MAX_RATE,
     "imagePullRate": IMAGE_PULL_RATE,
     "s3StreamRate": S3_STREAM_RATE,
     "huggingFaceRate": HUGGING_FACE_RATE,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import email
 import shutil
 import subprocess
 from pathlib import Path
@@ -23,12 +24,13 @@ def _node_class(run: harness.RunResult, name: str) -> dict[str, Any]:
 def test_the_mig_pool_has_its_own_node_class_with_the_partitioning(prod_run: harness.RunResult) -> None:
     shared = _node_class(prod_run, "gpu-al2023")
     own = _node_class(prod_run, "gpu-al2023-gpu-a100-mig")
-    assert "userData" not in shared["spec"]
-    # the same node settings as the shared class, plus the user data
-    assert {k: v for k, v in own["spec"].items() if k != "userData"} == shared["spec"]
-    user_data = own["spec"]["userData"]
+    # the same node settings as the shared class, and the user data: SOCI's NodeConfig, then the partitioning
+    assert {k: v for k, v in own["spec"].items() if k != "userData"} == {k: v for k, v in shared["spec"].items() if k != "userData"}
+    parts = {p.get_content_type(): p.get_payload() for p in email.message_from_string(own["spec"]["userData"]).walk()}
+    assert parts["application/node.eks.aws"] == email.message_from_string(shared["spec"]["userData"]).get_payload()[0].get_payload()
+    user_data = parts["text/x-shellscript"]
     # A100 40GB: two 3g.20gb instances per GPU, on every GPU, every boot, before kubelet
-    assert user_data == mig.user_data("3g.20gb", 2)
+    assert user_data.strip() == mig.user_data("3g.20gb", 2).strip()
     assert 'nvidia-smi mig -i "$gpu" -cgi 3g.20gb,3g.20gb -C' in user_data
     assert "Before=nodeadm-run.service" in user_data
     assert "Requires=llm-platform-mig.service" in user_data

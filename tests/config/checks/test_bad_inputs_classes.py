@@ -192,10 +192,10 @@ EXPECTED: dict[str, list[str]] = {
         "network.s3GatewayEndpoint: models stream weights from S3 but the VPC has no S3 gateway endpoint: every replica start pulls its checkpoint through the NAT gateway, slower and billed per GB. Fix: remove s3GatewayEndpoint: false"
     ],
     "idle-after-shorter-than-the-budget": [
-        "models[llama-3-1-8b].autoscaling.idleAfter: 2m is shorter than the model's scale-up budget on a new node (541 s): it would go back to zero sooner than a cold start takes. Fix: set idleAfter to at least 10m",
+        "models[llama-3-1-8b].autoscaling.idleAfter: 2m is shorter than the model's scale-up budget on a new node (622 s): it would go back to zero sooner than a cold start takes. Fix: set idleAfter to at least 11m",
     ],
     "alb-idle-timeout-below-a-cold-start": [
-        "ingress.idleTimeoutSeconds: 300 s caps how long llama-3-1-8b's gateway holds a request at 240 s (a hold, a 30 s pick and 30 s of margin inside the ALB's idle timeout), short of its expected cold start (541 s): llama-3-1-8b scales to zero, and the first request after a quiet spell would get a 503 before a replica can serve it. Fix: raise it to at least 601 (849 covers the pessimistic cold start), or keep replicas.min >= 1",
+        "ingress.idleTimeoutSeconds: 300 s caps how long llama-3-1-8b's gateway holds a request at 240 s (a hold, a 30 s pick and 30 s of margin inside the ALB's idle timeout), short of its expected cold start (622 s): llama-3-1-8b scales to zero, and the first request after a quiet spell would get a 503 before a replica can serve it. Fix: raise it to at least 682 (849 covers the pessimistic cold start), or keep replicas.min >= 1",
     ],
     "alb-idle-timeout-below-a-pessimistic-cold-start": [
         "ingress.idleTimeoutSeconds: 700 s caps how long llama-3-1-8b's gateway holds a request at 640 s (a hold, a 30 s pick and 30 s of margin inside the ALB's idle timeout), short of its pessimistic cold start (789 s): during a slow cold start the first callers get 503 before a new replica can serve them. Fix: raise it to at least 849, or accept the earlier 503s",
@@ -229,7 +229,7 @@ EXPECTED: dict[str, list[str]] = {
         "karpenter: volumeThroughputMibps 1000 needs at least 4000 volumeIops (gp3 allows 0.25 MiB/s per IOPS); EC2 would refuse to launch the nodes. Fix: raise volumeIops to 4000 or lower volumeThroughputMibps"
     ],
     "scale-down-window-below-budget": [
-        "models[llama-3-1-8b].autoscaling.scaleDown.stabilizationWindowSeconds: 60 s is shorter than the model's scale-up budget on a new node (541 s): a replica removed after a burst takes longer to come back than the calm that removed it. Fix: raise it to at least 541"
+        "models[llama-3-1-8b].autoscaling.scaleDown.stabilizationWindowSeconds: 60 s is shorter than the model's scale-up budget on a new node (622 s): a replica removed after a burst takes longer to come back than the calm that removed it. Fix: raise it to at least 622"
     ],
     "region-is-a-zone": [
         "region: 'us-east-1a' is an availability zone, not a region. Fix: set aws:region to us-east-1",
