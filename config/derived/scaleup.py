@@ -96,9 +96,12 @@ def node_seconds(host: catalog.InstanceType | None) -> float:
     return (speed.NODE_READY_P if host.family.startswith("p") else speed.NODE_READY_G).value
 
 
-def image_seconds(host: catalog.InstanceType | None) -> float:
+def image_seconds(host: catalog.InstanceType | None, pool: GpuPool | None = None) -> float:
     """The pinned vLLM image on a new node with SOCI parallel pull: unpack is CPU-bound, so a host with fewer
-    vCPUs than the measured one is counted at its share of the measured rate (an estimate)."""
+    vCPUs than the measured one is counted at its share of the measured rate (an estimate). A pool whose data
+    volume comes from an image snapshot has it on disk."""
+    if pool is not None and pool.image_snapshot is not None:
+        return speed.IMAGE_SNAPSHOT_PULL.value
     share = min(1.0, host.vcpus / speed.IMAGE_PULL_VCPUS) if host is not None else 1.0
     return speed.VLLM_IMAGE_SIZE_GB.value / (speed.IMAGE_PULL_RATE.value * share)
 
@@ -117,7 +120,7 @@ def budget(model: ModelConfig, pool: GpuPool | None = None, *, scrape_interval: 
     raw = {
         "signal": signal,
         "nodeLaunch": speed.KARPENTER_BATCH_IDLE.value + node_seconds(host),
-        "imagePull": image_seconds(host),
+        "imagePull": image_seconds(host, pool),
         "weights": capacity.weights_seconds(model, host),
         "engineStart": fast.seconds,
         "probe": model.startup.period_seconds + speed.PROBE_PERIOD.value,

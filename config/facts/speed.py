@@ -80,6 +80,14 @@ IMAGE_PULL_RATE: Final = Figure(
 )
 IMAGE_PULL_VCPUS: Final = 16
 """The vCPUs of the host IMAGE_PULL_RATE was measured on."""
+IMAGE_SNAPSHOT_PULL: Final = Figure(
+    5,
+    "s",
+    "the pinned image already on a data volume restored from an EBS snapshot (pull ~0 s; est. residual for the first "
+    "blocks the start reads while the volume initializes)",
+    "Bottlerocket data volume from a snapshot ('Container image pull ~0s, Optimized (EBS snapshot)')",
+    f"{PLATFORM_WRITEUP}; residual: ../shared/reference/wave3-facts.md Part B 3.3",
+)
 STREAMER_LINE_SHARE: Final = Figure(
     0.75,
     "share",
@@ -218,6 +226,7 @@ CATALOG: Final = {
     "nodeReadyG": NODE_READY_G,
     "nodeReadyP": NODE_READY_P,
     "vllmImageSize": VLLM_IMAGE_SIZE_GB,
+    "imageSnapshotPull": IMAGE_SNAPSHOT_PULL,
     "imageSize": IMAGE_SIZE_GB,
     "streamerLineShare": STREAMER_LINE_SHARE,
     "streamerMaxRate": STREAMER_MAX_RATE,

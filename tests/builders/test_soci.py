@@ -38,6 +38,12 @@ def test_every_gpu_node_class_pulls_with_soci(stack: str) -> None:
     for node_class in classes:
         spec = node_class["spec"]
         alias = spec["amiSelectorTerms"][0]["alias"]  # type: ignore[index]
+        devices = spec["blockDeviceMappings"]  # type: ignore[index]
+        if any("snapshotID" in d["ebs"] for d in devices):
+            # an image-snapshot pool keeps the snapshotter its cached images were written with
+            assert alias.startswith("bottlerocket@")
+            assert "userData" not in spec
+            continue
         user_data = spec["userData"]  # type: ignore[index]
         if alias.startswith("al2023@"):
             config = _node_config(user_data)
@@ -63,3 +69,28 @@ def test_a_mig_script_is_a_second_part_after_the_node_config() -> None:
     parts = [p for p in email.message_from_string(text).walk() if not p.is_multipart()]
     assert [p.get_content_type() for p in parts] == ["application/node.eks.aws", "text/x-shellscript"]
     assert parts[1].get_payload().startswith("#!/bin/bash")
+
+
+def test_the_snapshot_pool_restores_its_data_volume_and_keeps_containerd_there() -> None:
+    """The fixture's image-snapshot pool: its own node class, the data volume from the snapshot at the set
+    initialization rate, no instance-store RAID0 (which would move containerd away from the cached images)."""
+    run = fixture_run("existing-vpc-irsa-bottlerocket")
+    (own,) = [c for c in _classes(run) if c["metadata"]["name"] == "gpu-bottlerocket-gpu-l4"]  # type: ignore[index]
+    spec = own["spec"]
+    (data,) = [d for d in spec["blockDeviceMappings"] if d["deviceName"] == "/dev/xvdb"]  # type: ignore[index]
+    assert data["ebs"]["snapshotID"] == "snap-0123456789abcdef0"
+    assert data["ebs"]["volumeInitializationRate"] == 300
+    assert "instanceStorePolicy" not in spec
+    pool = values(run.one("kubernetes:karpenter.sh/v1:NodePool", "karpenter-gpu-l4"))
+    assert pool["spec"]["template"]["spec"]["nodeClassRef"]["name"] == "gpu-bottlerocket-gpu-l4"
+
+
+def test_a_model_on_the_snapshot_pool_starts_on_a_new_node_within_150_s() -> None:
+    from config.derived import state
+    from tests.conftest import parse, stack_data
+
+    cfg = parse(stack_data("existing-vpc-irsa-bottlerocket"))
+    (model,) = [m for m in cfg.models if m.pool == "gpu-l4"]
+    budget = state.of(cfg).model(model).scale_up
+    assert budget.terms["imagePull"] <= 5
+    assert budget.miss <= 150

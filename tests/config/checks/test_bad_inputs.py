@@ -103,6 +103,10 @@ CASES: dict[str, Callable[[dict[str, Any]], object]] = {
     "private-access-not-a-security-group": lambda d: d["cluster"]["endpoint"].update(privateAccessSecurityGroupIds=["runner-sg"]),
     "deploy-role-declared-again": lambda d: d["cluster"].update(deployRoleArn="arn:aws:iam::123456789012:role/platform-admin"),
     "reserved-capacity": lambda d: p0(d).update(capacityTypes=["reserved", "on-demand"]),
+    "image-snapshot-on-al2023": lambda d: p0(d).update(imageSnapshot={"snapshotId": "snap-0123456789abcdef0"}),
+    "image-snapshot-not-a-snapshot": lambda d: p0(d).update(
+        imageSnapshot={"snapshotId": "vol-0123456789abcdef0"}, amiFamily="bottlerocket"
+    ),
     "principal-admin-and-access": lambda d: d["cluster"].update(
         access=[{"principalArn": "arn:aws:iam::123456789012:role/teams/platform-admin", "policy": "View"}]
     ),
@@ -316,6 +320,15 @@ EXPECTED: dict[str, list[str]] = {
     ],
     "private-access-not-a-security-group": [
         "cluster.endpoint.privateAccessSecurityGroupIds[0]: 'runner-sg' is not a security group id. Fix: write sg-<8 or 17 hex digits>",
+    ],
+    "image-snapshot-on-al2023": [
+        "gpuPools[gpu-l4-a10g].imageSnapshot: is a Bottlerocket data volume, but the pool runs al2023, whose images live on "
+        "its root volume: the snapshot would be mounted nowhere containerd reads. Fix: set amiFamily: bottlerocket on the "
+        "pool, or remove imageSnapshot",
+    ],
+    "image-snapshot-not-a-snapshot": [
+        "gpuPools[gpu-l4-a10g].imageSnapshot.snapshotId: 'vol-0123456789abcdef0' is not an EBS snapshot id. Fix: write "
+        "snap- and 8 or 17 hex digits (`aws ec2 describe-snapshots --owner-ids self` lists yours)",
     ],
     "reserved-capacity": [
         "gpuPools[gpu-l4-a10g].capacityTypes: reserved needs capacity reservations selected on the pool's node class, which "
