@@ -83,15 +83,21 @@ def test_zero_traffic_costs_the_floor() -> None:
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(low=st.integers(0, 150), extra=st.integers(1, 300))
 def test_more_traffic_never_costs_less_at_steady_state(low: int, extra: int) -> None:
+    """The lighter day is the heavier one with requests taken away (every one of its requests arrives in the heavier
+    day too, at the same time and size): comparing two independent draws made the property a coin toss near a
+    replica threshold (low=98 extra=1, low=103 extra=2 failed at random)."""
     cfg = parse(stack_data(DEV))
     seconds = 3 * HOUR
+    heavy = _requests(cfg, low + extra, seconds)
+    keep = np.random.default_rng(1).random(len(next(iter(heavy.values())))) < low / (low + extra)
+    light = {name: traffic.Requests(r.arrival[keep], r.prompt[keep], r.output[keep]) for name, r in heavy.items()}
 
-    def steady(rpm: int) -> float:
-        result = simulate(cfg, _requests(cfg, rpm, seconds), Options(seconds, spot_availability=1.0))
+    def steady(requests: dict[str, traffic.Requests]) -> float:
+        result = simulate(cfg, requests, Options(seconds, spot_availability=1.0))
         nodes = result.series["pool:gpu-l4-a10g"]["nodes"]
         return float(np.mean(nodes[-60:]))  # the last hour
 
-    assert steady(low + extra) >= steady(low)
+    assert steady(heavy) >= steady(light)
 
 
 def test_same_inputs_give_the_same_plan_byte_for_byte(tmp_path: Path) -> None:
