@@ -35,6 +35,9 @@ BY_TAG = [
     "Deployment/qwen-2-5-7b/qwen-2-5-7b",
     "Job/qwen-2-5-1-5b/qwen-2-5-1-5b-weights-989aa7980e4c",
     "Job/qwen-2-5-1-5b/qwen-2-5-1-5b-warm-l40s-5aa2fa6aaf",
+    # the Bottlerocket fixture's image-snapshot pool model, streamed from S3 (its populate Job shares full-prod's name)
+    "Job/qwen-2-5-7b/qwen-2-5-7b-weights-a09a35458c70",
+    "Job/qwen-2-5-7b/qwen-2-5-7b-warm-l4-2b3f849ae8",
 ]
 """What runs a model image the non-prod fixtures pin by tag only (a model name is its namespace and Deployment)."""
 PROD_WARMUPS = [
