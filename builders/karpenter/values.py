@@ -22,7 +22,7 @@ def karpenter_values(
         "settings": {
             "clusterName": cluster_name,
             "interruptionQueue": interruption_queue,
-            "featureGates": {"nodeOverlay": node_overlay},
+            "featureGates": {"nodeOverlay": node_overlay, "nodeRepair": cfg.node_repair},
         },
         "replicas": cfg.replicas,
         "serviceAccount": {

@@ -56,6 +56,7 @@ RULES: tuple[Rule, ...] = (
     Rule(scaling.rule_placement, "replicas that share nodes spread over two zones where the pool has them, and packing is warned"),
     Rule(fit.rule_bottlerocket_sharing, "GPU sharing only where the device plugin honours it (not Bottlerocket)"),
     Rule(fit.rule_image_snapshot, "an image snapshot is a Bottlerocket pool's data volume"),
+    Rule(scaling.rule_node_repair, "a forceful node repair names the pools it would take to zero nodes"),
     Rule(scaling.rule_spot_diversity, "a spot pool has enough instance types to ride out interruptions"),
     Rule(network.rule_internet_facing_subnets, "an internet-facing ALB in an existing VPC has public subnets"),
     Rule(network.rule_certificate, "exposed endpoints use TLS (required in prod), with a certificate of the stack's region"),

@@ -232,3 +232,24 @@ def rule_prod_min_replicas(cfg: StackConfig) -> Iterator[Problem]:
                 "over two zones (a node more at min), or accept the risk",
                 "warning",
             )
+
+
+def rule_node_repair(cfg: StackConfig) -> Iterator[Problem]:
+    """karpenter.nodeRepair: on Karpenter 1.14.1 a repair deletes the node with no drain and starts no replacement
+    first, so a pool whose models keep one node at min is down until a new node has started and loaded."""
+    if not cfg.karpenter.node_repair:
+        return
+    derived = state.of(cfg)
+    for pool in cfg.gpu_pools:
+        models = [derived.model(m) for m in cfg.models if m.pool == pool.name]
+        nodes = sum(m.nodes_at_min for m in models)
+        if models and nodes <= 1:
+            names = ", ".join(m.name for m in models)
+            yield Problem(
+                "karpenter.nodeRepair",
+                f"repairs {pool.name}'s nodes forcefully (Karpenter 1.14.1: no drain, no budgets, no replacement first), and "
+                f"{names} keep{'s' if len(models) == 1 else ''} {nodes} node{'' if nodes == 1 else 's'} of it at min: a "
+                "repair is an outage until a new node has started and loaded (a miss, the scale-up budget's). Fix: keep "
+                "two nodes at min (replicas.min, placement: spread), or accept it",
+                "warning",
+            )

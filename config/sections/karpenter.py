@@ -56,6 +56,14 @@ class KarpenterConfig(ConfigModel):
         description="How the controller gets AWS credentials: EKS Pod Identity (recommended) or IRSA.",
     )
     replicas: int = Field(default=2, ge=1, le=3, description="Controller replicas (leader election).")
+    node_repair: bool = Field(
+        default=False,
+        description="Karpenter node repair (the NodeRepair feature gate, ALPHA, cluster-wide): a node whose Ready "
+        "condition is False or Unknown for 30 minutes, or whose AcceleratedHardwareReady is False for 10 (set by the EKS "
+        "node monitoring agent), is deleted and replaced. On Karpenter 1.14.1 a repair is forceful: no drain, no "
+        "disruption budgets, no replacement started first, in-flight streams cut; it pauses while more than 20% of a "
+        "pool is unhealthy. Off by default; a warning names every pool a repair would take to zero nodes.",
+    )
     default_ami_family: AmiFamily = Field(default="al2023", description="AMI family for pools that do not set one.")
     ami_versions: AmiVersions = Field(default_factory=AmiVersions, description="Pinned AMI releases.")
     root_volume_gib: int = Field(

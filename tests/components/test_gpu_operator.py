@@ -210,7 +210,7 @@ def test_mig_pool_lines_up(prod_run: harness.RunResult) -> None:
 
 
 def test_node_overlays_need_the_feature_gate_and_the_release(prod_run: harness.RunResult, dev_run: harness.RunResult) -> None:
-    assert values(prod_run.one(RELEASE, "karpenter-release"))["values"]["settings"]["featureGates"] == {"nodeOverlay": True}
+    assert values(prod_run.one(RELEASE, "karpenter-release"))["values"]["settings"]["featureGates"] == {"nodeOverlay": True, "nodeRepair": False}
     assert values(dev_run.one(RELEASE, "karpenter-release"))["values"]["settings"]["featureGates"] == {"nodeOverlay": False}
     assert dev_run.of_type(OVERLAY) == []
     for r in prod_run.of_type(OVERLAY):
