@@ -210,8 +210,14 @@ def test_mig_pool_lines_up(prod_run: harness.RunResult) -> None:
 
 
 def test_node_overlays_need_the_feature_gate_and_the_release(prod_run: harness.RunResult, dev_run: harness.RunResult) -> None:
-    assert values(prod_run.one(RELEASE, "karpenter-release"))["values"]["settings"]["featureGates"] == {"nodeOverlay": True, "nodeRepair": False}
-    assert values(dev_run.one(RELEASE, "karpenter-release"))["values"]["settings"]["featureGates"] == {"nodeOverlay": False, "nodeRepair": False}
+    assert values(prod_run.one(RELEASE, "karpenter-release"))["values"]["settings"]["featureGates"] == {
+        "nodeOverlay": True,
+        "nodeRepair": False,
+    }
+    assert values(dev_run.one(RELEASE, "karpenter-release"))["values"]["settings"]["featureGates"] == {
+        "nodeOverlay": False,
+        "nodeRepair": False,
+    }
     assert dev_run.of_type(OVERLAY) == []
     for r in prod_run.of_type(OVERLAY):
         assert "kubernetes:helm.sh/v3:Release::karpenter-release" in r.dependencies
