@@ -345,6 +345,18 @@ def alert_rules(models: list[ModelWatch], tuning: AlertTuning) -> list[dict[str,
             "Karpenter terminates and relaunches them. On a MIG pool the boot-time partitioning (a reboot included) may not "
             "fit in 15 minutes: see docs/upstream-facts.md (NVIDIA GPU operator, item 7).",
         ),
+        # karpenter.nodeRepair: a repaired node is deleted with no drain on Karpenter 1.14.1 (its streams cut) and
+        # replaced by a new one (a miss); the disruption counter's reason is "unhealthy" (wave3-facts Part A 5)
+        _alert(
+            "KarpenterNodeRepaired",
+            'sum by (nodepool) (increase(karpenter_nodeclaims_disrupted_total{reason="unhealthy"}[1h])) > 0',
+            "0m",
+            "warning",
+            "NodePool {{ $labels.nodepool }}: {{ $value }} unhealthy nodes repaired in the last hour",
+            "Karpenter deleted them (karpenter.nodeRepair; on 1.14.1 with no drain: their in-flight requests were cut) and "
+            "launched new ones. Look at the node's conditions before it went (AcceleratedHardwareReady, Ready) and at the "
+            "GPU's XID errors; repeated repairs of one pool point at its instance type or AMI.",
+        ),
         _alert(
             "KarpenterInterruptions",
             "sum by (message_type) (increase(karpenter_interruption_received_messages_total[10m])) > 0",

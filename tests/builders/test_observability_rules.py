@@ -193,6 +193,42 @@ CASES: dict[str, list[dict[str, Any]]] = {
             ],
         },
     ],
+    "KarpenterNodeRepaired": [
+        {
+            # one repair is worth a look (streams were cut); a registration timeout is not a repair
+            "interval": "1m",
+            "input_series": [
+                {
+                    "series": 'karpenter_nodeclaims_disrupted_total{reason="unhealthy", nodepool="gpu-h100", capacity_type="on-demand"}',
+                    "values": "0x10 1x20",
+                },
+                {
+                    "series": 'karpenter_nodeclaims_disrupted_total{reason="registration_timeout", nodepool="gpu-l4", '
+                    'capacity_type="spot"}',
+                    "values": "0x10 1x20",
+                },
+            ],
+            "alert_rule_test": [
+                {"eval_time": "5m", "alertname": "KarpenterNodeRepaired", "exp_alerts": []},
+                {
+                    "eval_time": "15m",
+                    "alertname": "KarpenterNodeRepaired",
+                    "exp_alerts": [
+                        {
+                            "exp_labels": {"severity": "warning", "nodepool": "gpu-h100"},
+                            "exp_annotations": {
+                                "summary": "NodePool gpu-h100: 1 unhealthy nodes repaired in the last hour",
+                                "description": "Karpenter deleted them (karpenter.nodeRepair; on 1.14.1 with no drain: their "
+                                "in-flight requests were cut) and launched new ones. Look at the node's conditions before it "
+                                "went (AcceleratedHardwareReady, Ready) and at the GPU's XID errors; repeated repairs of one "
+                                "pool point at its instance type or AMI.",
+                            },
+                        }
+                    ],
+                },
+            ],
+        },
+    ],
     "VllmMetricsAbsent": [
         {
             "interval": "15s",
