@@ -131,13 +131,6 @@ IMAGE_PULL_SEQUENTIAL: Final = Figure(
     "containerd's sequential pull and unpack",
     f"{WAVE3_B} 2.2 and 3.3 (TTFTS write-up)",
 )
-S3_STREAM_RATE_XLARGE: Final = Figure(
-    1.25,
-    "GB/s",
-    "weights streamed from S3 on an 'up to 10 Gbps' xlarge host (the network's ceiling)",
-    "g6.xlarge, g5.xlarge",
-    f"{WAVE3_B} 2.3 and 3.4 (AWS instance specification)",
-)
 PROBE_PERIOD: Final = Figure(
     1,
     "s",
@@ -245,7 +238,6 @@ CATALOG: Final = {
     "karpenterBatchMax": KARPENTER_BATCH_MAX,
     "nodeReadySlow": NODE_READY_SLOW,
     "imagePullSequential": IMAGE_PULL_SEQUENTIAL,
-    "s3StreamRateXlarge": S3_STREAM_RATE_XLARGE,
     "probePeriod": PROBE_PERIOD,
     "torchCompile": TORCH_COMPILE,
     **{f"torchCompile{int(gb)}GB": f for gb, f in TORCH_COMPILE_BY_SIZE[1:]},
