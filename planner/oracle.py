@@ -1,5 +1,16 @@
-"""The lower bound: the replicas the load needs each minute, there at once, packed as tightly as
-the pool allows, on spot where the pool allows it. No autoscaler can cost less. Pure."""
+"""Two lower bounds on what the autoscaled fleet costs. Pure.
+
+- **Saturated** (`replicas_needed`): each minute, the arrival rate over what a saturated replica
+  completes per second. No autoscaler can cost less, but its queues are unbounded: that fleet
+  misses the latency objective at its own peaks.
+- **SLO-feasible** (`slo_replicas_needed`): each minute, the arrival rate over the rate one replica
+  answers with its P99 TTFT within the model's objective (`slo_rate`, found by replaying one replica
+  at constant rates), and never below `replicas.min` or the schedule floor of that minute: the
+  cheapest fleet that could meet the objective with the stack's own floors.
+
+Both are there at once, capped at `max`, and priced per replica slot at the pool's cheapest type
+(spot where the pool allows it): no packing of whole nodes costs less.
+"""
 
 from __future__ import annotations
 
@@ -8,27 +19,32 @@ import math
 import numpy as np
 
 from config.derived import state
+from config.sections.models import ModelConfig
 from config.sections.stack import StackConfig
-from planner import nodepool, prices
+from planner import nodepool, prices, traffic
 from planner.serving import performance
 from planner.traffic import Requests
 
 MINUTE = 60
+TRIAL_SECONDS = 3600
+"""Constant traffic per trial of `slo_rate`: an hour, as near saturation the P99 of a shorter trial
+swings with its bursts (15 minutes put the dev replica 10 % above the rate an hour holds)."""
+TRIAL_WARMUP_SECONDS = 120
+"""The trial's first seconds are not judged (the replica starts empty)."""
+TRIAL_STEPS = 8
+"""Bisection steps between 0 and the saturated rate: within 0.4 % of it."""
 
 
 def replicas_needed(cfg: StackConfig, requests: dict[str, Requests], seconds: int) -> dict[str, np.ndarray]:
     """Per model and minute: ceil(arrival rate / what a saturated replica completes per second)."""
-    minutes = math.ceil(seconds / MINUTE)
     out = {}
     for m in cfg.models:
         pool = cfg.pool(m.pool)
         assert pool is not None
         reqs = requests.get(m.name)
-        counts = np.zeros(minutes)
+        counts = _counts(reqs, seconds)
         if reqs is not None and len(reqs):
-            counts = np.bincount((reqs.arrival // MINUTE).astype(np.int64), minlength=minutes)[:minutes].astype(float)
-            prompt, output = float(reqs.prompt.mean()), float(reqs.output.mean())
-            rate = performance(m, pool).saturated_requests_per_second(prompt, output)
+            rate = performance(m, pool).saturated_requests_per_second(float(reqs.prompt.mean()), float(reqs.output.mean()))
             # capped at max: beyond it the deployed fleet cannot go either, so the comparison stays fair
             out[m.name] = np.minimum(np.ceil(counts / MINUTE / rate), m.replicas.max)
         else:
@@ -36,8 +52,71 @@ def replicas_needed(cfg: StackConfig, requests: dict[str, Requests], seconds: in
     return out
 
 
+def slo_replicas_needed(cfg: StackConfig, requests: dict[str, Requests], seconds: int, rates: dict[str, float]) -> dict[str, np.ndarray]:
+    """Per model and minute: ceil(arrival rate / `rates[model]`), at least `replicas.min` and the
+    minute's schedule floor, at most `max` (a model no rate serves within its objective needs `max`
+    whenever it has traffic)."""
+    from planner.simulate import floors  # the replay's reading of the schedules, one home
+
+    minutes = math.ceil(seconds / MINUTE)
+    out = {}
+    for m in cfg.models:
+        counts = _counts(requests.get(m.name), seconds)
+        rate = rates.get(m.name, 0.0)
+        need = np.ceil(counts / MINUTE / rate) if rate > 0 else np.where(counts > 0, m.replicas.max, 0)
+        floor = np.array((floors(m, seconds) or [0] * (minutes + 1))[:minutes], dtype=float)
+        out[m.name] = np.minimum(np.maximum(np.maximum(need, floor), m.replicas.min), m.replicas.max).astype(float)
+    return out
+
+
+def slo_rate(cfg: StackConfig, model: ModelConfig, requests: Requests, seed: int = 0) -> float:
+    """Requests per second one replica answers with the P99 of its time to first token within the
+    model's objective (`slo.ttftP99Seconds`), none shed or refused: constant Poisson traffic with the
+    model's own prompt and output lengths, replayed through the same gateway and replica as the fleet,
+    the rate found by bisection between 0 and the saturated rate. 0 when even a trickle misses."""
+    from planner.simulate import Options, simulate  # the replay imports this module's bounds
+
+    if not len(requests):
+        return 0.0
+    pool = cfg.pool(model.pool)
+    assert pool is not None
+    objective = (model.slo or cfg.observability.slo).ttft_p99_seconds
+    bounds = model.replicas.model_copy(update={"min": 1, "max": 1})
+    one = model.model_copy(update={"replicas": bounds, "autoscaling": model.autoscaling.model_copy(update={"schedules": []})})
+    alone = cfg.model_copy(update={"models": [one]})
+    rng = traffic.stream(seed, f"slo:{model.name}")
+    # one draw reused at every rate (common random numbers): unit-rate arrivals scaled by 1 / rate
+    high = performance(model, pool).saturated_requests_per_second(float(requests.prompt.mean()), float(requests.output.mean()))
+    unit = np.cumsum(rng.exponential(1.0, math.ceil(1.1 * high * TRIAL_SECONDS) + 1_000))
+    pick = rng.integers(0, len(requests), len(unit))
+    prompt, output = requests.prompt[pick], requests.output[pick]
+
+    def meets(rate: float) -> bool:
+        arrival = unit / rate
+        n = int(np.searchsorted(arrival, TRIAL_SECONDS))
+        trial = Requests(arrival[:n], prompt[:n], output[:n])
+        result = simulate(alone, {model.name: trial}, Options(TRIAL_SECONDS + 600, static_replicas={model.name: 1}, seed=seed))
+        s = result.models[model.name]
+        judged = trial.arrival >= TRIAL_WARMUP_SECONDS
+        ttft = np.where(s.served, np.nan_to_num(s.ttft, nan=np.inf), np.inf)[judged]
+        if not len(ttft):
+            return True
+        return bool(np.percentile(ttft, 99, method="higher") <= objective)
+
+    low = 0.0
+    if not meets(high / 2**TRIAL_STEPS):
+        return 0.0
+    for _ in range(TRIAL_STEPS):
+        mid = (low + high) / 2
+        if mid > 0 and meets(mid):
+            low = mid
+        else:
+            high = mid
+    return low
+
+
 def cost_per_minute(cfg: StackConfig, needed: dict[str, np.ndarray]) -> np.ndarray:
-    """Dollars per minute of the oracle fleet: every replica at the cheapest price per replica slot
+    """Dollars per minute of an oracle fleet: every replica at the cheapest price per replica slot
     of its pool (spot where its rendered NodePool allows it), as fractions of nodes: no packing of whole nodes,
     shared or not, can cost less."""
     total = np.zeros(len(next(iter(needed.values()))) if needed else 0)
@@ -46,8 +125,15 @@ def cost_per_minute(cfg: StackConfig, needed: dict[str, np.ndarray]) -> np.ndarr
         kind = "spot" if "spot" in nodepool.rendered(cfg, pool).capacity_types else "on-demand"
         for name in derived.pool(pool.name).models:
             model = derived.model(name)
-            if not model.hosts:
+            if not model.hosts or name not in needed:
                 continue
             per_replica = min(prices.hourly(t, kind) / model.replicas_per_node[t.name] for t in model.hosts)
             total += needed[name] * per_replica / 60
     return total
+
+
+def _counts(reqs: Requests | None, seconds: int) -> np.ndarray:
+    minutes = math.ceil(seconds / MINUTE)
+    if reqs is None or not len(reqs):
+        return np.zeros(minutes)
+    return np.bincount((reqs.arrival // MINUTE).astype(np.int64), minlength=minutes)[:minutes].astype(float)

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import multiprocessing
 import os
 import sys
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +31,7 @@ from config.sections.stack import StackConfig
 from config.validate import parse_stack_config
 from planner import oracle, prices, report, traffic
 from planner.serving import performance
-from planner.simulate import Options, Result, simulate
+from planner.simulate import MINUTE, Options, Result, minute_p99, simulate
 
 ROOT = Path(__file__).resolve().parent.parent
 NOT_MODELLED = (
@@ -63,7 +65,10 @@ def requests_for(cfg: StackConfig, traffic_path: Path, seconds: int, seed: int) 
         return traffic.load_trace(traffic_path, names)
     profile = traffic.load_profile(traffic_path)
     # One stream per model, keyed by its name: adding or reordering a model leaves the others' arrivals alone.
-    return {name: traffic.generate(t, seconds, traffic.stream(seed, name)) for name, t in traffic.for_models(profile, names).items()}
+    return {
+        name: traffic.generate(t, seconds, traffic.stream(seed, name), profile.timezone)
+        for name, t in traffic.for_models(profile, names).items()
+    }
 
 
 def _percentiles(values: np.ndarray) -> dict[str, float]:
@@ -83,8 +88,35 @@ def _money(cost_seconds: float, seconds: int) -> float:
     return cost_seconds / seconds if seconds else 0.0
 
 
-def summarize(cfg: StackConfig, result: Result, static: Result, needed: dict[str, np.ndarray], oracle_cost: np.ndarray) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Bounds:
+    """The two lower bounds (planner/oracle.py): replicas per model and minute, and dollars per minute."""
+
+    needed: dict[str, np.ndarray]
+    cost: np.ndarray
+    slo_rates: dict[str, float]
+    slo_needed: dict[str, np.ndarray]
+    slo_cost: np.ndarray
+
+
+def over_objective(arrival: np.ndarray, ttft: np.ndarray, served: np.ndarray, objective: float, seconds: int) -> tuple[int, int]:
+    """(minutes whose P99 time to first token, an unanswered request counting as a miss, exceeds the
+    objective; the minute with the highest P99 of answered requests, or -1 when no minute is over).
+    Minutes without requests are not judged."""
+    minutes = math.ceil(seconds / MINUTE)
+    p99 = minute_p99(arrival, np.where(served, np.nan_to_num(ttft, nan=np.inf), np.inf), minutes)
+    over = int((p99 > objective).sum())
+    return over, int(np.argmax(minute_p99(arrival, np.where(served, ttft, np.nan), minutes))) if over else -1
+
+
+def clock(minute: int) -> str:
+    """A minute of the replay as day and UTC time ("day 1 10:32 UTC")."""
+    return f"day {minute // 1440 + 1} {minute % 1440 // 60:02d}:{minute % 60:02d} UTC"
+
+
+def summarize(cfg: StackConfig, result: Result, static: Result, bounds: Bounds) -> dict[str, Any]:
     seconds = result.seconds
+    needed = bounds.needed
     hours_per_month = catalog.HOURS_PER_MONTH
     derived = state.of(cfg)
     models: dict[str, Any] = {}
@@ -99,6 +131,9 @@ def summarize(cfg: StackConfig, result: Result, static: Result, needed: dict[str
         output = float(s.requests.output.mean()) if len(s.requests) else 256.0
         st = static.models[name]
         met = s.served & (np.nan_to_num(s.ttft, nan=np.inf) <= slo.ttft_p99_seconds)
+        over, worst = over_objective(s.requests.arrival, s.ttft, s.served, slo.ttft_p99_seconds, seconds)
+        static_over, _ = over_objective(st.requests.arrival, st.ttft, st.served, slo.ttft_p99_seconds, seconds)
+        minute_p99s = result.series[name]["ttftP99"]
         models[name] = {
             "requests": len(s.requests),
             "served": int(s.served.sum()),
@@ -122,6 +157,11 @@ def summarize(cfg: StackConfig, result: Result, static: Result, needed: dict[str
             # a request not answered (503 with no ready replica, lost in a drain) misses its objective
             "sloAttainment": _r(float(met.mean()) if len(met) else 1.0),
             "ttftSloSeconds": slo.ttft_p99_seconds,
+            # per minute, the P99 of time to first token (an unanswered request a miss) against the objective
+            "minutesOverSlo": over,
+            "worstMinute": {"at": clock(worst), "ttftP99Seconds": _r(minute_p99s[worst]) if worst < len(minute_p99s) else None}
+            if worst >= 0
+            else None,
             "avgQueueDepth": _r(float(np.mean(result.series[name]["queue"])) if result.series[name]["queue"] else 0.0, 3),
             "static": {
                 "replicas": len(st.replicas),
@@ -129,9 +169,15 @@ def summarize(cfg: StackConfig, result: Result, static: Result, needed: dict[str
                 "held": st.held,
                 "shed": st.shed_ttl + st.shed_no_endpoints,
                 "ttftSeconds": _percentiles(st.ttft),
+                "minutesOverSlo": static_over,
                 "avgQueueDepth": _r(float(np.mean(static.series[name]["queue"])) if static.series[name]["queue"] else 0.0, 3),
             },
             "oracle": {"replicasAvg": _r(float(needed[name].mean()) if len(needed[name]) else 0.0, 3)},
+            "sloOracle": {
+                "replicasAvg": _r(float(bounds.slo_needed[name].mean()) if len(bounds.slo_needed[name]) else 0.0, 3),
+                # what one replica answers per second within the objective (0: not even a trickle)
+                "requestsPerSecondPerReplica": _r(bounds.slo_rates.get(name, 0.0), 3),
+            },
         }
     pools: dict[str, Any] = {}
     for name in result.pools:
@@ -148,7 +194,8 @@ def summarize(cfg: StackConfig, result: Result, static: Result, needed: dict[str
         }
     autoscaled = _money(sum(sum(c.values()) for c in result.cost_seconds.values()), seconds)
     fixed = _money(sum(sum(c.values()) for c in static.cost_seconds.values()), seconds)
-    lower = float(oracle_cost.sum()) / (seconds / 3600) if seconds else 0.0
+    lower = float(bounds.cost.sum()) / (seconds / 3600) if seconds else 0.0
+    feasible = float(bounds.slo_cost.sum()) / (seconds / 3600) if seconds else 0.0
 
     def money(per_hour: float) -> dict[str, float]:
         return {"perHour": _r(per_hour, 4), "perMonth": _r(per_hour * hours_per_month, 2)}
@@ -161,7 +208,9 @@ def summarize(cfg: StackConfig, result: Result, static: Result, needed: dict[str
             "autoscaled": money(autoscaled),
             "static": money(fixed),
             "oracle": money(lower),
+            "sloOracle": money(feasible),
             "autoscaledOverOracle": _r(autoscaled / lower, 3) if lower else None,
+            "autoscaledOverSloOracle": _r(autoscaled / feasible, 3) if feasible else None,
             "autoscaledOverStatic": _r(autoscaled / fixed, 3) if fixed else None,
         },
         "assumptions": {
@@ -180,12 +229,16 @@ def run(
     seed: int = 0,
     spot_availability: float = 0.9,
     static_replicas: int | None = None,
+    cold_start: bool = False,
     progress: bool = False,
 ) -> tuple[dict[str, Any], Result, Result]:
     if days is None:
         days = traffic.trace_days(traffic_path) if traffic_path.suffix == ".csv" else 1.0
     seconds = int(days * traffic.DAY_SECONDS)
     requests = requests_for(cfg, traffic_path, seconds, seed)
+    cfg, warnings = with_traffic(cfg, requests, traffic_path.name)
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     beyond = sum(int((r.arrival >= seconds).sum()) for r in requests.values())
     if beyond:
         print(f"{traffic_path.name}: {beyond} requests after {days:g} day(s) are not replayed", file=sys.stderr)
@@ -193,25 +246,55 @@ def run(
     step = bar.update if bar else None
     fixed = {m.name: static_replicas or m.replicas.max for m in cfg.models}
     static_options = Options(seconds, spot_availability, fixed, seed)
+    bounds = lower_bounds(cfg, requests, seconds, seed)
+    # the replay starts as the stack would be running at that hour: the replicas the first minute's
+    # traffic keeps within the objective (a model at zero at midnight with night traffic is awake)
+    start = None if cold_start else {name: int(need[0]) for name, need in bounds.slo_needed.items() if len(need)}
     # The static baseline replays in a second process while this one replays the autoscaled fleet:
     # both are deterministic, so where they run changes nothing but the wall time.
     with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
         pending = pool.submit(simulate, cfg, requests, static_options)
-        result = simulate(cfg, requests, Options(seconds, spot_availability, None, seed), step)
+        result = simulate(cfg, requests, Options(seconds, spot_availability, None, seed, start_replicas=start), step)
         static = pending.result()
     if bar:
         bar.close()
-    needed = oracle.replicas_needed(cfg, requests, seconds)
-    plan = summarize(cfg, result, static, needed, oracle.cost_per_minute(cfg, needed))
+    plan = summarize(cfg, result, static, bounds)
     plan = {
         "stack": cfg.environment,
         "traffic": traffic_path.name,
         "days": days,
         "seed": seed,
         "spotAvailability": spot_availability,
+        "coldStart": cold_start,
+        "warnings": warnings,
         **plan,
     }
     return plan, result, static
+
+
+def with_traffic(cfg: StackConfig, requests: dict[str, traffic.Requests], source: str) -> tuple[StackConfig, list[str]]:
+    """The stack's models that have traffic to replay, and a warning for each left out: a model
+    without requests would show a perfect SLO on nothing and pay for itself in the static fleet only."""
+    quiet = [m for m in cfg.models if not len(requests.get(m.name, ()))]
+    if len(quiet) == len(cfg.models):
+        raise ValueError(
+            f"no model of the stack has a request in {source}: give at least one of {', '.join(m.name for m in cfg.models)} traffic"
+        )
+    warnings = [
+        f"{m.name} has no traffic in {source}: left out of every fleet (its floor of {m.replicas.min} replica(s) is not costed); "
+        f"add it to the traffic to plan it"
+        for m in quiet
+    ]
+    if not quiet:
+        return cfg, []
+    return cfg.model_copy(update={"models": [m for m in cfg.models if m not in quiet]}), warnings
+
+
+def lower_bounds(cfg: StackConfig, requests: dict[str, traffic.Requests], seconds: int, seed: int) -> Bounds:
+    needed = oracle.replicas_needed(cfg, requests, seconds)
+    rates = {m.name: oracle.slo_rate(cfg, m, requests[m.name], seed) for m in cfg.models}
+    slo_needed = oracle.slo_replicas_needed(cfg, requests, seconds, rates)
+    return Bounds(needed, oracle.cost_per_minute(cfg, needed), rates, slo_needed, oracle.cost_per_minute(cfg, slo_needed))
 
 
 def _progress(total: int) -> Any:
@@ -231,6 +314,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--spot-availability", type=float, default=0.9, help="chance a spot launch finds capacity")
     parser.add_argument("--static-replicas", type=int, help="the static fleet's replicas per model (default: max)")
+    parser.add_argument(
+        "--cold-start", action="store_true", help="start every model at its minimum, not as the first minute's traffic keeps it"
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "build")
     args = parser.parse_args(argv)
     try:
@@ -250,6 +336,7 @@ def main(argv: list[str] | None = None) -> int:
             seed=args.seed,
             spot_availability=args.spot_availability,
             static_replicas=args.static_replicas,
+            cold_start=args.cold_start,
             progress=True,
         )
     except (ValueError, ConfigError) as err:
@@ -259,8 +346,8 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     (out / "plan.json").write_text(json.dumps(plan, indent=2, sort_keys=True) + "\n")
     (out / "report.md").write_text(report.markdown(plan))
-    for name in result.models:
-        report.plot(name, result, out / f"{name}.png")
+    for name, m in result.models.items():
+        report.plot(name, result, out / f"{name}.png", (m.config.slo or cfg.observability.slo).ttft_p99_seconds)
     print(report.markdown(plan))
     pictures = ", ".join(f"{n}.png" for n in result.models)
     print(f"Wrote {os.path.relpath(out)}/: plan.json, report.md, {pictures}")

@@ -20,36 +20,45 @@ def markdown(plan: dict[str, Any]) -> str:
     lines = [
         f"# Capacity plan: {plan['stack']} stack, {plan['days']:g} day(s) of {plan['traffic']}",
         "",
-        "GPU node cost and latency of the same traffic on three fleets: **static** (every model at its "
+        "GPU node cost and latency of the same traffic on four fleets: **static** (every model at its "
         "static replica count, on-demand, no autoscaling), **autoscaled** (what the stack deploys: KEDA, the HPA, "
-        f"Karpenter, spot first with {plan['spotAvailability']:.0%} spot availability), and the **oracle** lower bound "
-        "(exactly the replicas each minute needs, there at once, packed, spot where allowed). "
-        f"Months are {cost['hoursPerMonth']} hours.",
+        f"Karpenter, spot first with {plan['spotAvailability']:.0%} spot availability), and two lower bounds, there at "
+        "once, packed, spot where allowed: the **saturated oracle** (the replicas each minute needs at full "
+        "load, queues unbounded: it misses the objective at its own peaks) and the **SLO oracle** (the replicas "
+        "each minute needs with every replica at the rate it answers within the TTFT objective, never below "
+        f"`min` or a schedule's floor). Months are {cost['hoursPerMonth']} hours.",
         "",
-        "| | Static | Autoscaled | Oracle |",
-        "|---|---|---|---|",
+        *[line for w in plan.get("warnings", []) for line in (f"> **Warning:** {w}", "")],
+        "| | Static | Autoscaled | SLO oracle | Saturated oracle |",
+        "|---|---|---|---|---|",
         f"| Cost per hour | {_usd(cost['static']['perHour'])} | {_usd(cost['autoscaled']['perHour'])} | "
-        f"{_usd(cost['oracle']['perHour'])} |",
+        f"{_usd(cost['sloOracle']['perHour'])} | {_usd(cost['oracle']['perHour'])} |",
         f"| Cost per month | {_usd(cost['static']['perMonth'])} | {_usd(cost['autoscaled']['perMonth'])} | "
-        f"{_usd(cost['oracle']['perMonth'])} |",
+        f"{_usd(cost['sloOracle']['perMonth'])} | {_usd(cost['oracle']['perMonth'])} |",
     ]
     for name, m in sorted(plan["models"].items()):
         st = m["static"]
         lines += [
-            f"| {name}: replicas (avg) | {st['replicas']} | {m['replicas']['avg']:.2f} | {m['oracle']['replicasAvg']:.2f} |",
-            f"| {name}: P99 TTFT | {st['ttftSeconds']['p99']:.2f} s | {m['ttftSeconds']['p99']:.2f} s | - |",
-            f"| {name}: average queue depth | {st['avgQueueDepth']:.2f} | {m['avgQueueDepth']:.2f} | - |",
+            f"| {name}: replicas (avg) | {st['replicas']} | {m['replicas']['avg']:.2f} | {m['sloOracle']['replicasAvg']:.2f} "
+            f"| {m['oracle']['replicasAvg']:.2f} |",
+            f"| {name}: P99 TTFT | {st['ttftSeconds']['p99']:.2f} s | {m['ttftSeconds']['p99']:.2f} s | - | - |",
+            f"| {name}: minutes over the objective | {st['minutesOverSlo']:,} | {m['minutesOverSlo']:,} | - | - |",
+            f"| {name}: average queue depth | {st['avgQueueDepth']:.2f} | {m['avgQueueDepth']:.2f} | - | - |",
         ]
     for name, p in sorted(plan["pools"].items()):
-        lines.append(f"| {name}: node utilization, spot ratio | - | {p['utilization']:.0%}, {p['spotRatio']:.0%} | - |")
-    ratio = cost["autoscaledOverOracle"]
-    saving = 1 - cost["autoscaledOverStatic"] if cost["autoscaledOverStatic"] is not None else None
-    verdict = f"Autoscaled costs {ratio:.2f}x the oracle lower bound" if ratio is not None else "No load: the oracle needs nothing"
-    if saving is not None:
-        verdict += f" and {saving:.0%} less than the static fleet"
+        lines.append(f"| {name}: node utilization, spot ratio | - | {p['utilization']:.0%}, {p['spotRatio']:.0%} | - | - |")
+    lines += ["", _verdict(cost) + ".", ""]
+    for name, m in sorted(plan["models"].items()):
+        worst = m["worstMinute"]
+        if worst:
+            lines.append(
+                f"- **{name}**: {m['minutesOverSlo']:,} minute(s) with a P99 TTFT over {m['ttftSloSeconds']:g} s "
+                f"(the worst at {worst['at']}: {worst['ttftP99Seconds']:.2f} s); one replica answers "
+                f"{m['sloOracle']['requestsPerSecondPerReplica']:g} requests/s within the objective."
+            )
+        else:
+            lines.append(f"- **{name}**: every minute's P99 TTFT within {m['ttftSloSeconds']:g} s.")
     lines += [
-        "",
-        verdict + ".",
         "",
         "| Model | Requests | Served | Held (longest) | Shed 429 / 503 | vLLM 503 | TTFT p50 / p95 / p99 | Queue wait p99 "
         "| SLO attainment (TTFT) | Scale-up hit / miss |",
@@ -69,19 +78,38 @@ def markdown(plan: dict[str, Any]) -> str:
         "wait and TTFT include the hold), with the longest hold; shed: held for the TTL and answered 429 "
         "(a replica was ready) or 503 (none was); vLLM 503: refused at a replica's admission bound.",
     ]
+    lines += ["", *[f"![{name}: requests, replicas, nodes, queues and TTFT]({name}.png)" for name in sorted(plan["models"])]]
     lines += ["", "Not modelled: " + "; ".join(plan["assumptions"]["notModelled"]) + ".", ""]
     return "\n".join(line for line in lines if line is not None) + "\n"
 
 
-def plot(model: str, result: Result, path: Path) -> None:
+def _verdict(cost: dict[str, Any]) -> str:
+    bounds = [
+        f"{cost[key]:.2f}x the {label}"
+        for key, label in (("autoscaledOverSloOracle", "SLO oracle"), ("autoscaledOverOracle", "saturated oracle"))
+        if cost.get(key) is not None
+    ]
+    verdict = "Autoscaled costs " + " and ".join(bounds) if bounds else "No load: the oracles need nothing"
+    if cost["autoscaledOverStatic"] is not None:
+        verdict += f", {1 - cost['autoscaledOverStatic']:.0%} less than the static fleet"
+    return verdict
+
+
+CLIP_OVER_OBJECTIVE = 5
+"""The TTFT panel shows up to this many times the objective; higher minutes are clipped and the highest named."""
+
+
+def plot(model: str, result: Result, path: Path, objective: float | None = None) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator, ScalarFormatter
 
     series = result.series[model]
     pool = result.models[model].config.pool
     hours = np.arange(1, len(series["requests"]) + 1) / 60
+    days = hours[-1] / 24 if len(hours) else 0.0
     fig, axes = plt.subplots(5, 1, figsize=(10, 11), sharex=True)
     rows = [
         ("requests per minute", [("requests", series["requests"])]),
@@ -95,9 +123,37 @@ def plot(model: str, result: Result, path: Path) -> None:
             ax.plot(hours, values, label=label, linewidth=1)
         ax.set_ylabel(title)
         ax.grid(alpha=0.3)
+        # a flat series keeps plain ticks (no offset like "1e-6 + 2"), counts keep whole ones
+        ax.yaxis.set_major_formatter(ScalarFormatter(useOffset=False))
+        ax.yaxis.set_major_locator(MaxNLocator(nbins=5, integer=title != "TTFT p99 (s)"))
+        ax.set_ylim(bottom=0, top=max(1.0, max((max(v, default=0.0) for _, v in lines), default=0.0) * 1.1))
+        for day in range(1, int(np.ceil(days))):
+            ax.axvline(24 * day, color="grey", linewidth=0.8, linestyle=":")
         if len(lines) > 1:
             ax.legend(loc="upper right")
-    axes[-1].set_xlabel("hours into the replay")
+    ttft = axes[-1]
+    p99s = np.asarray(series["ttftP99"], dtype=float)
+    if objective is not None:
+        ttft.axhline(objective, color="tab:red", linewidth=1, linestyle="--", label=f"objective {objective:g} s")
+        ttft.legend(loc="upper right")
+        top = CLIP_OVER_OBJECTIVE * objective
+        if len(p99s) and p99s.max() > top:
+            ttft.set_ylim(0, top)
+            worst = int(p99s.argmax())
+            clipped = int((p99s > top).sum())
+            ttft.annotate(
+                f"{clipped} minute(s) clipped; highest {p99s[worst]:.1f} s",
+                xy=(hours[worst], top),
+                xytext=(0.01, 0.85),
+                textcoords="axes fraction",
+                arrowprops={"arrowstyle": "->", "color": "tab:red"},
+                color="tab:red",
+            )
+    if days > 1:
+        axes[-1].set_xticks([24 * d for d in range(int(np.ceil(days)) + 1)])
+        axes[-1].set_xlabel("hours into the replay (dotted lines: day boundaries)")
+    else:
+        axes[-1].set_xlabel("hours into the replay")
     fig.suptitle(f"{model}: autoscaled replay")
     fig.tight_layout()
     fig.savefig(path, dpi=80, metadata={"Software": None})

@@ -44,7 +44,6 @@ the replay ends). `ModelReplay` counts each, the requests ever held and the long
 
 from __future__ import annotations
 
-import datetime as dt
 import heapq
 import itertools
 import math
@@ -66,7 +65,7 @@ from config.sections.types import duration_seconds
 from planner import hpa
 from planner.fleet import Node, Pool
 from planner.serving import REQUEST_OVERHEAD_SECONDS, STEP_OVERHEAD_SECONDS, ReplicaPerformance, performance
-from planner.traffic import Requests, stream
+from planner.traffic import REPLAY_START, Requests, stream
 
 PROMETHEUS = "http://prometheus.monitoring.svc:9090"
 HPA_SYNC_SECONDS = int(speed.HPA_SYNC_PERIOD.value)
@@ -189,6 +188,9 @@ class Options:
     seed: int = 0
     holds: dict[str, Hold] | None = None
     """Per model, flow control other than the derived state's (a what-if TTL or threshold)."""
+    start_replicas: dict[str, int] | None = None
+    """Per model, the ready replicas the replay starts with (within min and max); default: min, or the
+    schedule floor of the first minute."""
 
 
 @dataclass
@@ -471,16 +473,20 @@ class Replay:
             gate=(1.0 / hold.queue_threshold, 1.0 / (max(1, perf.kv_capacity_tokens) * hold.kv_threshold), 1.0 / hold.kv_threshold),
             wake_above=wake[0] if wake else None,
             max_in_flight=derived.path.in_flight_bound or capacity.max_in_flight_requests(m, pool),
-            floors=_floors(m, self.options.seconds),
+            floors=floors(m, self.options.seconds),
             idle_after=float(duration_seconds(m.autoscaling.idle_after)) if derived.scales_to_zero else math.inf,
         )
 
     def _steady_start(self) -> None:
-        """The replay starts in steady state: each model at its minimum (or static) count, on ready
-        nodes, and the headroom's placeholders on theirs."""
+        """The replay starts in steady state: each model at its starting count (Options.start_replicas,
+        at least its minimum and the first minute's schedule floor; the static count for the static
+        fleet) on ready nodes, and the headroom's placeholders on theirs."""
+        start = self.options.start_replicas or {}
         for name, s in self.models.items():
             floor = s.floors[0] if s.floors else 0
-            count = self.static[name] if self.static else max(s.config.replicas.min, floor)
+            count = max(s.config.replicas.min, floor, min(start.get(name, 0), s.config.replicas.max))
+            if self.static:
+                count = self.static[name]
             for _ in range(count):
                 _new_replica(s, self.pools[s.config.pool], -(10**6), warm=True)
             for r in s.replicas:
@@ -728,11 +734,7 @@ def fallback_threshold(m: ModelReplay) -> int:
     return int(m.scaled_object["spec"]["fallback"]["failureThreshold"])  # type: ignore[index]
 
 
-REPLAY_START = dt.datetime(2026, 1, 5)
-"""Replays start on a Monday at 00:00 UTC (the cluster clock of the traffic profiles)."""
-
-
-def _floors(model: ModelConfig, seconds: int) -> list[int]:
+def floors(model: ModelConfig, seconds: int) -> list[int]:
     """The cron floor of every minute of the replay: the largest schedule open then, else 0."""
     minutes = math.ceil(seconds / MINUTE) + 1
     floors = [0] * minutes

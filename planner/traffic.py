@@ -3,13 +3,16 @@
 Profile (`traffic/*.yaml`):
 
     description: what the day looks like and where the numbers come from
+    timezone: America/New_York           # the clock the hours are on (IANA name; default UTC)
     models:
       <model name>:                      # one entry for a stack with one model may use any name
         ratePerMinute: [[0, 4], [8, 180], [18, 180], [22, 4], [24, 4]]   # hour of day -> requests/min, linear between
         promptTokens: {mean: 512, sigma: 0.6}    # lognormal with this mean; sigma of the log
         outputTokens: {mean: 256, sigma: 0.6}
 
-Arrivals are Poisson at the curve's rate, drawn per second from one seeded generator, so the same
+The hours are on the profile's clock, as a stack's `schedules` name theirs: a New York business day
+and a New York schedule line up in the replay whatever the season (the replay starts on
+REPLAY_START, a Monday at 00:00 UTC). Arrivals are Poisson at the curve's rate, drawn per second from one seeded generator, so the same
 profile and seed give the same requests. Trace (`.csv`): timestamp (seconds from the start, or
 ISO 8601), model, prompt tokens, output tokens.
 """
@@ -20,6 +23,7 @@ import csv
 import datetime as dt
 import math
 import zlib
+import zoneinfo
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +35,8 @@ from config.sections.base import ConfigModel
 from config.sections.types import config_error
 
 DAY_SECONDS = 86_400
+REPLAY_START = dt.datetime(2026, 1, 5)
+"""Replays start on a Monday at 00:00 UTC; profiles and schedules are read on their own clocks from there."""
 
 
 class TokenLengths(ConfigModel):
@@ -58,18 +64,48 @@ class ModelTraffic(ConfigModel):
             raise config_error("ratePerMinute has a negative rate", "use 0 or more requests per minute")
         return self
 
-    def rate_per_second(self, seconds: np.ndarray) -> np.ndarray:
+    def rate_per_second(self, seconds: np.ndarray, timezone: str = "UTC") -> np.ndarray:
+        """Requests per second at these seconds of the replay, the curve read on the `timezone` clock."""
         hours, rates = zip(*self.rate_per_minute, strict=True)
-        hour_of_day = (seconds % DAY_SECONDS) / 3600.0
+        hour_of_day = (local_seconds(seconds, timezone) % DAY_SECONDS) / 3600.0
         rate: np.ndarray = np.interp(hour_of_day, hours, rates) / 60.0
         return rate
+
+
+def _zone(name: str) -> zoneinfo.ZoneInfo:
+    try:
+        return zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError) as err:
+        raise ValueError(f"unknown time zone {name!r}: use an IANA name such as UTC or America/New_York") from err
+
+
+def local_seconds(seconds: np.ndarray, timezone: str) -> np.ndarray:
+    """Seconds of the replay as seconds on the `timezone` clock since REPLAY_START's local midnight
+    (the UTC offset read once per hour of the replay, so a DST change lands within its hour)."""
+    if timezone == "UTC" or not len(seconds):
+        return seconds
+    zone = _zone(timezone)
+    start = REPLAY_START.replace(tzinfo=dt.UTC)
+    hours = int(np.max(seconds) // 3600) + 1
+    offsets = np.array([(start + dt.timedelta(hours=h)).astimezone(zone).utcoffset().total_seconds() for h in range(hours)])  # type: ignore[union-attr]
+    local: np.ndarray = seconds + offsets[(seconds // 3600).astype(np.int64)]
+    return local
 
 
 class Profile(ConfigModel):
     """A traffic profile file."""
 
     description: str = Field(default="", description="What the day is and where its numbers come from.")
+    timezone: str = Field(default="UTC", description="The clock the profile's hours are on (an IANA name, as in a schedule).")
     models: dict[str, ModelTraffic] = Field(min_length=1, description="Traffic per model name.")
+
+    @model_validator(mode="after")
+    def _known_zone(self) -> Profile:
+        try:
+            _zone(self.timezone)
+        except ValueError as err:
+            raise config_error(str(err), "name the zone your traffic's hours are on, e.g. Europe/Berlin") from err
+        return self
 
 
 @dataclass(frozen=True)
@@ -117,10 +153,10 @@ def _lengths(rng: np.random.Generator, spec: TokenLengths, n: int) -> np.ndarray
     return np.maximum(1, np.rint(rng.lognormal(mu, spec.sigma, n))).astype(np.int64)
 
 
-def generate(traffic: ModelTraffic, seconds: int, rng: np.random.Generator) -> Requests:
-    """Poisson arrivals per second at the profile's rate, spread uniformly inside each second."""
+def generate(traffic: ModelTraffic, seconds: int, rng: np.random.Generator, timezone: str = "UTC") -> Requests:
+    """Poisson arrivals per second at the profile's rate (its hours on `timezone`), spread uniformly inside each second."""
     t = np.arange(seconds, dtype=np.float64)
-    counts = rng.poisson(traffic.rate_per_second(t))
+    counts = rng.poisson(traffic.rate_per_second(t, timezone))
     starts = np.repeat(t, counts)
     arrival = np.sort(starts + rng.random(len(starts)))  # in arrival order within each second too
     return Requests(arrival, _lengths(rng, traffic.prompt_tokens, len(starts)), _lengths(rng, traffic.output_tokens, len(starts)))

@@ -111,12 +111,19 @@ def test_the_plan_table_is_what_make_plan_gives() -> None:
 
     readme = (ROOT / "docs" / "planner.md").read_text()
     table = readme.split("The seeds' day on the dev stack")[1].split("![")[0]
-    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:5]] for line in table.splitlines() if line.startswith("| ")}
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:6]] for line in table.splitlines() if line.startswith("| ")}
     result, _, _ = plan.run(plan.load_stack("dev"), ROOT / "traffic" / "seed-day.yaml", days=1)
     cost = result["cost"]
-    assert rows["Cost per month"] == [f"${cost[k]['perMonth']:,.2f}" for k in ("static", "autoscaled", "oracle")]
+    assert rows["Cost per month"] == [f"${cost[k]['perMonth']:,.2f}" for k in ("static", "autoscaled", "sloOracle", "oracle")]
     model = result["models"]["llama-3-1-8b"]
     assert rows["llama-3-1-8b: P99 TTFT"][:2] == [f"{model['static']['ttftSeconds']['p99']:.2f} s", f"{model['ttftSeconds']['p99']:.2f} s"]
+    assert rows["llama-3-1-8b: minutes over the objective"][:2] == [str(model["static"]["minutesOverSlo"]), str(model["minutesOverSlo"])]
+    prose = readme.split("The seeds' day on the dev stack")[1].split("![")[0]
+    assert f"costs {cost['autoscaledOverSloOracle']:.2f}x the SLO oracle and {cost['autoscaledOverOracle']:.2f}x the saturated" in prose
+    worst = model["worstMinute"]
+    assert f"the worst at {worst['at'][6:11]} ({worst['ttftP99Seconds']:.1f} s)" in prose
+    assert f"{model['held']:,} requests held, the longest {model['longestHoldSeconds']:.0f} s" in prose
+    assert f"answers\n{model['sloOracle']['requestsPerSecondPerReplica']:.2f} requests a second" in prose
 
 
 def test_the_scale_to_zero_figures_are_what_make_plan_gives() -> None:
@@ -153,3 +160,25 @@ def test_the_shipped_prod_models_meet_the_node_and_image_targets() -> None:
     budgets = {m.name: state.of(cfg).model(m).scale_up for m in cfg.models}
     assert budgets["llama-3-1-8b"].miss <= 240
     assert budgets["llama-3-3-70b"].hit <= 90
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_the_default_traffic_is_on_the_clock_of_the_stacks_schedules(stack: str) -> None:
+    """A schedule pre-warms the hours its traffic peaks: the profile and the schedules name one time
+    zone, and each model's busiest hour (on the replay's Monday) falls inside a schedule's window."""
+    import numpy as np
+
+    from planner import plan, simulate, traffic
+
+    cfg = plan.load_stack(stack)
+    profile = traffic.load_profile(plan.default_traffic(stack))
+    day = np.arange(0, traffic.DAY_SECONDS, 60, dtype=float)
+    for name, curve in traffic.for_models(profile, [m.name for m in cfg.models]).items():
+        model = next(m for m in cfg.models if m.name == name)
+        if not model.autoscaling.schedules:
+            continue
+        assert {s.timezone for s in model.autoscaling.schedules} == {profile.timezone}, name
+        rate = curve.rate_per_second(day, profile.timezone)
+        floors = simulate.floors(model, traffic.DAY_SECONDS)
+        busiest = np.flatnonzero(rate == rate.max())
+        assert all(floors[int(minute)] > 0 for minute in busiest), f"{name}: its peak falls outside every schedule"

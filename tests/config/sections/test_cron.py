@@ -195,7 +195,7 @@ def test_the_planner_floors_read_names_as_numbers() -> None:
         data = stack_data(DEV)
         _schedule(start, end)(data)
         cfg = parse(data)
-        return simulate._floors(cfg.models[0], 7 * 24 * 3600)
+        return simulate.floors(cfg.models[0], 7 * 24 * 3600)
 
     named = floors("30 8 * * Mon-Fri", "0 18 * * mon-fri")
     assert named == floors("30 8 * * 1-5", "0 18 * * 1-5")
