@@ -164,5 +164,5 @@ def predict(m: Measurement) -> float:
     perf = performance(model, pool)
     context = m.concurrency * (m.prompt + m.output / 2)
     if m.metric == "tpot":
-        return perf.step_seconds(context)
+        return perf.decode_step_seconds(m.concurrency, context)
     return perf.ttft_alone(m.prompt)

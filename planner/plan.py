@@ -31,7 +31,7 @@ from config.sections.stack import StackConfig
 from config.validate import parse_stack_config
 from planner import oracle, prices, report, traffic
 from planner.serving import performance
-from planner.simulate import MINUTE, Options, Result, minute_p99, simulate
+from planner.simulate import MINUTE, ROUTINGS, Options, Result, minute_p99, simulate
 
 ROOT = Path(__file__).resolve().parent.parent
 NOT_MODELLED = (
@@ -59,16 +59,23 @@ def default_traffic(stack: str) -> Path:
     return ROOT / "traffic" / f"{stack}.yaml"
 
 
-def requests_for(cfg: StackConfig, traffic_path: Path, seconds: int, seed: int) -> dict[str, traffic.Requests]:
+def requests_for(
+    cfg: StackConfig, traffic_path: Path, seconds: int, seed: int, prefix: traffic.SharedPrefix | None = None
+) -> dict[str, traffic.Requests]:
+    """The traffic's requests per model; `prefix` in place of every model's shared prefixes (a trace's
+    requests then draw theirs from a stream of their own)."""
     names = [m.name for m in cfg.models]
     if traffic_path.suffix == ".csv":
-        return traffic.load_trace(traffic_path, names)
+        trace = traffic.load_trace(traffic_path, names)
+        if prefix is None:
+            return trace
+        return {name: traffic.with_prefix(r, prefix, traffic.stream(seed, f"prefix:{name}")) for name, r in trace.items()}
     profile = traffic.load_profile(traffic_path)
+    curves = traffic.for_models(profile, names)
+    if prefix is not None:
+        curves = {name: t.model_copy(update={"shared_prefix": prefix}) for name, t in curves.items()}
     # One stream per model, keyed by its name: adding or reordering a model leaves the others' arrivals alone.
-    return {
-        name: traffic.generate(t, seconds, traffic.stream(seed, name), profile.timezone)
-        for name, t in traffic.for_models(profile, names).items()
-    }
+    return {name: traffic.generate(t, seconds, traffic.stream(seed, name), profile.timezone) for name, t in curves.items()}
 
 
 def _percentiles(values: np.ndarray) -> dict[str, float]:
@@ -230,12 +237,15 @@ def run(
     spot_availability: float = 0.9,
     static_replicas: int | None = None,
     cold_start: bool = False,
+    routing: str = "gateway",
+    prefix: traffic.SharedPrefix | None = None,
+    sweep: bool = False,
     progress: bool = False,
 ) -> tuple[dict[str, Any], Result, Result]:
     if days is None:
         days = traffic.trace_days(traffic_path) if traffic_path.suffix == ".csv" else 1.0
     seconds = int(days * traffic.DAY_SECONDS)
-    requests = requests_for(cfg, traffic_path, seconds, seed)
+    requests = requests_for(cfg, traffic_path, seconds, seed, prefix)
     cfg, warnings = with_traffic(cfg, requests, traffic_path.name)
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
@@ -245,7 +255,7 @@ def run(
     bar = _progress(seconds) if progress else None
     step = bar.update if bar else None
     fixed = {m.name: static_replicas or m.replicas.max for m in cfg.models}
-    static_options = Options(seconds, spot_availability, fixed, seed)
+    static_options = Options(seconds, spot_availability, fixed, seed, routing=routing)
     bounds = lower_bounds(cfg, requests, seconds, seed)
     # the replay starts as the stack would be running at that hour: the replicas the first minute's
     # traffic keeps within the objective (a model at zero at midnight with night traffic is awake)
@@ -254,11 +264,17 @@ def run(
     # both are deterministic, so where they run changes nothing but the wall time.
     with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
         pending = pool.submit(simulate, cfg, requests, static_options)
-        result = simulate(cfg, requests, Options(seconds, spot_availability, None, seed, start_replicas=start), step)
+        result = simulate(cfg, requests, Options(seconds, spot_availability, None, seed, start_replicas=start, routing=routing), step)
         static = pending.result()
     if bar:
         bar.close()
     plan = summarize(cfg, result, static, bounds)
+    if sweep:
+        groups = prefix.groups if prefix is not None else traffic.SharedPrefix().groups
+        plan["routingSweep"] = routing_sweep(cfg, traffic_path, seconds, seed, spot_availability, start, groups)
+    for name, s in result.models.items():
+        if s.requests.shared():
+            plan["models"][name]["prefixHitRate"] = _r(s.prefix_hit_rate, 3)
     plan = {
         "stack": cfg.environment,
         "traffic": traffic_path.name,
@@ -266,10 +282,47 @@ def run(
         "seed": seed,
         "spotAvailability": spot_availability,
         "coldStart": cold_start,
+        "routing": routing,
         "warnings": warnings,
         **plan,
     }
     return plan, result, static
+
+
+SWEEP_SHARES = (0.0, 0.25, 0.5, 0.75)
+SWEEP_ROUTINGS = ("round-robin", "gateway")
+
+
+def routing_sweep(
+    cfg: StackConfig, traffic_path: Path, seconds: int, seed: int, spot_availability: float, start: dict[str, int] | None, groups: int
+) -> list[dict[str, Any]]:
+    """The autoscaled fleet with each shared-prefix share and each routing (an ALB straight to the pods,
+    the gateway as rendered): cost, and each model's TTFT and minutes over its objective."""
+    cases = [(share, routing) for share in SWEEP_SHARES for routing in SWEEP_ROUTINGS]
+    loads = {
+        share: requests_for(cfg, traffic_path, seconds, seed, traffic.SharedPrefix(share=share, groups=groups)) for share in SWEEP_SHARES
+    }
+    with ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [
+            pool.submit(simulate, cfg, loads[share], Options(seconds, spot_availability, None, seed, start_replicas=start, routing=routing))
+            for share, routing in cases
+        ]
+        results = [f.result() for f in futures]
+    rows = []
+    for (share, routing), result in zip(cases, results, strict=True):
+        per_hour = _money(sum(sum(c.values()) for c in result.cost_seconds.values()), seconds)
+        models = {}
+        for name, s in result.models.items():
+            objective = (s.config.slo or cfg.observability.slo).ttft_p99_seconds
+            ttft = _percentiles(s.ttft)
+            models[name] = {
+                "ttftP50Seconds": ttft["p50"],
+                "ttftP99Seconds": ttft["p99"],
+                "minutesOverSlo": over_objective(s.requests.arrival, s.ttft, s.served, objective, seconds)[0],
+                "prefixHitRate": _r(s.prefix_hit_rate, 3),
+            }
+        rows.append({"prefixShare": share, "routing": routing, "costPerMonth": _r(per_hour * catalog.HOURS_PER_MONTH, 2), "models": models})
+    return rows
 
 
 def with_traffic(cfg: StackConfig, requests: dict[str, traffic.Requests], source: str) -> tuple[StackConfig, list[str]]:
@@ -297,6 +350,15 @@ def lower_bounds(cfg: StackConfig, requests: dict[str, traffic.Requests], second
     return Bounds(needed, oracle.cost_per_minute(cfg, needed), rates, slo_needed, oracle.cost_per_minute(cfg, slo_needed))
 
 
+def _prefix(share: float | None, groups: int) -> traffic.SharedPrefix | None:
+    if share is None:
+        return None
+    try:
+        return traffic.SharedPrefix(share=share, groups=groups)
+    except ValueError as err:
+        raise ValueError(f"--prefix-share {share} / --prefix-groups {groups}: give a share from 0 to 0.99 and 1 or more groups") from err
+
+
 def _progress(total: int) -> Any:
     if not sys.stderr.isatty():
         return None
@@ -314,6 +376,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--spot-availability", type=float, default=0.9, help="chance a spot launch finds capacity")
     parser.add_argument("--static-replicas", type=int, help="the static fleet's replicas per model (default: max)")
+    parser.add_argument(
+        "--routing", choices=ROUTINGS, default="gateway", help="how requests pick a replica (default: the gateway as rendered)"
+    )
+    parser.add_argument("--prefix-share", type=float, help="share of each prompt that is a shared prefix, for every model (0 to 0.99)")
+    parser.add_argument("--prefix-groups", type=int, default=traffic.SharedPrefix().groups, help="distinct shared prefixes")
+    parser.add_argument(
+        "--routing-sweep", action="store_true", help="also replay prefix shares 0-75 %% with and without the gateway's routing"
+    )
     parser.add_argument(
         "--cold-start", action="store_true", help="start every model at its minimum, not as the first minute's traffic keeps it"
     )
@@ -337,6 +407,9 @@ def main(argv: list[str] | None = None) -> int:
             spot_availability=args.spot_availability,
             static_replicas=args.static_replicas,
             cold_start=args.cold_start,
+            routing=args.routing,
+            prefix=_prefix(args.prefix_share, args.prefix_groups),
+            sweep=args.routing_sweep,
             progress=True,
         )
     except (ValueError, ConfigError) as err:

@@ -78,9 +78,39 @@ def markdown(plan: dict[str, Any]) -> str:
         "wait and TTFT include the hold), with the longest hold; shed: held for the TTL and answered 429 "
         "(a replica was ready) or 503 (none was); vLLM 503: refused at a replica's admission bound.",
     ]
+    lines += _sweep(plan.get("routingSweep"))
     lines += ["", *[f"![{name}: requests, replicas, nodes, queues and TTFT]({name}.png)" for name in sorted(plan["models"])]]
     lines += ["", "Not modelled: " + "; ".join(plan["assumptions"]["notModelled"]) + ".", ""]
     return "\n".join(line for line in lines if line is not None) + "\n"
+
+
+def _sweep(rows: list[dict[str, Any]] | None) -> list[str]:
+    """The routing sweep: per shared-prefix share, the autoscaled fleet behind an ALB straight to the
+    pods (round robin) and behind the gateway (its scorers as rendered)."""
+    if not rows:
+        return []
+    names = sorted(rows[0]["models"])
+    lines = [
+        "",
+        "## Routing and shared prefixes",
+        "",
+        "The autoscaled fleet again with each share of the prompt shared (a system prompt, earlier turns), "
+        "each request drawing one of the traffic's prefixes: an ALB straight to the pods (round robin) against "
+        "the gateway (its queue, KV and prefix scorers as rendered). A replica that still caches a request's "
+        "prefix skips that part of its prefill.",
+        "",
+        "| Prefix share | Routing | Cost per month | "
+        + " | ".join(f"{n}: TTFT p50 / p99, minutes over, prefix hits" for n in names)
+        + " |",
+        "|---|---|---|" + "---|" * len(names),
+    ]
+    for row in rows:
+        cells = [
+            f"{m['ttftP50Seconds']:.3f} / {m['ttftP99Seconds']:.2f} s, {m['minutesOverSlo']:,}, {m['prefixHitRate']:.0%}"
+            for m in (row["models"][n] for n in names)
+        ]
+        lines.append(f"| {row['prefixShare']:.0%} | {row['routing']} | {_usd(row['costPerMonth'])} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def _verdict(cost: dict[str, Any]) -> str:

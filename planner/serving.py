@@ -1,11 +1,17 @@
-"""What one replica can serve: prefill bound by compute, decode by memory bandwidth. Pure.
+"""What one replica can serve: the roofline of a vLLM step, and the replay's per-request arithmetic. Pure.
 
-A decode step reads every weight once and the KV cache of every running sequence once; its time
-is those bytes over the replica's effective memory bandwidth, plus a fixed per-step overhead
-(scheduling, sampling, kernel launches). A prefill costs 2 x parameters FLOPs per prompt token at
-the replica's effective compute. Concurrency is bound by the KV cache that fits beside the
-weights (config/derived/capacity.py) and by vLLM's max-num-seqs. The effective fractions of the
-datasheet figures are calibrated against published vLLM measurements (planner/calibration.py).
+A scheduler step (planner/engine.py replays them one by one) computes the tokens it scheduled (one
+per decoding request, a chunk of each prefilling prompt, within `--max-num-batched-tokens`): its
+dense layers take the slower of reading every weight once and computing 2 x parameters FLOPs per
+token; attention reads the KV cache of every scheduled request; a fixed overhead (scheduling,
+sampling, launches) comes on top. Concurrency is bound by the KV cache beside the weights (the
+explicit `--kv-cache-memory-bytes` where the platform sets it; config/derived/capacity.py) and by
+vLLM's max-num-seqs. The achieved shares of the datasheet figures are calibrated against published
+vLLM measurements (planner/calibration.py).
+
+The replay (planner/simulate.py) cannot afford a step loop for a day of a fleet; it books each
+request once, at admission, with the same roofline (`prefill_seconds`, `decode_step_seconds`), and
+tests/planner/test_engine.py keeps that arithmetic close to the step-level engine.
 """
 
 from __future__ import annotations
@@ -19,12 +25,12 @@ from config.sections.gpu_pools import GpuPool
 from config.sections.models import ModelConfig
 
 GIB = 2**30
-# Calibrated against published vLLM measurements (planner/calibration.py; the test keeps every
-# prediction within 30 % of its measurement).
+# Calibrated against published vLLM measurements (planner/calibration.py; the test checks the
+# held-out third against them).
 BANDWIDTH_EFFICIENCY = 0.85
-"""Share of the datasheet memory bandwidth a decode step achieves."""
+"""Share of the datasheet memory bandwidth a step's weight and KV reads achieve."""
 COMPUTE_EFFICIENCY = 0.80
-"""Share of the datasheet dense tensor FLOPs a prefill achieves."""
+"""Share of the GPU's dense tensor FLOPs (the catalog's figure: measured where the datasheet misleads) a step's GEMMs achieve."""
 STEP_OVERHEAD_SECONDS = 0.002
 """Per decode step: scheduling, sampling, launches (CUDA graphs keep it small)."""
 REQUEST_OVERHEAD_SECONDS = 0.04
@@ -35,34 +41,67 @@ TENSOR_PARALLEL_EFFICIENCY = 0.85
 
 @dataclass(frozen=True)
 class ReplicaPerformance:
-    """One replica of a model on a pool, as the planner serves requests with it."""
+    """One replica of a model on a pool: the roofline its steps run on, and its limits."""
 
-    prefill_tokens_per_second: float
+    compute_seconds_per_token: float
+    """The dense layers' compute for one scheduled token (2 x parameters FLOPs at the achieved rate)."""
     weights_step_seconds: float
-    """The part of a decode step that reads the weights."""
+    """Reading every weight once (each step does)."""
     kv_step_seconds_per_token: float
-    """The part of a decode step per context token of the running batch."""
+    """Reading one token of context in attention."""
     kv_capacity_tokens: int
     max_num_seqs: int
+    max_num_batched_tokens: int = capacity.MAX_NUM_BATCHED_TOKENS_SMALL
 
-    def step_seconds(self, context_tokens: float) -> float:
-        """One decode step with this many tokens of context across the running batch."""
-        return self.weights_step_seconds + self.kv_step_seconds_per_token * context_tokens + STEP_OVERHEAD_SECONDS
+    @property
+    def prefill_tokens_per_second(self) -> float:
+        return 1.0 / self.compute_seconds_per_token
 
-    def prefill_seconds(self, prompt_tokens: float) -> float:
-        return prompt_tokens / self.prefill_tokens_per_second
+    def step_time(self, tokens: float, context: float) -> float:
+        """One step computing `tokens` tokens for requests holding `context` tokens of KV cache between them."""
+        dense = (
+            self.weights_step_seconds
+            if self.weights_step_seconds > tokens * self.compute_seconds_per_token
+            else tokens * self.compute_seconds_per_token
+        )
+        return STEP_OVERHEAD_SECONDS + dense + self.kv_step_seconds_per_token * context
+
+    def decode_step_seconds(self, batch: float, context: float) -> float:
+        """A step of `batch` decoding sequences holding `context` tokens between them."""
+        return self.step_time(batch, context)
+
+    def prefill_seconds(self, prompt: float, batch: float = 0, context: float = 0) -> float:
+        """A prompt's prefill, chunked by the token budget, each chunk's step shared with `batch`
+        decoding sequences (one token each) holding `context` tokens."""
+        chunks = max(1, math.ceil(prompt / self.max_num_batched_tokens))
+        tokens = prompt + chunks * batch
+        dense = max(chunks * self.weights_step_seconds, tokens * self.compute_seconds_per_token)
+        return chunks * STEP_OVERHEAD_SECONDS + dense + self.kv_step_seconds_per_token * (chunks * context + prompt * (chunks + 1) / 2)
+
+    def prefill_stall(self, prompt: float, batch: float, context: float) -> float:
+        """What a prompt's prefill adds to the steps of `batch` decoding sequences holding `context`
+        tokens: nothing while the chunk hides under the weight reads, its compute beyond them after."""
+        chunks = max(1, math.ceil(prompt / self.max_num_batched_tokens))
+        return self.prefill_seconds(prompt, batch, context) - chunks * self.decode_step_seconds(batch, context)
 
     def ttft_alone(self, prompt_tokens: float) -> float:
-        """Time to first token of a request alone on the replica."""
-        return REQUEST_OVERHEAD_SECONDS + self.prefill_seconds(prompt_tokens) + self.step_seconds(prompt_tokens)
+        """Time to first token of a request alone on the replica: its prefill steps sample the first token."""
+        return REQUEST_OVERHEAD_SECONDS + self.prefill_seconds(prompt_tokens)
+
+    def tpot(self, batch: float, prompt: float, output: float) -> float:
+        """Seconds per output token of a sequence decoding among `batch` alike (each holding its prompt and
+        half its output): its decode steps, and the others' prefills (one each over its life) they carry."""
+        context = batch * (prompt + output / 2)
+        steps = max(1.0, output - 1)
+        return self.decode_step_seconds(batch, context) + (batch - 1) * self.prefill_stall(prompt, batch, context) / steps
 
     def saturated_requests_per_second(self, prompt: float, output: float) -> float:
         """Requests a replica completes per second when full: as many sequences as KV cache and
-        max-num-seqs allow (each holding its prompt and half its output on average), each with its
-        prefill and decode steps, decoding paused for the other sequences' prefills (the replay's rule)."""
+        max-num-seqs allow (each holding its prompt and half its output on average), each its prefill
+        and then its decode steps, which carry the other sequences' prefills (the replay's rule)."""
         batch = self.batch_limit(prompt + output / 2)
-        # each request's own prefill, its decode steps, and the pauses for the others' prefills
-        per_request = batch * self.prefill_seconds(prompt) + output * self.step_seconds(batch * (prompt + output / 2))
+        context = batch * (prompt + output / 2)
+        per_request = self.prefill_seconds(prompt, batch - 1, context) + max(0.0, output - 1) * self.tpot(batch, prompt, output)
         return batch / per_request if per_request > 0 else 0.0
 
     def batch_limit(self, tokens_per_sequence: float) -> int:
@@ -94,12 +133,14 @@ def performance(model: ModelConfig, pool: GpuPool) -> ReplicaPerformance:
     flops = (gpu.fp8_tflops if fp8 and gpu.fp8_tflops else gpu.bf16_tflops) * 1e12 * compute_share * scaling * COMPUTE_EFFICIENCY
     bandwidth = gpu.bandwidth_gbs * 1e9 * bandwidth_share * scaling * BANDWIDTH_EFFICIENCY
     device = capacity.device_for(pool, host)
-    free_gib = capacity.kv_cache_gib(model, device)
-    kv_tokens = max(0, math.floor(free_gib * GIB / capacity.kv_bytes_per_token(model)))
+    explicit = capacity.explicit_kv_cache_bytes(model, pool)
+    kv_bytes = explicit * tp if explicit is not None else capacity.kv_cache_gib(model, device) * GIB
+    kv_tokens = max(0, math.floor(kv_bytes / capacity.kv_bytes_per_token(model)))
     return ReplicaPerformance(
-        prefill_tokens_per_second=flops / (2 * model.parameters_billions * 1e9),
+        compute_seconds_per_token=2 * model.parameters_billions * 1e9 / flops,
         weights_step_seconds=capacity.weights_gib(model) * GIB / bandwidth,
         kv_step_seconds_per_token=capacity.kv_bytes_per_token(model) / bandwidth,
         kv_capacity_tokens=kv_tokens,
         max_num_seqs=model.max_num_seqs or capacity.default_max_num_seqs(gpu, device.gib),
+        max_num_batched_tokens=capacity.default_max_num_batched_tokens(gpu, device.gib),
     )

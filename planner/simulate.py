@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from builders.gateway import router
 from builders.serving import scaling
 from config.derived import capacity, state
 from config.derived.hold import Hold
@@ -64,7 +65,7 @@ from config.sections.stack import StackConfig
 from config.sections.types import duration_seconds
 from planner import hpa
 from planner.fleet import Node, Pool
-from planner.serving import REQUEST_OVERHEAD_SECONDS, STEP_OVERHEAD_SECONDS, ReplicaPerformance, performance
+from planner.serving import REQUEST_OVERHEAD_SECONDS, ReplicaPerformance, performance
 from planner.traffic import REPLAY_START, Requests, stream
 
 PROMETHEUS = "http://prometheus.monitoring.svc:9090"
@@ -86,6 +87,8 @@ class Replica:
     context: float = 0.0
     prefill_free_at: float = 0.0
     queue: deque[int] = field(default_factory=deque)
+    prefixes: dict[int, None] = field(default_factory=dict)
+    """The shared prefixes whose KV blocks this replica still caches, least recently used first."""
 
     def ready(self, now: float) -> bool:
         return self.ready_at is not None and self.ready_at <= now and self.draining_since is None
@@ -130,6 +133,14 @@ class ModelReplay:
     """(arrival, ttft) of the last two minutes, kept only when the model scales on p95 TTFT."""
     next_request: int = 0
     turn: int = 0
+    routing: str = "gateway"
+    """How a dispatched request picks its replica (ROUTINGS)."""
+    weights: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    """The picker's scorer weights the stack renders: queue, KV-cache utilization, prefix cache."""
+    prefix_slots: int = 0
+    """Shared prefixes one replica's cache keeps (PREFIX_CACHE_SHARE of its KV cache over the traffic's prefix length)."""
+    prefix_share: float = 0.0
+    """The share of a prompt a cached shared prefix covers (the prefix scorer's score on a hit)."""
     scraped: dict[str, float] | None = None
     failures: int = 0
     ttft: np.ndarray = field(default_factory=lambda: np.zeros(0))
@@ -137,6 +148,8 @@ class ModelReplay:
     served: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     held_seconds: np.ndarray = field(default_factory=lambda: np.zeros(0))
     """By request, how long the gateway held it (to its release, its shedding or the replay's end); NaN if never held."""
+    prefix_skipped: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    """By request, the prompt tokens a cached shared prefix spared its prefill (after the replay)."""
     rejected: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int8))
     """By request, who refused it: SHED_TTL (429), SHED_NO_ENDPOINTS (503), REFUSED (vLLM's 503), else 0."""
     series: dict[str, list[float]] = field(default_factory=dict)
@@ -174,6 +187,15 @@ class ModelReplay:
         return int(np.count_nonzero(self.rejected == REFUSED))
 
     @property
+    def prefix_hit_rate(self) -> float:
+        """Of the requests with a shared prefix that reached a replica, the share whose prefix it cached."""
+        groups = self.requests.prefix_group
+        if groups is None:
+            return 0.0
+        reached = (groups >= 0) & (self.rejected == 0) & ~np.isnan(self.ttft)
+        return float(np.mean(self.prefix_skipped[reached] > 0)) if reached.any() else 0.0
+
+    @property
     def unanswered(self) -> int:
         """Neither served nor refused: cut by a drain, or still held or waiting when the replay ends."""
         return int(len(self.requests) - self.served.sum()) - self.shed_ttl - self.shed_no_endpoints - self.refused
@@ -188,6 +210,9 @@ class Options:
     seed: int = 0
     holds: dict[str, Hold] | None = None
     """Per model, flow control other than the derived state's (a what-if TTL or threshold)."""
+    routing: str = "gateway"
+    """gateway: the Endpoint Picker's scorers as rendered; least-loaded: its queue and KV scorers only;
+    round-robin: each request to the next ready replica (an ALB straight to the pods)."""
     start_replicas: dict[str, int] | None = None
     """Per model, the ready replicas the replay starts with (within min and max); default: min, or the
     schedule floor of the first minute."""
@@ -208,6 +233,11 @@ class Result:
 
 TTFT_WINDOW = 120.0
 """The ttft-p95 trigger's rate window (builders/serving/scaling.py: [2m])."""
+ROUTINGS = ("gateway", "least-loaded", "round-robin")
+PREFIX_CACHE_SHARE = 0.5
+"""Share of a replica's KV cache that keeps finished requests' shared prefixes (vLLM frees a request's
+blocks into an LRU that new requests reuse on a hash match and evict when they need room): an assumption
+between an idle replica (all of it) and a saturated one (little)."""
 MODELLED_TRIGGERS = ("queue-depth", "kv-cache", "ttft-p95", scaling.GATEWAY_REQUESTS_TRIGGER)
 SHED_TTL, SHED_NO_ENDPOINTS, REFUSED = Outcome.EVICTED_TTL, Outcome.REJECTED_NO_ENDPOINTS, Outcome.REFUSED_BY_REPLICA
 """`ModelReplay.rejected`: the gateway's 429 and 503 after the TTL, and vLLM's 503."""
@@ -227,15 +257,13 @@ _Hot = tuple[
     list[bool],
     int,
     int,
-    float,
-    float,
-    float,
+    ReplicaPerformance,
     deque[tuple[float, float]] | None,
+    list[int],
 ]
 """Per model, what admit reads: arrival at the gateway, dispatch to vLLM, prompt and output tokens,
-queue wait, time to first token and answered flags by request; max-num-seqs, KV cache tokens,
-prefill seconds per token, a decode step's fixed seconds and its seconds per context token; the
-recent TTFTs (or None)."""
+queue wait, time to first token and answered flags by request; max-num-seqs, KV cache tokens, the
+replica's roofline; the recent TTFTs (or None); the prompt tokens a prefix hit spared each request."""
 
 
 def saturated(ready: list[Replica], gate: tuple[float, float, float]) -> bool:
@@ -252,6 +280,35 @@ def saturated(ready: list[Replica], gate: tuple[float, float, float]) -> bool:
             kv = full  # KV use is at most the whole cache
         total += queued if queued > kv else kv
     return total >= len(ready)
+
+
+def _listed(values: np.ndarray | None) -> list[int] | None:
+    return values.tolist() if values is not None else None
+
+
+def pick(s: ModelReplay, ready: list[Replica], group: int) -> Replica:
+    """The Endpoint Picker's choice (llm-d-router v0.10.0, max-score picker): the highest weighted sum of
+    the queue scorer ((most waiting - its waiting) / (most - least), 1 when all wait alike), the KV-cache
+    utilization scorer (1 - its KV use) and the prefix-cache scorer (the share of the prompt it caches:
+    the traffic's prefix share for a cached shared prefix, else 0). Ties go round the replicas in turn,
+    as the picker's random tie-break spreads them."""
+    w_queue, w_kv, w_prefix = s.weights
+    waiting = [len(r.queue) for r in ready]
+    most = max(waiting)
+    spread = most - min(waiting)
+    capacity = s.perf.kv_capacity_tokens or 1
+    start = s.turn % len(ready)
+    best, best_score = ready[start], -1.0
+    for k in range(len(ready)):
+        r = ready[(start + k) % len(ready)]
+        queue = (most - len(r.queue)) / spread if spread else 1.0
+        kv = r.context / capacity
+        score = w_queue * queue + w_kv * (1.0 - (kv if kv < 1.0 else 1.0))
+        if group >= 0 and group in r.prefixes:
+            score += w_prefix * s.prefix_share
+        if score > best_score:
+            best, best_score = r, score
+    return best
 
 
 class Batches:
@@ -271,6 +328,10 @@ class Batches:
         self.answered: dict[str, list[bool]] = {name: [False] * len(s.requests) for name, s in models.items()}
         self.held_for: dict[str, list[float]] = {name: [math.nan] * len(s.requests) for name, s in models.items()}
         self.rejected: dict[str, list[int]] = {name: [0] * len(s.requests) for name, s in models.items()}
+        self.groups = {name: _listed(s.requests.prefix_group) for name, s in models.items()}
+        self.prefix_tokens = {name: _listed(s.requests.prefix_tokens) or [] for name, s in models.items()}
+        self.skip: dict[str, list[int]] = {name: [0] * len(s.requests) for name, s in models.items()}
+        """By request, the prompt tokens a prefix-cache hit spared its prefill."""
         # Per model, everything admit reads: the request lists and the replica's constants.
         self._hot: dict[str, _Hot] = {
             name: (
@@ -283,23 +344,34 @@ class Batches:
                 self.answered[name],
                 s.perf.max_num_seqs,
                 s.perf.kv_capacity_tokens,
-                1.0 / s.perf.prefill_tokens_per_second,
-                s.perf.weights_step_seconds + STEP_OVERHEAD_SECONDS,
-                s.perf.kv_step_seconds_per_token,
+                s.perf,
                 s.recent_ttft,
+                self.skip[name],
             )
             for name, s in models.items()
         }
 
     def dispatch(self, s: ModelReplay, i: int, at: float) -> None:
-        """The request goes to the next ready replica in turn (there is one: the pool is not saturated),
-        which refuses it at vLLM's admission bound (503, not served) or queues and admits it."""
+        """The request goes to a ready replica (there is one: the pool is not saturated), chosen by the
+        model's routing, which refuses it at vLLM's admission bound (503, not served) or queues and
+        admits it. A shared prefix that replica still caches is not prefilled again."""
         ready = s.ready_cache
-        r = ready[s.turn % len(ready)]
+        name = s.config.name
+        groups = self.groups[name]
+        group = groups[i] if groups is not None else -1
+        r = ready[s.turn % len(ready)] if s.routing == "round-robin" or len(ready) == 1 else pick(s, ready, group)
         s.turn += 1
         if r.running + len(r.queue) >= s.max_in_flight:
-            self.rejected[s.config.name][i] = REFUSED
+            self.rejected[name][i] = REFUSED
             return
+        if group >= 0:
+            cached = r.prefixes
+            if group in cached:
+                del cached[group]
+                self.skip[name][i] = self.prefix_tokens[name][i]
+            elif len(cached) >= s.prefix_slots:
+                del cached[next(iter(cached))]
+            cached[group] = None
         r.queue.append(i)
         self.admit(s, r, at)
 
@@ -330,7 +402,7 @@ class Batches:
     def admit(self, s: ModelReplay, r: Replica, now: float) -> None:
         """Admit what the replica's queue holds while it has a sequence slot and KV cache."""
         hot = self._hot[s.config.name]
-        times, sent, prompt, output, wait, ttft, answered, limit, capacity, per_prompt, fixed_step, per_token, recent = hot
+        times, sent, prompt, output, wait, ttft, answered, limit, capacity, perf, recent, skip = hot
         completions, order = self.completions, self._order
         queue = r.queue
         while queue and r.running < limit:
@@ -342,22 +414,24 @@ class Batches:
             arrival = times[i]
             start = now if now > arrival else arrival
             begin = start if start > r.prefill_free_at else r.prefill_free_at
-            prefill_done = begin + prompt[i] * per_prompt
+            # its prompt's steps, shared with the batch's decodes; prefills queue behind each other
+            prefill_done = begin + perf.prefill_seconds(prompt[i] - skip[i], r.running, r.context)
             r.prefill_free_at = prefill_done
             r.running += 1
             r.context += tokens
-            step = fixed_step + per_token * r.context  # ReplicaPerformance.step_seconds, inlined
-            first = prefill_done + step + REQUEST_OVERHEAD_SECONDS
+            first = prefill_done + REQUEST_OVERHEAD_SECONDS  # the prefill's last step samples the first token
             wait[i] = start - arrival  # from the gateway: a held request's hold counts
             ttft[i] = first - arrival
             if recent is not None:
                 # vLLM's own histogram: from the request reaching vLLM, not the gateway
                 reached = sent[i]
                 recent.append((reached, first - reached))
-            # Decoding pauses for the prefills of the others sharing the GPU (about one each over
-            # its life in a steady batch): ReplicaPerformance.saturated_requests_per_second's rule.
-            stall = (r.running - 1) * prompt[i] * per_prompt
-            _push(completions, (prefill_done + output[i] * step + stall, next(order), r, tokens, s, i, answered))
+            # its other tokens at the batch's step time, and the others' prefills its steps carry (about
+            # one each over its life in a steady batch): ReplicaPerformance.tpot's rule
+            steps = output[i] - 1
+            carried = (r.running - 1) * perf.prefill_stall(prompt[i] - skip[i], r.running, r.context)
+            decode = steps * perf.decode_step_seconds(r.running, r.context) + carried
+            _push(completions, (prefill_done + (decode if steps > 0 else 0.0), next(order), r, tokens, s, i, answered))
             r.running_ids.add(i)
 
     def complete_until(self, now: float) -> None:
@@ -453,6 +527,16 @@ class Replay:
         reqs = requests.get(m.name) or Requests(np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
         hold = (self.options.holds or {}).get(m.name, derived.hold)
         perf = performance(m, pool)
+        if self.options.routing not in ROUTINGS:
+            raise ValueError(f"routing {self.options.routing!r}: use one of {', '.join(ROUTINGS)}")
+        weights = scorer_weights(m, hold)
+        if self.options.routing == "least-loaded":
+            weights = (weights[0], weights[1], 0.0)
+        prefix_length = prefix_share = 0.0
+        if reqs.prefix_tokens is not None and (reqs.prefix_tokens > 0).any():
+            has = reqs.prefix_tokens > 0
+            prefix_length = float(reqs.prefix_tokens[has].mean())
+            prefix_share = float((reqs.prefix_tokens[has] / reqs.prompt[has]).mean())
         terms = budget.terms
         return ModelReplay(
             m,
@@ -472,6 +556,10 @@ class Replay:
             hold=hold,
             gate=(1.0 / hold.queue_threshold, 1.0 / (max(1, perf.kv_capacity_tokens) * hold.kv_threshold), 1.0 / hold.kv_threshold),
             wake_above=wake[0] if wake else None,
+            routing=self.options.routing,
+            weights=weights,
+            prefix_slots=max(1, math.floor(PREFIX_CACHE_SHARE * perf.kv_capacity_tokens / prefix_length)) if prefix_length else 0,
+            prefix_share=prefix_share,
             max_in_flight=derived.path.in_flight_bound or capacity.max_in_flight_requests(m, pool),
             floors=floors(m, self.options.seconds),
             idle_after=float(duration_seconds(m.autoscaling.idle_after)) if derived.scales_to_zero else math.inf,
@@ -673,6 +761,7 @@ class Replay:
             b = self.batches
             s.ttft, s.wait, s.served = np.array(b.ttfts[name]), np.array(b.waits[name]), np.array(b.answered[name], dtype=bool)
             s.held_seconds, s.rejected = np.array(b.held_for[name]), np.array(b.rejected[name], dtype=np.int8)
+            s.prefix_skipped = np.array(b.skip[name], dtype=np.int64)
             self.series[name]["ttftP99"] = minute_p99(s.requests.arrival, s.ttft, len(self.series[name]["requests"])).tolist()
         ledger = self.ledger
         return Result(self.models, self.pools, seconds, ledger.cost, ledger.node_seconds, self.series, ledger.used_seconds)
@@ -680,6 +769,13 @@ class Replay:
 
 def simulate(cfg: StackConfig, requests: dict[str, Requests], options: Options, progress: Callable[[int], None] | None = None) -> Result:
     return Replay(cfg, requests, options).run(progress)
+
+
+def scorer_weights(model: ModelConfig, hold: Hold) -> tuple[float, float, float]:
+    """The queue, KV-cache utilization and prefix-cache scorers' weights in the picker's rendered config."""
+    profile = router.epp_config(model, hold)["schedulingProfiles"][0]["plugins"]
+    weight = {p["pluginRef"]: float(p["weight"]) for p in profile}
+    return weight["queue-scorer"], weight["kv-cache-utilization-scorer"], weight["prefix-cache-scorer"]
 
 
 # -- the control loop's readings ----------------------------------------------------------------------

@@ -46,12 +46,25 @@ class TokenLengths(ConfigModel):
     sigma: float = Field(default=0.6, ge=0, le=3, description="Standard deviation of log(tokens); 0 makes every request the mean.")
 
 
+class SharedPrefix(ConfigModel):
+    """The part of each prompt that other requests share (a system prompt, earlier turns of a chat)."""
+
+    share: float = Field(default=0.0, ge=0, lt=1, description="Share of the mean prompt that is a shared prefix (0: none).")
+    groups: int = Field(
+        default=256,
+        ge=1,
+        le=100_000,
+        description="Distinct prefixes requests draw from, uniformly (default: a chat service's conversations in flight, assumed).",
+    )
+
+
 class ModelTraffic(ConfigModel):
     """One model's day."""
 
     rate_per_minute: list[list[float]] = Field(min_length=2, description="[hour of day, requests per minute] points.")
     prompt_tokens: TokenLengths
     output_tokens: TokenLengths
+    shared_prefix: SharedPrefix = Field(default_factory=SharedPrefix, description="Shared prompt prefixes (none by default).")
 
     @model_validator(mode="after")
     def _curve(self) -> ModelTraffic:
@@ -116,9 +129,27 @@ class Requests:
     """Seconds from the start of the replay."""
     prompt: np.ndarray
     output: np.ndarray
+    prefix_group: np.ndarray | None = None
+    """By request, which shared prefix its prompt starts with (-1: none); None: no request shares one."""
+    prefix_tokens: np.ndarray | None = None
+    """By request, the tokens of that prefix (never the whole prompt)."""
 
     def __len__(self) -> int:
         return len(self.arrival)
+
+    def shared(self) -> bool:
+        return self.prefix_group is not None and self.prefix_tokens is not None
+
+
+def with_prefix(requests: Requests, prefix: SharedPrefix, rng: np.random.Generator) -> Requests:
+    """The requests with `prefix.share` of the mean prompt drawn from `prefix.groups` shared prefixes
+    (each prompt keeps at least one token of its own)."""
+    if prefix.share <= 0 or not len(requests):
+        return Requests(requests.arrival, requests.prompt, requests.output)
+    length = max(1, round(prefix.share * float(requests.prompt.mean())))
+    groups = rng.integers(0, prefix.groups, len(requests))
+    tokens = np.minimum(length, requests.prompt - 1)
+    return Requests(requests.arrival, requests.prompt, requests.output, np.where(tokens > 0, groups, -1), np.maximum(tokens, 0))
 
 
 def load_profile(path: Path) -> Profile:
@@ -159,7 +190,9 @@ def generate(traffic: ModelTraffic, seconds: int, rng: np.random.Generator, time
     counts = rng.poisson(traffic.rate_per_second(t, timezone))
     starts = np.repeat(t, counts)
     arrival = np.sort(starts + rng.random(len(starts)))  # in arrival order within each second too
-    return Requests(arrival, _lengths(rng, traffic.prompt_tokens, len(starts)), _lengths(rng, traffic.output_tokens, len(starts)))
+    plain = Requests(arrival, _lengths(rng, traffic.prompt_tokens, len(starts)), _lengths(rng, traffic.output_tokens, len(starts)))
+    # drawn last, so a profile without shared prefixes gives the requests it always gave
+    return with_prefix(plain, traffic.shared_prefix, rng)
 
 
 def load_trace(path: Path, names: list[str]) -> dict[str, Requests]:

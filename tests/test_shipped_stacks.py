@@ -124,6 +124,7 @@ def test_the_plan_table_is_what_make_plan_gives() -> None:
     assert f"the worst at {worst['at'][6:11]} ({worst['ttftP99Seconds']:.1f} s)" in prose
     assert f"{model['held']:,} requests held, the longest {model['longestHoldSeconds']:.0f} s" in prose
     assert f"answers\n{model['sloOracle']['requestsPerSecondPerReplica']:.2f} requests a second" in prose
+    assert f"the saturated rate is about {model['replicaCapacity']['requestsPerSecond']:.1f}" in prose
 
 
 def test_the_scale_to_zero_figures_are_what_make_plan_gives() -> None:
@@ -182,3 +183,15 @@ def test_the_default_traffic_is_on_the_clock_of_the_stacks_schedules(stack: str)
         floors = simulate.floors(model, traffic.DAY_SECONDS)
         busiest = np.flatnonzero(rate == rate.max())
         assert all(floors[int(minute)] > 0 for minute in busiest), f"{name}: its peak falls outside every schedule"
+
+
+def test_the_routing_sweep_figures_are_what_make_plan_gives() -> None:
+    """docs/planner.md quotes the seeds' day's routing sweep; it must match a fresh replay."""
+    from planner import plan
+
+    readme = (ROOT / "docs" / "planner.md").read_text()
+    prose = " ".join(readme.split("The seeds' day with shared prefixes")[1].split("The published gains")[0].split())
+    result, _, _ = plan.run(plan.load_stack("dev"), ROOT / "traffic" / "seed-day.yaml", days=1, sweep=True)
+    hits = {(r["prefixShare"], r["routing"]): r["models"]["llama-3-1-8b"]["prefixHitRate"] for r in result["routingSweep"]}
+    for share in (0.25, 0.5, 0.75):
+        assert f"{hits[(share, 'round-robin')]:.0%} to {hits[(share, 'gateway')]:.0%} at {share:.0%}".replace("%", " %") in prose, share

@@ -35,6 +35,9 @@ EXPLICIT_KV_MARGIN_GIB = 1.0
 # vLLM 0.33's --max-num-seqs default (engine/arg_utils.py; docs/upstream-facts.md#vllm): 1024 on
 # H100/H200-class GPUs (>= 70 GiB, not A100), else 256.
 MAX_NUM_SEQS_SMALL, MAX_NUM_SEQS_LARGE = 256, 1024
+# and its --max-num-batched-tokens default (the step's token budget; chunked prefill is always on in
+# V1), chosen by the same rule: 8192 on the large class, else 2048.
+MAX_NUM_BATCHED_TOKENS_SMALL, MAX_NUM_BATCHED_TOKENS_LARGE = 2048, 8192
 # Admission: beside its running batch a replica holds at most this many batches (max-num-seqs each)
 # waiting before vLLM answers 503, and never fewer than this many times the queue depth at which
 # KEDA adds a replica.
@@ -208,7 +211,16 @@ def explicit_kv_cache_bytes(model: ModelConfig, pool: GpuPool) -> int | None:
 def default_max_num_seqs(gpu: catalog.Gpu, device_gib: float) -> int:
     """vLLM's --max-num-seqs default for the API server on a device of this GPU: vLLM reads the memory
     the device shows (a MIG slice shows its own), and never gives an A100 the large default."""
-    return MAX_NUM_SEQS_LARGE if device_gib >= 70 and gpu.label != "a100" else MAX_NUM_SEQS_SMALL
+    return MAX_NUM_SEQS_LARGE if _large_defaults(gpu, device_gib) else MAX_NUM_SEQS_SMALL
+
+
+def _large_defaults(gpu: catalog.Gpu, device_gib: float) -> bool:
+    return device_gib >= 70 and gpu.label != "a100"
+
+
+def default_max_num_batched_tokens(gpu: catalog.Gpu, device_gib: float) -> int:
+    """vLLM's --max-num-batched-tokens default for the API server on a device of this GPU."""
+    return MAX_NUM_BATCHED_TOKENS_LARGE if _large_defaults(gpu, device_gib) else MAX_NUM_BATCHED_TOKENS_SMALL
 
 
 def max_num_seqs(model: ModelConfig, pool: GpuPool) -> int:
