@@ -28,7 +28,11 @@ from planner.traffic import Requests
 MINUTE = 60
 TRIAL_SECONDS = 3600
 """Constant traffic per trial of `slo_rate`: an hour, as near saturation the P99 of a shorter trial
-swings with its bursts (15 minutes put the dev replica 10 % above the rate an hour holds)."""
+swings with its bursts (15 minutes put the dev replica 10 % above the rate an hour holds)..."""
+TRIAL_REQUESTS = 20_000
+"""... or as long as this many requests take, when that is shorter (never under TRIAL_MIN_SECONDS): a P99
+over 20,000 requests is steady, and a replica answering 25 a second need not replay 90,000."""
+TRIAL_MIN_SECONDS = 900
 TRIAL_WARMUP_SECONDS = 120
 """The trial's first seconds are not judged (the replica starts empty)."""
 TRIAL_STEPS = 8
@@ -93,9 +97,10 @@ def slo_rate(cfg: StackConfig, model: ModelConfig, requests: Requests, seed: int
 
     def meets(rate: float) -> bool:
         arrival = unit / rate
-        n = int(np.searchsorted(arrival, TRIAL_SECONDS))
+        seconds = max(TRIAL_MIN_SECONDS, min(TRIAL_SECONDS, math.ceil(TRIAL_REQUESTS / rate)))
+        n = int(np.searchsorted(arrival, seconds))
         trial = Requests(arrival[:n], prompt[:n], output[:n])
-        result = simulate(alone, {model.name: trial}, Options(TRIAL_SECONDS + 600, static_replicas={model.name: 1}, seed=seed))
+        result = simulate(alone, {model.name: trial}, Options(seconds + 600, static_replicas={model.name: 1}, seed=seed))
         s = result.models[model.name]
         judged = trial.arrival >= TRIAL_WARMUP_SECONDS
         ttft = np.where(s.served, np.nan_to_num(s.ttft, nan=np.inf), np.inf)[judged]

@@ -256,14 +256,14 @@ def run(
     step = bar.update if bar else None
     fixed = {m.name: static_replicas or m.replicas.max for m in cfg.models}
     static_options = Options(seconds, spot_availability, fixed, seed, routing=routing)
-    bounds = lower_bounds(cfg, requests, seconds, seed)
-    # the replay starts as the stack would be running at that hour: the replicas the first minute's
-    # traffic keeps within the objective (a model at zero at midnight with night traffic is awake)
-    start = None if cold_start else {name: int(need[0]) for name, need in bounds.slo_needed.items() if len(need)}
-    # The static baseline replays in a second process while this one replays the autoscaled fleet:
-    # both are deterministic, so where they run changes nothing but the wall time.
+    # The static baseline replays in a second process while this one finds the bounds and replays the
+    # autoscaled fleet: all are deterministic, so where they run changes nothing but the wall time.
     with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
         pending = pool.submit(simulate, cfg, requests, static_options)
+        bounds = lower_bounds(cfg, requests, seconds, seed)
+        # the replay starts as the stack would be running at that hour: the replicas the first minute's
+        # traffic keeps within the objective (a model at zero at midnight with night traffic is awake)
+        start = None if cold_start else {name: int(need[0]) for name, need in bounds.slo_needed.items() if len(need)}
         result = simulate(cfg, requests, Options(seconds, spot_availability, None, seed, start_replicas=start, routing=routing), step)
         static = pending.result()
     if bar:

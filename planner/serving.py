@@ -78,6 +78,28 @@ class ReplicaPerformance:
         dense = max(chunks * self.weights_step_seconds, tokens * self.compute_seconds_per_token)
         return chunks * STEP_OVERHEAD_SECONDS + dense + self.kv_step_seconds_per_token * (chunks * context + prompt * (chunks + 1) / 2)
 
+    def booking(self, prompt: float, batch: float, context: float, held: float) -> tuple[float, float, float]:
+        """(`prefill_seconds(prompt, batch, context)`, `decode_step_seconds(batch + 1, context + held)`,
+        `prefill_stall(prompt, batch + 1, context + held)`) at once: what the replay books for a request
+        admitted beside `batch` sequences holding `context` tokens, which holds `held` tokens while it
+        decodes (a prompt within one chunk in a few operations; the methods themselves otherwise)."""
+        after = context + held
+        if prompt > self.max_num_batched_tokens:
+            return (
+                self.prefill_seconds(prompt, batch, context),
+                self.decode_step_seconds(batch + 1, after),
+                self.prefill_stall(prompt, batch + 1, after),
+            )
+        weights, per_token, per_kv = self.weights_step_seconds, self.compute_seconds_per_token, self.kv_step_seconds_per_token
+        alone = (batch + 1) * per_token
+        decode_dense = weights if weights > alone else alone
+        mixed = (batch + 1 + prompt) * per_token
+        mixed_dense = weights if weights > mixed else mixed
+        shared = (batch + prompt) * per_token
+        prefill = STEP_OVERHEAD_SECONDS + (weights if weights > shared else shared) + per_kv * (context + prompt)
+        decode = STEP_OVERHEAD_SECONDS + decode_dense + per_kv * after
+        return prefill, decode, mixed_dense - decode_dense + per_kv * prompt
+
     def prefill_stall(self, prompt: float, batch: float, context: float) -> float:
         """What a prompt's prefill adds to the steps of `batch` decoding sequences holding `context`
         tokens: nothing while the chunk hides under the weight reads, its compute beyond them after."""

@@ -47,6 +47,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+import operator
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -293,22 +294,34 @@ def pick(s: ModelReplay, ready: list[Replica], group: int) -> Replica:
     the traffic's prefix share for a cached shared prefix, else 0). Ties go round the replicas in turn,
     as the picker's random tie-break spreads them."""
     w_queue, w_kv, w_prefix = s.weights
-    waiting = [len(r.queue) for r in ready]
-    most = max(waiting)
-    spread = most - min(waiting)
-    capacity = s.perf.kv_capacity_tokens or 1
     start = s.turn % len(ready)
-    best, best_score = ready[start], -1.0
-    for k in range(len(ready)):
-        r = ready[(start + k) % len(ready)]
-        queue = (most - len(r.queue)) / spread if spread else 1.0
+    order = ready[start:] + ready[:start] if start else ready
+    affinity = group >= 0 and w_prefix > 0
+    if not affinity or not any(group in r.prefixes for r in order):
+        for r in order:
+            if r.queue:
+                break
+        else:
+            # every queue empty and no cached prefix: the emptiest cache wins (KV use capped at 1 orders
+            # nothing below the cap), ties in turn
+            return min(order, key=_CONTEXT)
+    queues = [len(r.queue) for r in order]
+    most = max(queues)
+    spread = most - min(queues)
+    bonus = w_prefix * s.prefix_share if affinity else 0.0
+    capacity = s.perf.kv_capacity_tokens or 1
+    best, best_score = order[0], -1.0
+    for r, waiting in zip(order, queues, strict=True):
         kv = r.context / capacity
-        score = w_queue * queue + w_kv * (1.0 - (kv if kv < 1.0 else 1.0))
-        if group >= 0 and group in r.prefixes:
-            score += w_prefix * s.prefix_share
+        score = w_kv * (1.0 - (kv if kv < 1.0 else 1.0)) + (w_queue * (most - waiting) / spread if spread else w_queue)
+        if bonus and group in r.prefixes:
+            score += bonus
         if score > best_score:
             best, best_score = r, score
     return best
+
+
+_CONTEXT = operator.attrgetter("context")
 
 
 class Batches:
@@ -358,8 +371,8 @@ class Batches:
         ready = s.ready_cache
         name = s.config.name
         groups = self.groups[name]
-        group = groups[i] if groups is not None else -1
-        r = ready[s.turn % len(ready)] if s.routing == "round-robin" or len(ready) == 1 else pick(s, ready, group)
+        group = -1 if groups is None else groups[i]
+        r = ready[0] if len(ready) == 1 else ready[s.turn % len(ready)] if s.routing == "round-robin" else pick(s, ready, group)
         s.turn += 1
         if r.running + len(r.queue) >= s.max_in_flight:
             self.rejected[name][i] = REFUSED
@@ -415,7 +428,8 @@ class Batches:
             start = now if now > arrival else arrival
             begin = start if start > r.prefill_free_at else r.prefill_free_at
             # its prompt's steps, shared with the batch's decodes; prefills queue behind each other
-            prefill_done = begin + perf.prefill_seconds(prompt[i] - skip[i], r.running, r.context)
+            prefill, step, stall = perf.booking(prompt[i] - skip[i], r.running, r.context, tokens)
+            prefill_done = begin + prefill
             r.prefill_free_at = prefill_done
             r.running += 1
             r.context += tokens
@@ -429,8 +443,7 @@ class Batches:
             # its other tokens at the batch's step time, and the others' prefills its steps carry (about
             # one each over its life in a steady batch): ReplicaPerformance.tpot's rule
             steps = output[i] - 1
-            carried = (r.running - 1) * perf.prefill_stall(prompt[i] - skip[i], r.running, r.context)
-            decode = steps * perf.decode_step_seconds(r.running, r.context) + carried
+            decode = steps * step + (r.running - 1) * stall
             _push(completions, (prefill_done + (decode if steps > 0 else 0.0), next(order), r, tokens, s, i, answered))
             r.running_ids.add(i)
 

@@ -129,3 +129,17 @@ def test_the_replays_token_time_is_the_engines_below_the_cache(instance: str, mo
     assert perf.tpot(clients, 512, 256) == pytest.approx(measured, rel=0.15)
     assert result.preemptions == 0
     assert not math.isnan(measured)
+
+
+@pytest.mark.parametrize(("prompt", "batch", "context"), [(1, 0, 0), (512, 7, 4000), (2048, 100, 90_000), (5000, 3, 1000), (30, 500, 10)])
+def test_the_replays_booking_is_the_rooflines(prompt: int, batch: int, context: int) -> None:
+    """The replay's one-call booking (planner/simulate.py admit) gives what the roofline's methods give."""
+    for perf in (_perf(), _on("p5.48xlarge", calibration.LLAMA_8B), _on("g6.2xlarge", calibration.LLAMA_8B)):
+        held = prompt + 128  # the prompt and half an output of 256
+        after = context + held
+        expected = (
+            perf.prefill_seconds(prompt, batch, context),
+            perf.decode_step_seconds(batch + 1, after),
+            perf.prefill_stall(prompt, batch + 1, after),
+        )
+        assert perf.booking(prompt, batch, context, held) == pytest.approx(expected, rel=1e-12, abs=1e-15)
