@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from planner.serving import REQUEST_OVERHEAD_SECONDS, ReplicaPerformance
+from planner.serving import ReplicaPerformance
 
 BLOCK_TOKENS = 16
 """vLLM's KV block size on CUDA (--block-size default): a request holds whole blocks."""
@@ -93,10 +93,13 @@ def run(
     max_num_batched_tokens: int | None = None,
     until: float = math.inf,
     clients: int | None = None,
+    scheduler_steps: int = 1,
 ) -> EngineResult:
     """Serve these requests (arrival order) on one replica; return what each saw. With `clients`, the
     arrivals are ignored: that many requests start at 0 and each later one when an earlier one ends
-    (a closed loop), its arrival set then."""
+    (a closed loop), its arrival set then. `scheduler_steps` > 1 replays vLLM 0.6's multi-step
+    scheduling (--num-scheduler-steps, gone in the V1 engine): waiting requests join only every that
+    many steps, as the published 0.6 benchmarks ran."""
     budget_per_step = max_num_batched_tokens or perf.max_num_batched_tokens
     blocks_total = perf.kv_capacity_tokens // BLOCK_TOKENS
     pending = deque(_Request(i, float(a), int(p), int(o)) for i, (a, p, o) in enumerate(zip(arrival, prompt, output, strict=True)))
@@ -146,7 +149,8 @@ def run(
             budget -= want
             i += 1
         # 2. waiting requests, first come first served, unless this step preempted
-        while waiting and not preempted_now and budget > 0 and len(running) < perf.max_num_seqs:
+        joining = steps % scheduler_steps == 0
+        while joining and waiting and not preempted_now and budget > 0 and len(running) < perf.max_num_seqs:
             r = waiting[0]
             want = min(r.next_tokens(), budget)
             need = blocks(r.computed + want)
@@ -158,11 +162,11 @@ def run(
             scheduled.append((r, want))
             budget -= want
         if not scheduled:
-            now = pending[0].arrival if pending else now + perf.step_time(0, 0)
+            now = pending[0].arrival if pending else now + perf.step_time(0, 0, 0)
             continue
         tokens = sum(w for _, w in scheduled)
         context = sum(r.computed + w for r, w in scheduled)
-        step = perf.step_time(tokens, context)
+        step = perf.step_time(tokens, context, len(scheduled))
         now += step
         busy += step
         steps += 1
@@ -172,9 +176,9 @@ def run(
             if r.computed >= r.total:  # its prompt (and any recomputed output) is in: it samples a token
                 r.generated += 1
                 if math.isnan(r.first_token):
-                    r.first_token = now + REQUEST_OVERHEAD_SECONDS
+                    r.first_token = now + perf.request_overhead
                 if r.generated >= r.output:
-                    r.done = now + REQUEST_OVERHEAD_SECONDS
+                    r.done = now + perf.request_overhead
         for r in [r for r, _ in scheduled if not math.isnan(r.done)]:
             running.remove(r)
             used_blocks -= blocks(r.computed)
@@ -191,8 +195,12 @@ def run(
     return EngineResult(ttft, end, np.array([r.arrival for r in everyone]), tpot, steps, preemptions, busy, sizes)
 
 
-def closed_loop(perf: ReplicaPerformance, concurrency: int, prompt: int, output: int, requests: int) -> EngineResult:
+def closed_loop(
+    perf: ReplicaPerformance, concurrency: int, prompt: int, output: int, requests: int, scheduler_steps: int = 1
+) -> EngineResult:
     """A benchmark at fixed concurrency (`vllm bench serve --max-concurrency`, llmperf's concurrent
     clients): `concurrency` clients send at once, and each sends its next request when its last one
     ends, all with these lengths."""
-    return run(perf, np.zeros(requests), np.full(requests, prompt), np.full(requests, output), clients=concurrency)
+    return run(
+        perf, np.zeros(requests), np.full(requests, prompt), np.full(requests, output), clients=concurrency, scheduler_steps=scheduler_steps
+    )

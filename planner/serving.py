@@ -28,15 +28,43 @@ GIB = 2**30
 # Calibrated against published vLLM measurements (planner/calibration.py; the test checks the
 # held-out third against them).
 BANDWIDTH_EFFICIENCY = 0.85
-"""Share of the datasheet memory bandwidth a step's weight and KV reads achieve."""
-COMPUTE_EFFICIENCY = 0.80
+"""Share of the datasheet memory bandwidth a step's weight reads achieve."""
+KV_BANDWIDTH_EFFICIENCY = 0.35
+"""Share of it attention's reads of the paged KV cache achieve (gathers of 16-token blocks, not one stream)."""
+COMPUTE_EFFICIENCY = 0.55
 """Share of the GPU's dense tensor FLOPs (the catalog's figure: measured where the datasheet misleads) a step's GEMMs achieve."""
-STEP_OVERHEAD_SECONDS = 0.002
+STEP_OVERHEAD_SECONDS = 0.001
 """Per decode step: scheduling, sampling, launches (CUDA graphs keep it small)."""
-REQUEST_OVERHEAD_SECONDS = 0.04
+REQUEST_OVERHEAD_SECONDS = 0.02
 """Per request before its first token: HTTP, tokenization, scheduling."""
+SEQUENCE_OVERHEAD_SECONDS = 0.0001
+"""Per step and scheduled sequence: its share of scheduling, sampling and output processing."""
 TENSOR_PARALLEL_EFFICIENCY = 0.85
-"""Each doubling of tensor parallelism keeps this share (all-reduce per layer)."""
+"""Each doubling of tensor parallelism keeps this share over NVLink (an all-reduce per layer)."""
+TENSOR_PARALLEL_EFFICIENCY_PCIE = 0.70
+"""... and over PCIe (g5/g6/g6e hosts: no NVLink, all-reduces through the host's PCIe switches). An
+assumption: no published vLLM measurement of TP on these hosts was found; PCIe 4.0 x16 moves ~25 GB/s
+per direction against NVLink's 300+ GB/s, so the all-reduce share of a step grows."""
+PROFILED_RESERVE_GIB = {2048: 0.6, 8192: 5.3}
+"""What vLLM's start-up profiling keeps beside weights and KV cache per GPU, by token budget (the
+activation peak of a dummy batch of --max-num-batched-tokens, non-torch memory): 0.56-0.57 GiB for
+Qwen2-7B on an A100 80GB at 2,048 (dennislee22/vLLM-benchmarking logs, vLLM 0.10.1.1: 'Model loading
+took 14.2488 GiB', 'Available KV cache memory: 24.83 GiB' at utilization 0.5, 5.01 GiB at 0.25); 4.89 and
+5.78 GiB for Llama-3.1-8B and Qwen3-32B on an H100 at 8,192 (llm-d/llm-d-benchmark
+config_explorer/empirical-vllm-memory-results.md: activation 4.76 + non-torch 0.13, 5.64 + 0.14). Used
+where the platform lets vLLM profile (engine.explicitKvCache false); the explicit size is exact."""
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """The achieved shares and fixed costs the roofline runs at: the shipped ones, or a calibration's trial."""
+
+    bandwidth: float = BANDWIDTH_EFFICIENCY
+    kv_bandwidth: float = KV_BANDWIDTH_EFFICIENCY
+    compute: float = COMPUTE_EFFICIENCY
+    step_overhead: float = STEP_OVERHEAD_SECONDS
+    request_overhead: float = REQUEST_OVERHEAD_SECONDS
+    sequence_overhead: float = SEQUENCE_OVERHEAD_SECONDS
 
 
 @dataclass(frozen=True)
@@ -52,23 +80,30 @@ class ReplicaPerformance:
     kv_capacity_tokens: int
     max_num_seqs: int
     max_num_batched_tokens: int = capacity.MAX_NUM_BATCHED_TOKENS_SMALL
+    step_overhead: float = STEP_OVERHEAD_SECONDS
+    """Per step: scheduling, sampling, launches."""
+    request_overhead: float = REQUEST_OVERHEAD_SECONDS
+    """Per request before its first token reaches the client: HTTP, tokenization, detokenization."""
+    sequence_overhead: float = SEQUENCE_OVERHEAD_SECONDS
+    """Per step and scheduled sequence."""
 
     @property
     def prefill_tokens_per_second(self) -> float:
         return 1.0 / self.compute_seconds_per_token
 
-    def step_time(self, tokens: float, context: float) -> float:
-        """One step computing `tokens` tokens for requests holding `context` tokens of KV cache between them."""
+    def step_time(self, tokens: float, context: float, sequences: float) -> float:
+        """One step computing `tokens` tokens for `sequences` requests holding `context` tokens of KV cache
+        between them."""
         dense = (
             self.weights_step_seconds
             if self.weights_step_seconds > tokens * self.compute_seconds_per_token
             else tokens * self.compute_seconds_per_token
         )
-        return STEP_OVERHEAD_SECONDS + dense + self.kv_step_seconds_per_token * context
+        return self.step_overhead + self.sequence_overhead * sequences + dense + self.kv_step_seconds_per_token * context
 
     def decode_step_seconds(self, batch: float, context: float) -> float:
         """A step of `batch` decoding sequences holding `context` tokens between them."""
-        return self.step_time(batch, context)
+        return self.step_time(batch, context, batch)
 
     def prefill_seconds(self, prompt: float, batch: float = 0, context: float = 0) -> float:
         """A prompt's prefill, chunked by the token budget, each chunk's step shared with `batch`
@@ -76,7 +111,8 @@ class ReplicaPerformance:
         chunks = max(1, math.ceil(prompt / self.max_num_batched_tokens))
         tokens = prompt + chunks * batch
         dense = max(chunks * self.weights_step_seconds, tokens * self.compute_seconds_per_token)
-        return chunks * STEP_OVERHEAD_SECONDS + dense + self.kv_step_seconds_per_token * (chunks * context + prompt * (chunks + 1) / 2)
+        fixed = chunks * (self.step_overhead + self.sequence_overhead * (batch + 1))
+        return fixed + dense + self.kv_step_seconds_per_token * (chunks * context + prompt * (chunks + 1) / 2)
 
     def booking(self, prompt: float, batch: float, context: float, held: float) -> tuple[float, float, float]:
         """(`prefill_seconds(prompt, batch, context)`, `decode_step_seconds(batch + 1, context + held)`,
@@ -96,9 +132,10 @@ class ReplicaPerformance:
         mixed = (batch + 1 + prompt) * per_token
         mixed_dense = weights if weights > mixed else mixed
         shared = (batch + prompt) * per_token
-        prefill = STEP_OVERHEAD_SECONDS + (weights if weights > shared else shared) + per_kv * (context + prompt)
-        decode = STEP_OVERHEAD_SECONDS + decode_dense + per_kv * after
-        return prefill, decode, mixed_dense - decode_dense + per_kv * prompt
+        fixed = self.step_overhead + self.sequence_overhead * (batch + 1)
+        prefill = fixed + (weights if weights > shared else shared) + per_kv * (context + prompt)
+        decode = fixed + decode_dense + per_kv * after
+        return prefill, decode, mixed_dense - decode_dense + per_kv * prompt + self.sequence_overhead
 
     def prefill_stall(self, prompt: float, batch: float, context: float) -> float:
         """What a prompt's prefill adds to the steps of `batch` decoding sequences holding `context`
@@ -108,7 +145,7 @@ class ReplicaPerformance:
 
     def ttft_alone(self, prompt_tokens: float) -> float:
         """Time to first token of a request alone on the replica: its prefill steps sample the first token."""
-        return REQUEST_OVERHEAD_SECONDS + self.prefill_seconds(prompt_tokens)
+        return self.request_overhead + self.prefill_seconds(prompt_tokens)
 
     def tpot(self, batch: float, prompt: float, output: float) -> float:
         """Seconds per output token of a sequence decoding among `batch` alike (each holding its prompt and
@@ -142,27 +179,48 @@ def _shares(model: ModelConfig, pool: GpuPool, gpu: catalog.Gpu) -> tuple[float,
     return 1.0, 1.0
 
 
-def performance(model: ModelConfig, pool: GpuPool) -> ReplicaPerformance:
+def performance(model: ModelConfig, pool: GpuPool, efficiency: Efficiency | None = None) -> ReplicaPerformance:
     """The replica's performance on the pool's smallest device it may land on."""
+    eff = efficiency or Efficiency()
     hosts = capacity.replica_hosts(model, pool) or pool.resolved_instance_types()
     host = min(hosts, key=lambda t: (capacity.device_for(pool, t).gib, t.price_per_hour))
     gpu = host.gpu
     assert gpu is not None
     tp = model.tensor_parallel_size
     compute_share, bandwidth_share = _shares(model, pool, gpu)
-    scaling = tp * TENSOR_PARALLEL_EFFICIENCY ** math.log2(tp)
+    scaling = tp * (TENSOR_PARALLEL_EFFICIENCY if host.nvlink else TENSOR_PARALLEL_EFFICIENCY_PCIE) ** math.log2(tp)
     fp8 = model.quantization == "fp8" and gpu.fp8_tflops is not None
-    flops = (gpu.fp8_tflops if fp8 and gpu.fp8_tflops else gpu.bf16_tflops) * 1e12 * compute_share * scaling * COMPUTE_EFFICIENCY
-    bandwidth = gpu.bandwidth_gbs * 1e9 * bandwidth_share * scaling * BANDWIDTH_EFFICIENCY
+    flops = (gpu.fp8_tflops if fp8 and gpu.fp8_tflops else gpu.bf16_tflops) * 1e12 * compute_share * scaling * eff.compute
+    bandwidth = gpu.bandwidth_gbs * 1e9 * bandwidth_share * scaling * eff.bandwidth
+    kv_bandwidth = gpu.bandwidth_gbs * 1e9 * bandwidth_share * scaling * eff.kv_bandwidth
     device = capacity.device_for(pool, host)
+    budget = capacity.default_max_num_batched_tokens(gpu, device.gib)
     explicit = capacity.explicit_kv_cache_bytes(model, pool)
-    kv_bytes = explicit * tp if explicit is not None else capacity.kv_cache_gib(model, device) * GIB
+    kv_bytes = explicit * tp if explicit is not None else profiled_kv_gib(model, device.gib, budget) * GIB
     kv_tokens = max(0, math.floor(kv_bytes / capacity.kv_bytes_per_token(model)))
     return ReplicaPerformance(
         compute_seconds_per_token=2 * model.parameters_billions * 1e9 / flops,
         weights_step_seconds=capacity.weights_gib(model) * GIB / bandwidth,
-        kv_step_seconds_per_token=capacity.kv_bytes_per_token(model) / bandwidth,
+        kv_step_seconds_per_token=capacity.kv_bytes_per_token(model) / kv_bandwidth,
         kv_capacity_tokens=kv_tokens,
         max_num_seqs=model.max_num_seqs or capacity.default_max_num_seqs(gpu, device.gib),
-        max_num_batched_tokens=capacity.default_max_num_batched_tokens(gpu, device.gib),
+        max_num_batched_tokens=budget,
+        step_overhead=eff.step_overhead,
+        request_overhead=eff.request_overhead,
+        sequence_overhead=eff.sequence_overhead,
     )
+
+
+CUDA_VISIBLE_SHARE = 0.99
+"""Of a GPU's listed memory, what CUDA reports as its total (vLLM multiplies this by the utilization):
+79.18-79.22 GiB on an 80 GiB H100 (llm-d memory study; vLLM PR #10511 'total_gpu_memory 79.22GiB'),
+about 79.3 GiB on an 80 GB A100 (the two dennislee22 logs' difference over 0.25 utilization)."""
+
+
+def profiled_kv_gib(model: ModelConfig, device_gib: float, budget: int) -> float:
+    """The KV cache vLLM's profiling leaves a replica: its share of each device's visible memory less
+    the weights and what the profiling keeps per device (PROFILED_RESERVE_GIB, by token budget)."""
+    reserve = PROFILED_RESERVE_GIB[budget] if budget in PROFILED_RESERVE_GIB else max(PROFILED_RESERVE_GIB.values())
+    tp = model.tensor_parallel_size
+    visible = device_gib * CUDA_VISIBLE_SHARE
+    return visible * model.gpu_memory_utilization * tp - capacity.weights_gib(model) - reserve * tp

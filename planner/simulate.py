@@ -66,7 +66,7 @@ from config.sections.stack import StackConfig
 from config.sections.types import duration_seconds
 from planner import hpa
 from planner.fleet import Node, Pool
-from planner.serving import REQUEST_OVERHEAD_SECONDS, ReplicaPerformance, performance
+from planner.serving import ReplicaPerformance, performance
 from planner.traffic import REPLAY_START, Requests, stream
 
 PROMETHEUS = "http://prometheus.monitoring.svc:9090"
@@ -433,7 +433,7 @@ class Batches:
             r.prefill_free_at = prefill_done
             r.running += 1
             r.context += tokens
-            first = prefill_done + REQUEST_OVERHEAD_SECONDS  # the prefill's last step samples the first token
+            first = prefill_done + perf.request_overhead  # the prefill's last step samples the first token
             wait[i] = start - arrival  # from the gateway: a held request's hold counts
             ttft[i] = first - arrival
             if recent is not None:

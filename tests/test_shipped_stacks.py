@@ -118,12 +118,12 @@ def test_the_plan_table_is_what_make_plan_gives() -> None:
     model = result["models"]["llama-3-1-8b"]
     assert rows["llama-3-1-8b: P99 TTFT"][:2] == [f"{model['static']['ttftSeconds']['p99']:.2f} s", f"{model['ttftSeconds']['p99']:.2f} s"]
     assert rows["llama-3-1-8b: minutes over the objective"][:2] == [str(model["static"]["minutesOverSlo"]), str(model["minutesOverSlo"])]
-    prose = readme.split("The seeds' day on the dev stack")[1].split("![")[0]
+    prose = " ".join(readme.split("The seeds' day on the dev stack")[1].split("![")[0].split())
     assert f"costs {cost['autoscaledOverSloOracle']:.2f}x the SLO oracle and {cost['autoscaledOverOracle']:.2f}x the saturated" in prose
     worst = model["worstMinute"]
     assert f"the worst at {worst['at'][6:11]} ({worst['ttftP99Seconds']:.1f} s)" in prose
     assert f"{model['held']:,} requests held, the longest {model['longestHoldSeconds']:.0f} s" in prose
-    assert f"answers\n{model['sloOracle']['requestsPerSecondPerReplica']:.2f} requests a second" in prose
+    assert f"answers {model['sloOracle']['requestsPerSecondPerReplica']:.2f} requests a second" in prose
     assert f"the saturated rate is about {model['replicaCapacity']['requestsPerSecond']:.1f}" in prose
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from planner import calibration, engine
-from planner.serving import REQUEST_OVERHEAD_SECONDS, ReplicaPerformance, performance
+from planner.serving import ReplicaPerformance, performance
 
 
 def _perf(**changes: float) -> ReplicaPerformance:
@@ -25,17 +25,17 @@ def _perf(**changes: float) -> ReplicaPerformance:
 
 
 def _on(instance: str, model: dict[str, object], tp: int = 1) -> ReplicaPerformance:
-    m = calibration.Measurement("x", "", instance, model, tp, 512, 256, 1, "tpot", 0.0)
+    m = calibration.Measurement("x", "", instance, model, tp, 512, 256, "alone", 1, "tpot", 0.0)
     return performance(*calibration.setup(m))
 
 
 def test_a_request_alone_takes_its_prefill_step_then_one_step_per_token() -> None:
     perf = _perf()
     result = engine.run(perf, np.array([0.0]), np.array([500]), np.array([4]))
-    prefill = perf.step_time(500, 500)
-    assert result.ttft[0] == pytest.approx(prefill + REQUEST_OVERHEAD_SECONDS)
-    decode = sum(perf.step_time(1, 500 + k) for k in range(1, 4))
-    assert result.end[0] == pytest.approx(prefill + decode + REQUEST_OVERHEAD_SECONDS)
+    prefill = perf.step_time(500, 500, 1)
+    assert result.ttft[0] == pytest.approx(prefill + perf.request_overhead)
+    decode = sum(perf.step_time(1, 500 + k, 1) for k in range(1, 4))
+    assert result.end[0] == pytest.approx(prefill + decode + perf.request_overhead)
     assert result.steps == 4
 
 
@@ -92,10 +92,12 @@ def test_a_closed_loop_keeps_its_clients_busy() -> None:
 def test_the_step_roofline() -> None:
     perf = _perf()
     # few tokens: the weight reads bound the dense layers; many: the compute does
-    assert perf.step_time(10, 0) == pytest.approx(perf.step_time(1, 0))
-    assert perf.step_time(1000, 0) > perf.step_time(10, 0)
-    assert perf.step_time(1000, 0) - perf.step_time(999, 0) == pytest.approx(perf.compute_seconds_per_token)
-    assert perf.step_time(1, 10_000) - perf.step_time(1, 0) == pytest.approx(10_000 * perf.kv_step_seconds_per_token)
+    assert perf.step_time(10, 0, 1) == pytest.approx(perf.step_time(1, 0, 1))
+    assert perf.step_time(1000, 0, 1) > perf.step_time(10, 0, 1)
+    assert perf.step_time(1000, 0, 1) - perf.step_time(999, 0, 1) == pytest.approx(perf.compute_seconds_per_token)
+    assert perf.step_time(1, 10_000, 1) - perf.step_time(1, 0, 1) == pytest.approx(10_000 * perf.kv_step_seconds_per_token)
+    # each scheduled sequence costs its share of the step's bookkeeping
+    assert perf.step_time(1, 0, 9) - perf.step_time(1, 0, 1) == pytest.approx(8 * perf.sequence_overhead)
 
 
 CASES = [
