@@ -4,7 +4,7 @@ Each measurement names its source, GPU, model, lengths, load and what was measur
 throughput (all requests sent at once), time to first token and time per output token under a
 Poisson rate or a fixed client concurrency, or the KV cache vLLM's profiling left. `predict` asks
 the same question of the step-level engine (planner/engine.py) on the serving model's roofline
-(planner/serving.py). A third of the measurements (every third by name) is held out of the fit;
+(planner/serving.py); a request alone and the KV cache are answered by the roofline directly. A third of the measurements (every third by name) is held out of the fit;
 tests/planner/test_calibration.py checks the held-out third against the target (75 % within ±30 %
 for throughput, TTFT and TPOT each) and keeps every measurement within a loose bound.
 
@@ -13,8 +13,8 @@ for throughput, TTFT and TPOT each) and keeps every measurement within a loose b
 training two-thirds; a few minutes) and prints what serving.py should carry.
 
 Models are described by their published model cards (parameters, layers, KV heads, head size).
-Measurements come from vLLM 0.6.0 to 0.11 (the pinned engine is 0.33; no published set at 0.33 with
-these GPUs was found): each names its version. Lengths are the means the source gives; a dataset
+Measurements come from vLLM 0.2-era forks to 0.23 (the pinned engine is 0.33; no published set at
+0.33 with these GPUs was found): each names its version where its source does. Lengths are the means the source gives; a dataset
 without stated means (ShareGPT in sglang's sampler) takes GPUStack's measured ShareGPT means
 (217 in, 201 out: 'Total input tokens: 217393' over 1,000 requests).
 """

@@ -42,9 +42,12 @@ def markdown(base: dict[str, Any] | None, head: dict[str, Any]) -> str:
             )
         else:
             lines.append(f"| {name} (new) | {p99:.2f} s | {m['sloAttainment']:.1%} | {m['replicas']['avg']:.2f} |")
-    removed = sorted(set(before) - set(head["models"]))
+    skipped = sorted(head.get("notPlanned", []))
+    removed = sorted(set(before) - set(head["models"]) - set(skipped))
     if removed:
         lines += ["", "Removed: " + ", ".join(removed)]
+    if skipped:
+        lines += ["", "Not planned (no traffic; their floors are not in the cost): " + ", ".join(skipped)]
     return "\n".join(lines) + "\n"
 
 

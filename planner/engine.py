@@ -104,6 +104,7 @@ def run(
     blocks_total = perf.kv_capacity_tokens // BLOCK_TOKENS
     pending = deque(_Request(i, float(a), int(p), int(o)) for i, (a, p, o) in enumerate(zip(arrival, prompt, output, strict=True)))
     held: deque[_Request] = deque()
+    refused: list[_Request] = []
     if clients is not None:
         while len(pending) > clients:
             held.appendleft(pending.pop())  # sent as earlier requests end
@@ -149,11 +150,19 @@ def run(
             budget -= want
             i += 1
         # 2. waiting requests, first come first served, unless this step preempted
-        joining = steps % scheduler_steps == 0
+        joining = not running or steps % scheduler_steps == 0  # an idle engine takes new work at once
         while joining and waiting and not preempted_now and budget > 0 and len(running) < perf.max_num_seqs:
             r = waiting[0]
             want = min(r.next_tokens(), budget)
             need = blocks(r.computed + want)
+            if blocks(r.prompt + 1) > blocks_total:
+                waiting.popleft()  # more than the whole cache holds: vLLM refuses it, it is never served
+                refused.append(r)
+                if held:  # its client sends its next request
+                    following = held.popleft()
+                    following.arrival = now
+                    pending.append(following)
+                continue
             if need > blocks_total - used_blocks:
                 break
             waiting.popleft()
@@ -187,7 +196,7 @@ def run(
                 following = held.popleft()
                 following.arrival = r.done
                 pending.append(following)
-    everyone = sorted(finished + list(running) + list(waiting) + list(pending) + list(held), key=lambda r: r.index)
+    everyone = sorted(finished + refused + running + list(waiting) + list(pending) + list(held), key=lambda r: r.index)
     ttft = np.array([r.first_token - r.arrival for r in everyone])
     end = np.array([r.done - r.arrival for r in everyone])
     with np.errstate(invalid="ignore", divide="ignore"):

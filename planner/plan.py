@@ -106,14 +106,24 @@ class Bounds:
     slo_cost: np.ndarray
 
 
-def over_objective(arrival: np.ndarray, ttft: np.ndarray, served: np.ndarray, objective: float, seconds: int) -> tuple[int, int]:
+def over_objective(arrival: np.ndarray, ttft: np.ndarray, served: np.ndarray, objective: float, seconds: int) -> tuple[int, int, float]:
     """(minutes whose P99 time to first token, an unanswered request counting as a miss, exceeds the
-    objective; the minute with the highest P99 of answered requests, or -1 when no minute is over).
-    Minutes without requests are not judged."""
+    objective; the worst minute, or -1 when none is over; that minute's P99, infinite when its misses
+    are unanswered requests). Minutes without requests are not judged."""
     minutes = math.ceil(seconds / MINUTE)
     p99 = minute_p99(arrival, np.where(served, np.nan_to_num(ttft, nan=np.inf), np.inf), minutes)
     over = int((p99 > objective).sum())
-    return over, int(np.argmax(minute_p99(arrival, np.where(served, ttft, np.nan), minutes))) if over else -1
+    if not over:
+        return 0, -1, 0.0
+    worst = int(np.argmax(p99))
+    return over, worst, float(p99[worst])
+
+
+def _worst(minute: int, p99: float) -> dict[str, Any] | None:
+    """The worst minute and its P99 (null when unanswered requests are what put it over)."""
+    if minute < 0:
+        return None
+    return {"at": clock(minute), "ttftP99Seconds": _r(p99) if math.isfinite(p99) else None}
 
 
 def clock(minute: int) -> str:
@@ -138,9 +148,8 @@ def summarize(cfg: StackConfig, result: Result, static: Result, bounds: Bounds) 
         output = float(s.requests.output.mean()) if len(s.requests) else 256.0
         st = static.models[name]
         met = s.served & (np.nan_to_num(s.ttft, nan=np.inf) <= slo.ttft_p99_seconds)
-        over, worst = over_objective(s.requests.arrival, s.ttft, s.served, slo.ttft_p99_seconds, seconds)
-        static_over, _ = over_objective(st.requests.arrival, st.ttft, st.served, slo.ttft_p99_seconds, seconds)
-        minute_p99s = result.series[name]["ttftP99"]
+        over, worst, worst_p99 = over_objective(s.requests.arrival, s.ttft, s.served, slo.ttft_p99_seconds, seconds)
+        static_over = over_objective(st.requests.arrival, st.ttft, st.served, slo.ttft_p99_seconds, seconds)[0]
         models[name] = {
             "requests": len(s.requests),
             "served": int(s.served.sum()),
@@ -166,9 +175,7 @@ def summarize(cfg: StackConfig, result: Result, static: Result, bounds: Bounds) 
             "ttftSloSeconds": slo.ttft_p99_seconds,
             # per minute, the P99 of time to first token (an unanswered request a miss) against the objective
             "minutesOverSlo": over,
-            "worstMinute": {"at": clock(worst), "ttftP99Seconds": _r(minute_p99s[worst]) if worst < len(minute_p99s) else None}
-            if worst >= 0
-            else None,
+            "worstMinute": _worst(worst, worst_p99),
             "avgQueueDepth": _r(float(np.mean(result.series[name]["queue"])) if result.series[name]["queue"] else 0.0, 3),
             "static": {
                 "replicas": len(st.replicas),
@@ -246,6 +253,7 @@ def run(
         days = traffic.trace_days(traffic_path) if traffic_path.suffix == ".csv" else 1.0
     seconds = int(days * traffic.DAY_SECONDS)
     requests = requests_for(cfg, traffic_path, seconds, seed, prefix)
+    planned = [m.name for m in cfg.models]
     cfg, warnings = with_traffic(cfg, requests, traffic_path.name)
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
@@ -284,6 +292,7 @@ def run(
         "coldStart": cold_start,
         "routing": routing,
         "warnings": warnings,
+        "notPlanned": [name for name in planned if name not in {m.name for m in cfg.models}],
         **plan,
     }
     return plan, result, static

@@ -53,7 +53,7 @@ def markdown(plan: dict[str, Any]) -> str:
         if worst:
             lines.append(
                 f"- **{name}**: {m['minutesOverSlo']:,} minute(s) with a P99 TTFT over {m['ttftSloSeconds']:g} s "
-                f"(the worst at {worst['at']}: {worst['ttftP99Seconds']:.2f} s); one replica answers "
+                f"(the worst at {worst['at']}: {_p99(worst['ttftP99Seconds'])}); one replica answers "
                 f"{m['sloOracle']['requestsPerSecondPerReplica']:g} requests/s within the objective."
             )
         else:
@@ -111,6 +111,10 @@ def _sweep(rows: list[dict[str, Any]] | None) -> list[str]:
         ]
         lines.append(f"| {row['prefixShare']:.0%} | {row['routing']} | {_usd(row['costPerMonth'])} | " + " | ".join(cells) + " |")
     return lines
+
+
+def _p99(seconds: float | None) -> str:
+    return f"{seconds:.2f} s" if seconds is not None else "requests left unanswered"
 
 
 def _verdict(cost: dict[str, Any]) -> str:

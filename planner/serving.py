@@ -115,14 +115,15 @@ class ReplicaPerformance:
         return fixed + dense + self.kv_step_seconds_per_token * (chunks * context + prompt * (chunks + 1) / 2)
 
     def booking(self, prompt: float, batch: float, context: float, held: float) -> tuple[float, float, float]:
-        """(`prefill_seconds(prompt, batch, context)`, `decode_step_seconds(batch + 1, context + held)`,
-        `prefill_stall(prompt, batch + 1, context + held)`) at once: what the replay books for a request
-        admitted beside `batch` sequences holding `context` tokens, which holds `held` tokens while it
-        decodes (a prompt within one chunk in a few operations; the methods themselves otherwise)."""
+        """(`admission_wait(batch, context) + prefill_seconds(prompt, batch, context)`,
+        `decode_step_seconds(batch + 1, context + held)`, `prefill_stall(prompt, batch + 1, context + held)`)
+        at once: what the replay books for a request admitted beside `batch` sequences holding `context`
+        tokens, which holds `held` tokens while it decodes (a prompt within one chunk in a few
+        operations; the methods themselves otherwise)."""
         after = context + held
         if prompt > self.max_num_batched_tokens:
             return (
-                self.prefill_seconds(prompt, batch, context),
+                self.admission_wait(batch, context) + self.prefill_seconds(prompt, batch, context),
                 self.decode_step_seconds(batch + 1, after),
                 self.prefill_stall(prompt, batch + 1, after),
             )
@@ -134,8 +135,18 @@ class ReplicaPerformance:
         shared = (batch + prompt) * per_token
         fixed = self.step_overhead + self.sequence_overhead * (batch + 1)
         prefill = fixed + (weights if weights > shared else shared) + per_kv * (context + prompt)
+        if batch:
+            running = batch * per_token
+            prefill += 0.5 * (
+                self.step_overhead + self.sequence_overhead * batch + (weights if weights > running else running) + per_kv * context
+            )
         decode = fixed + decode_dense + per_kv * after
         return prefill, decode, mixed_dense - decode_dense + per_kv * prompt + self.sequence_overhead
+
+    def admission_wait(self, batch: float, context: float) -> float:
+        """A request reaching a busy replica joins at the next step: on average half the running step
+        (`batch` sequences decoding, `context` tokens), nothing on an idle one."""
+        return 0.5 * self.decode_step_seconds(batch, context) if batch else 0.0
 
     def prefill_stall(self, prompt: float, batch: float, context: float) -> float:
         """What a prompt's prefill adds to the steps of `batch` decoding sequences holding `context`

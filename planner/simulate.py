@@ -122,6 +122,10 @@ class ModelReplay:
     """The utilization detector's arithmetic: 1 / queue threshold, 1 / (KV tokens x KV threshold), 1 / KV threshold."""
     holding: deque[int] = field(default_factory=deque)
     """The requests flow control holds now, oldest first."""
+    queued: int = 0
+    context: float = 0.0
+    """Waiting requests and KV tokens summed over all the model's replicas (kept by dispatch, admit,
+    completion and removal): a bound that spares the detector's loop while far from saturation."""
     wake_above: float | None = None
     """A model at zero: KEDA activates it when the gateway's requests in flight exceed this (the trigger's activationThreshold)."""
     max_in_flight: int = 2**31
@@ -154,6 +158,15 @@ class ModelReplay:
     rejected: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int8))
     """By request, who refused it: SHED_TTL (429), SHED_NO_ENDPOINTS (503), REFUSED (vLLM's 503), else 0."""
     series: dict[str, list[float]] = field(default_factory=dict)
+
+    def saturated(self) -> bool:
+        """The utilization detector (`saturated`), answered at once when even the sums over every replica
+        (max(a, b) <= a + b, and KV use is at most its tokens) stay below one per ready replica."""
+        ready = self.ready_cache
+        per_waiting, per_token, _ = self.gate
+        if ready and self.queued * per_waiting + self.context * per_token < len(ready):
+            return False
+        return saturated(ready, self.gate)
 
     def active(self) -> list[Replica]:
         return [r for r in self.replicas if r.draining_since is None]
@@ -386,6 +399,7 @@ class Batches:
                 del cached[next(iter(cached))]
             cached[group] = None
         r.queue.append(i)
+        s.queued += 1
         self.admit(s, r, at)
 
     def release(self, s: ModelReplay, now: float) -> None:
@@ -405,7 +419,7 @@ class Batches:
                 held_for[i] = waited
                 self.rejected[name][i] = SHED_TTL if s.ready_cache else SHED_NO_ENDPOINTS
                 continue
-            if saturated(s.ready_cache, s.gate):
+            if s.saturated():
                 return
             holding.popleft()
             held_for[i] = waited
@@ -424,6 +438,7 @@ class Batches:
             if r.running and r.context + tokens > capacity:
                 return
             queue.popleft()
+            s.queued -= 1
             arrival = times[i]
             start = now if now > arrival else arrival
             begin = start if start > r.prefill_free_at else r.prefill_free_at
@@ -433,6 +448,7 @@ class Batches:
             r.prefill_free_at = prefill_done
             r.running += 1
             r.context += tokens
+            s.context += tokens
             first = prefill_done + perf.request_overhead  # the prefill's last step samples the first token
             wait[i] = start - arrival  # from the gateway: a held request's hold counts
             ttft[i] = first - arrival
@@ -459,6 +475,7 @@ class Batches:
             ids.discard(i)
             r.running -= 1
             r.context -= tokens
+            s.context -= tokens
             answered[i] = True
             if r.queue:
                 self.admit(s, r, done)
@@ -588,6 +605,10 @@ class Replay:
             count = max(s.config.replicas.min, floor, min(start.get(name, 0), s.config.replicas.max))
             if self.static:
                 count = self.static[name]
+            elif s.behavior is not None and count:
+                # a running HPA has recommended this count through its windows: the first reconcile must
+                # not read the empty queues at t=0 as a reason to scale the warm start straight down
+                s.behavior.recommendations.append((0.0, count))
             for _ in range(count):
                 _new_replica(s, self.pools[s.config.pool], -(10**6), warm=True)
             for r in s.replicas:
@@ -627,7 +648,7 @@ class Replay:
             if s.next_request >= len(times) or times[s.next_request] >= now + 1:
                 continue
             s.last_active = now
-            holding, gate = s.holding, s.gate
+            holding = s.holding
             end = now + 1
             count = len(times)
             while s.next_request < count and times[s.next_request] < end:
@@ -640,7 +661,7 @@ class Replay:
                     _refresh_ready(s, at)  # a replica became ready (or the set changed): an endpoint now
                     if holding:
                         release(s, at)
-                if holding or saturated(s.ready_cache, gate):
+                if holding or s.saturated():
                     holding.append(i)  # flow control holds it (FIFO)
                     continue
                 dispatch(s, i, at)
@@ -906,6 +927,8 @@ def _remove(s: ModelReplay, pool: Pool, r: Replica, now: float) -> None:
     s.version += 1
     if r in s.replicas:
         s.replicas.remove(r)
+        s.context -= r.context  # what it held when cut goes with it
+        r.context = 0.0
         if r.draining_since is not None:
             s.draining -= 1
     pool.remove(s.derived, r.node, now)
@@ -921,6 +944,7 @@ def _finish_draining(s: ModelReplay, pool: Pool, now: float) -> None:
         if elapsed < drain.pre_stop_sleep_seconds:
             continue
         if (r.running == 0 and not r.queue) or elapsed >= drain.pre_stop_sleep_seconds + drain.shutdown_timeout_seconds:
+            s.queued -= len(r.queue)
             r.queue.clear()  # never admitted: not served
             r.running_ids.clear()  # cut mid-answer: not served (their completions are skipped)
             _remove(s, pool, r, now)

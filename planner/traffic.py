@@ -93,8 +93,9 @@ def _zone(name: str) -> zoneinfo.ZoneInfo:
 
 
 def local_seconds(seconds: np.ndarray, timezone: str) -> np.ndarray:
-    """Seconds of the replay as seconds on the `timezone` clock since REPLAY_START's local midnight
-    (the UTC offset read once per hour of the replay, so a DST change lands within its hour)."""
+    """Seconds of the replay shifted by the `timezone` clock's UTC offset at each (the offset read
+    once per hour of the replay, so a DST change lands within its hour): their remainder by a day is
+    the time of day on that clock, since the replay starts at 00:00 UTC."""
     if timezone == "UTC" or not len(seconds):
         return seconds
     zone = _zone(timezone)

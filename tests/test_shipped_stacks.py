@@ -195,3 +195,8 @@ def test_the_routing_sweep_figures_are_what_make_plan_gives() -> None:
     hits = {(r["prefixShare"], r["routing"]): r["models"]["llama-3-1-8b"]["prefixHitRate"] for r in result["routingSweep"]}
     for share in (0.25, 0.5, 0.75):
         assert f"{hits[(share, 'round-robin')]:.0%} to {hits[(share, 'gateway')]:.0%} at {share:.0%}".replace("%", " %") in prose, share
+    rows = {(r["prefixShare"], r["routing"]): r["models"]["llama-3-1-8b"] for r in result["routingSweep"]}
+    minutes = [rows[(0.0, k)]["minutesOverSlo"] for k in ("round-robin", "gateway")]
+    assert f"from {minutes[0]} (round robin, an ALB straight to the pods) to {minutes[1]}" in prose
+    p99 = [rows[(share, "gateway")]["ttftP99Seconds"] for share in (0.0, 0.25, 0.5, 0.75)]
+    assert f"falls from {p99[0]:.2f} s to {p99[1]:.2f}, {p99[2]:.2f} and {p99[3]:.2f} s" in prose

@@ -34,3 +34,12 @@ def test_a_base_without_a_plan_shows_the_head(tmp_path: Path, capsys: pytest.Cap
     head.write_text(json.dumps(_plan(5_000, 1.0)))
     assert compare.main([str(tmp_path / "missing.json"), str(head)]) == 0
     assert "no plan on the base" in capsys.readouterr().out
+
+
+def test_a_model_without_traffic_is_not_planned_not_removed() -> None:
+    base = _plan(100.0, 0.5, ("a", "b"))
+    head = {**_plan(90.0, 0.5, ("a",)), "notPlanned": ["b"]}
+    text = compare.markdown(base, head)
+    assert "Removed" not in text
+    assert "Not planned (no traffic; their floors are not in the cost): b" in text
+    assert "Removed: b" in compare.markdown(base, _plan(90.0, 0.5, ("a",)))

@@ -121,7 +121,7 @@ def test_prefix_aware_routing_wins_where_prefills_dominate_as_published() -> Non
     """Direction and rough size of wave3-facts Part A 2.7 (llm-d: 6,000-token shared prefixes, TTFT p90
     154 s -> 0.9 s at the top rate; ai-on-eks: p90 3.9 s -> 0.15 s): prefix-aware routing hits the cache
     far more often than round robin and cuts time to first token by a large factor (replayed: hits 35 %
-    -> 89 %, p50 284 -> 9.9 s, p90 391 -> 29 s: round robin queues for minutes, as the published top rates did)."""
+    -> 89 %, p50 291 -> 11 s, p90 380 -> 30 s: round robin queues for minutes, as the published top rates did)."""
     spread = _heavy_prefix_day("round-robin")
     affine = _heavy_prefix_day("gateway")
     assert affine.prefix_hit_rate > 2 * spread.prefix_hit_rate
