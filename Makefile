@@ -72,9 +72,11 @@ bench: venv
 clean:
 	rm -rf build .pytest_cache .mypy_cache .ruff_cache $(TOOLS)
 
-# make plan STACK=dev [TRAFFIC=traffic/seed-day.yaml] [DAYS=1]   replay traffic through the stack's autoscaling
+# make plan STACK=dev [TRAFFIC=traffic/seed-day.yaml] [DAYS=1] [ROUTING_SWEEP=1] [PREFIX_SHARE=0.5]
+#   replay traffic through the stack's autoscaling (ROUTING_SWEEP: with and without the gateway, shared prefixes 0-75 %)
 plan: venv
-	$(BIN)/python -m planner.plan $(STACK) $(if $(TRAFFIC),--traffic $(TRAFFIC)) $(if $(DAYS),--days $(DAYS))
+	$(BIN)/python -m planner.plan $(STACK) $(if $(TRAFFIC),--traffic $(TRAFFIC)) $(if $(DAYS),--days $(DAYS)) \
+		$(if $(ROUTING_SWEEP),--routing-sweep) $(if $(PREFIX_SHARE),--prefix-share $(PREFIX_SHARE))
 
 # make plan-bench          time the planner against the render; replay the seeds' day (reported, not asserted)
 plan-bench: venv
