@@ -33,7 +33,7 @@ Placement = tuple["Node", bool]
 """A node for a replica, and whether the node was already warm (ready) when it got it."""
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Node:
     pool: str
     instance: catalog.InstanceType

@@ -76,7 +76,7 @@ CONSOLIDATION_TICK = 10
 """Seconds between consolidation passes (Karpenter's own loop is of that order)."""
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Replica:
     model: str
     created: float
@@ -95,7 +95,7 @@ class Replica:
         return self.ready_at is not None and self.ready_at <= now and self.draining_since is None
 
 
-@dataclass
+@dataclass(slots=True)
 class ModelReplay:
     """One model during the replay: its replicas, its autoscaler's memory and its requests' fate."""
 
