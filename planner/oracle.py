@@ -44,7 +44,8 @@ TRIAL_STEPS = 8
 
 
 def replicas_needed(cfg: StackConfig, requests: dict[str, Requests], seconds: int) -> dict[str, np.ndarray]:
-    """Per model and minute: ceil(arrival rate / what a saturated replica completes per second)."""
+    """Per model and minute: ceil(arrival rate / what a saturated replica completes per second), its
+    requests' shared prefixes all cached."""
     out = {}
     for m in cfg.models:
         pool = cfg.pool(m.pool)
@@ -52,7 +53,9 @@ def replicas_needed(cfg: StackConfig, requests: dict[str, Requests], seconds: in
         reqs = requests.get(m.name)
         counts = _counts(reqs, seconds)
         if reqs is not None and len(reqs):
-            rate = performance(m, pool).saturated_requests_per_second(float(reqs.prompt.mean()), float(reqs.output.mean()))
+            # every shared prefix a hit (no routing does better): the prefill that is left to compute
+            fresh = reqs.prompt - reqs.prefix_tokens if reqs.prefix_tokens is not None else reqs.prompt
+            rate = performance(m, pool).saturated_requests_per_second(float(fresh.mean()), float(reqs.output.mean()))
             # capped at max: beyond it the deployed fleet cannot go either, so the comparison stays fair
             out[m.name] = np.minimum(np.ceil(counts / MINUTE / rate), m.replicas.max)
         else:

@@ -259,3 +259,14 @@ def test_shared_prefixes_raise_the_slo_rate() -> None:
     plain = traffic.generate(_constant(60, prompt=1500, output=100), HOUR, traffic.stream(0, "p"))
     shared = traffic.with_prefix(plain, traffic.SharedPrefix(share=0.8, groups=2), traffic.stream(0, "q"))
     assert oracle.slo_rate(cfg, model, shared) > oracle.slo_rate(cfg, model, plain)
+
+
+def test_the_saturated_oracle_counts_every_shared_prefix_as_cached() -> None:
+    """A lower bound: no routing hits more than every prefix, so shared prefixes lower what it needs."""
+    cfg = parse(stack_data(DEV))
+    name = cfg.models[0].name
+    plain = traffic.generate(_constant(300, prompt=2000, output=50), HOUR, traffic.stream(0, "p"))
+    shared = traffic.with_prefix(plain, traffic.SharedPrefix(share=0.8, groups=4), traffic.stream(0, "q"))
+    without = oracle.replicas_needed(cfg, {name: plain}, HOUR)[name]
+    with_prefixes = oracle.replicas_needed(cfg, {name: shared}, HOUR)[name]
+    assert with_prefixes.sum() < without.sum()
