@@ -296,22 +296,28 @@ GRIDS: dict[str, list[float]] = {
 }
 
 
+def training() -> list[Measurement]:
+    """The measurements the efficiencies are fitted to: not held out, not excluded, not KV capacity."""
+    return [m for m in MEASUREMENTS if not m.held_out and not m.excluded and m.metric != "kvTokens"]
+
+
+def loss(efficiency: Efficiency, measurements: list[Measurement] | None = None) -> float:
+    """The mean absolute log error over the training measurements (or these)."""
+    return float(np.mean([abs(error(m, efficiency)) for m in measurements or training()]))
+
+
 def fit(start: Efficiency | None = None, rounds: int = 6) -> Efficiency:
     """Coordinate descent over GRIDS on the training measurements' mean absolute log error, until a
     round changes nothing."""
-    training = [m for m in MEASUREMENTS if not m.held_out and not m.excluded and m.metric != "kvTokens"]
+    measurements = training()
     best = start or Efficiency()
-
-    def loss(e: Efficiency) -> float:
-        return float(np.mean([abs(error(m, e)) for m in training]))
-
-    best_loss = loss(best)
+    best_loss = loss(best, measurements)
     for _ in range(rounds):
         changed = False
         for field, values in GRIDS.items():
             for value in values:
                 trial = dataclasses.replace(best, **{field: value})
-                trial_loss = loss(trial)
+                trial_loss = loss(trial, measurements)
                 if trial_loss < best_loss - 1e-9:
                     best, best_loss, changed = trial, trial_loss, True
         if not changed:

@@ -43,15 +43,10 @@ class _Request:
     generated: int = 0
     first_token: float = math.nan
     done: float = math.nan
-    preempted: int = 0
 
     @property
     def total(self) -> int:
         return self.prompt + self.generated
-
-    @property
-    def prefilling(self) -> bool:
-        return self.computed < self.total - (1 if self.generated else 0)
 
     def next_tokens(self) -> int:
         """Tokens this request needs computed in its next step: the rest of its prompt (and, after a
@@ -71,7 +66,6 @@ class EngineResult:
     """Mean seconds per output token after the first (NaN for one-token answers)."""
     steps: int
     preemptions: int
-    busy_seconds: float
     batch_sizes: list[int] = field(default_factory=list)
 
     def throughput(self, skip: float = 0.25) -> float:
@@ -90,8 +84,6 @@ def run(
     prompt: np.ndarray,
     output: np.ndarray,
     *,
-    max_num_batched_tokens: int | None = None,
-    until: float = math.inf,
     clients: int | None = None,
     scheduler_steps: int = 1,
 ) -> EngineResult:
@@ -100,7 +92,6 @@ def run(
     (a closed loop), its arrival set then. `scheduler_steps` > 1 replays vLLM 0.6's multi-step
     scheduling (--num-scheduler-steps, gone in the V1 engine): waiting requests join only every that
     many steps, as the published 0.6 benchmarks ran."""
-    budget_per_step = max_num_batched_tokens or perf.max_num_batched_tokens
     blocks_total = perf.kv_capacity_tokens // BLOCK_TOKENS
     pending = deque(_Request(i, float(a), int(p), int(o)) for i, (a, p, o) in enumerate(zip(arrival, prompt, output, strict=True)))
     held: deque[_Request] = deque()
@@ -113,20 +104,19 @@ def run(
     finished: list[_Request] = []
     now = 0.0
     steps = preemptions = 0
-    busy = 0.0
     sizes: list[int] = []
     used_blocks = 0
 
     def blocks(tokens: int) -> int:
         return -(-tokens // BLOCK_TOKENS)
 
-    while (pending or waiting or running) and now < until:
+    while pending or waiting or running:
         while pending and pending[0].arrival <= now:
             waiting.append(pending.popleft())
         if not waiting and not running:
             now = pending[0].arrival
             continue
-        budget = budget_per_step
+        budget = perf.max_num_batched_tokens
         scheduled: list[tuple[_Request, int]] = []
         preempted_now = False
         # 1. the running requests, oldest first; one that cannot grow preempts the newest
@@ -139,7 +129,6 @@ def run(
                 victim = running.pop()
                 used_blocks -= blocks(victim.computed)
                 victim.computed = 0
-                victim.preempted += 1
                 preemptions += 1
                 preempted_now = True
                 waiting.appendleft(victim)
@@ -177,7 +166,6 @@ def run(
         context = sum(r.computed + w for r, w in scheduled)
         step = perf.step_time(tokens, context, len(scheduled))
         now += step
-        busy += step
         steps += 1
         sizes.append(len(scheduled))
         for r, w in scheduled:
@@ -201,7 +189,7 @@ def run(
     end = np.array([r.done - r.arrival for r in everyone])
     with np.errstate(invalid="ignore", divide="ignore"):
         tpot = np.array([(r.done - r.first_token) / (r.output - 1) if r.output > 1 else math.nan for r in everyone])
-    return EngineResult(ttft, end, np.array([r.arrival for r in everyone]), tpot, steps, preemptions, busy, sizes)
+    return EngineResult(ttft, end, np.array([r.arrival for r in everyone]), tpot, steps, preemptions, sizes)
 
 
 def closed_loop(

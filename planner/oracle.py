@@ -25,6 +25,7 @@ from config.sections.models import ModelConfig
 from config.sections.stack import StackConfig
 from planner import nodepool, prices, traffic
 from planner.serving import performance
+from planner.simulate import Options, floors, simulate
 from planner.traffic import Requests
 
 MINUTE = 60
@@ -67,8 +68,6 @@ def slo_replicas_needed(cfg: StackConfig, requests: dict[str, Requests], seconds
     """Per model and minute: ceil(arrival rate / `rates[model]`), at least `replicas.min` and the
     minute's schedule floor, at most `max` (a model no rate serves within its objective needs `max`
     whenever it has traffic)."""
-    from planner.simulate import floors  # the replay's reading of the schedules, one home
-
     minutes = math.ceil(seconds / MINUTE)
     out = {}
     for m in cfg.models:
@@ -87,8 +86,6 @@ def slo_rate(cfg: StackConfig, model: ModelConfig, requests: Requests, seed: int
     replica as the fleet, the rate found by bisection between 0 and the saturated rate, a rate passing
     only when TRIAL_DRAWS independent draws all meet the objective (near the rate a single draw's P99
     swings with its bursts). 0 when even a trickle misses."""
-    from planner.simulate import Options, simulate  # the replay imports this module's bounds
-
     if not len(requests):
         return 0.0
     pool = cfg.pool(model.pool)

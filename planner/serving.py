@@ -87,10 +87,6 @@ class ReplicaPerformance:
     sequence_overhead: float = SEQUENCE_OVERHEAD_SECONDS
     """Per step and scheduled sequence."""
 
-    @property
-    def prefill_tokens_per_second(self) -> float:
-        return 1.0 / self.compute_seconds_per_token
-
     def step_time(self, tokens: float, context: float, sequences: float) -> float:
         """One step computing `tokens` tokens for `sequences` requests holding `context` tokens of KV cache
         between them."""

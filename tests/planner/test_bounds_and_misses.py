@@ -170,6 +170,7 @@ def test_a_model_without_traffic_is_a_warning_and_left_out_of_every_fleet(tmp_pa
     data, result, static = plan.run(cfg, profile, days=0.02)
     assert set(data["models"]) == {first} == set(result.models) == set(static.models)
     assert len(data["warnings"]) == len(cfg.models) - 1
+    assert data["notPlanned"] == [m.name for m in cfg.models if m.name != first]
     assert all("no traffic in one.yaml" in w for w in data["warnings"])
     assert "Warning:" in report.markdown(data)
     assert "left out of every fleet" in capsys.readouterr().err
