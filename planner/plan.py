@@ -264,11 +264,15 @@ def run(
     step = bar.update if bar else None
     fixed = {m.name: static_replicas or m.replicas.max for m in cfg.models}
     static_options = Options(seconds, spot_availability, fixed, seed, routing=routing)
-    # The static baseline replays in a second process while this one finds the bounds and replays the
-    # autoscaled fleet: all are deterministic, so where they run changes nothing but the wall time.
+    # A second process finds every other model's SLO rate, then replays the static baseline, while this
+    # one finds the rest, the bounds, and replays the autoscaled fleet: all are deterministic, so where
+    # they run changes nothing but the wall time.
     with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        there = {m.name: pool.submit(oracle.slo_rate, cfg, m, requests[m.name], seed) for m in cfg.models[1::2]}
         pending = pool.submit(simulate, cfg, requests, static_options)
-        bounds = lower_bounds(cfg, requests, seconds, seed)
+        here = {m.name: oracle.slo_rate(cfg, m, requests[m.name], seed) for m in cfg.models[::2]}
+        rates = {**here, **{name: f.result() for name, f in there.items()}}
+        bounds = lower_bounds(cfg, requests, seconds, {m.name: rates[m.name] for m in cfg.models})
         # the replay starts as the stack would be running at that hour: the replicas the first minute's
         # traffic keeps within the objective (a model at zero at midnight with night traffic is awake)
         start = None if cold_start else {name: int(need[0]) for name, need in bounds.slo_needed.items() if len(need)}
@@ -352,9 +356,9 @@ def with_traffic(cfg: StackConfig, requests: dict[str, traffic.Requests], source
     return cfg.model_copy(update={"models": [m for m in cfg.models if m not in quiet]}), warnings
 
 
-def lower_bounds(cfg: StackConfig, requests: dict[str, traffic.Requests], seconds: int, seed: int) -> Bounds:
+def lower_bounds(cfg: StackConfig, requests: dict[str, traffic.Requests], seconds: int, rates: dict[str, float]) -> Bounds:
+    """Both lower bounds, from each model's SLO rate (`oracle.slo_rate`)."""
     needed = oracle.replicas_needed(cfg, requests, seconds)
-    rates = {m.name: oracle.slo_rate(cfg, m, requests[m.name], seed) for m in cfg.models}
     slo_needed = oracle.slo_replicas_needed(cfg, requests, seconds, rates)
     return Bounds(needed, oracle.cost_per_minute(cfg, needed), rates, slo_needed, oracle.cost_per_minute(cfg, slo_needed))
 

@@ -16,7 +16,7 @@ import pytest
 from offline import golden
 from planner import oracle, plan, report, traffic
 from planner.serving import performance
-from planner.simulate import MINUTE, Options, simulate
+from planner.simulate import MINUTE, Options, minute_p99, simulate
 from planner.traffic import Requests
 from tests.conftest import DEV, PROD, parse, stack_data
 
@@ -114,6 +114,27 @@ def oracle_floors(model: object, seconds: int) -> list[int]:
 
 
 # -- minutes over the objective ---------------------------------------------------------------------------
+@pytest.mark.parametrize("shuffled", [False, True])
+def test_each_minutes_p99_is_its_nearest_rank_value(shuffled: bool) -> None:
+    rng = np.random.default_rng(7)
+    arrival = np.sort(rng.uniform(0, 30 * MINUTE, 5000))
+    arrival[:40] = 3 * MINUTE + 0.5  # a minute of ties
+    arrival = np.sort(arrival)
+    ttft = rng.lognormal(0, 1, len(arrival))
+    ttft[::97] = np.nan  # never answered: left out here (over_objective counts them)
+    ttft[::89] = np.inf
+    if shuffled:
+        order = rng.permutation(len(arrival))
+        arrival, ttft = arrival[order], ttft[order]
+    got = minute_p99(arrival, ttft, 32)
+    for m in range(32):
+        values = np.sort(ttft[(arrival // MINUTE == m) & ~np.isnan(ttft)])
+        want = values[math.ceil(0.99 * len(values)) - 1] if len(values) else 0.0
+        assert got[m] == want, m
+    assert got[30] == got[31] == 0.0
+    assert np.isinf(got).any()
+
+
 def test_minutes_over_the_objective_count_unanswered_requests_as_misses() -> None:
     arrival = np.array([10.0, 20.0, 70.0, 130.0, 200.0])
     ttft = np.array([0.5, 0.6, 3.0, np.nan, 0.4])
