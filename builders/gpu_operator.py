@@ -59,8 +59,17 @@ def device_plugin_configs(pools: list[GpuPool]) -> dict[str, str]:
     return data
 
 
-def gpu_operator_values(cfg: GpuOperatorConfig, pools: list[GpuPool]) -> dict[str, Any]:
-    """Values for the EKS AL2023 NVIDIA AMI: driver and toolkit come with the AMI."""
+DCGM_REMOTE_HOSTENGINE = "DCGM_REMOTE_HOSTENGINE_INFO"
+"""dcgm-exporter's variable naming the host engine to read instead of embedding one."""
+
+
+def gpu_operator_values(cfg: GpuOperatorConfig, pools: list[GpuPool], host_engine: str | None = None) -> dict[str, Any]:
+    """Values for the EKS AL2023 NVIDIA AMI: driver and toolkit come with the AMI.
+
+    `host_engine`: the node's DCGM host engine the exporter reads (the node monitoring agent's, at
+    localhost:5555), so the node runs one engine; None: the exporter embeds its own. The operator runs
+    an exporter whose engine starts with `localhost` on the host network (controllers/object_controls.go
+    at v26.7.0, "DCGM running on the host itself"), and its own standalone engine stays off."""
     daemonset_tolerations = tolerations(pools)
     values: dict[str, Any] = {
         "driver": {"enabled": False},
@@ -79,7 +88,10 @@ def gpu_operator_values(cfg: GpuOperatorConfig, pools: list[GpuPool]) -> dict[st
             # Scraped by the platform's own ServiceMonitor (observability), so this release does
             # not need the Prometheus CRDs to exist first.
             "serviceMonitor": {"enabled": False},
+            **({"env": [{"name": DCGM_REMOTE_HOSTENGINE, "value": host_engine}]} if host_engine else {}),
         },
+        # the operator's standalone nv-hostengine (nvidia-dcgm) would be a second engine beside the agent's
+        "dcgm": {"enabled": False},
         "daemonsets": {"tolerations": daemonset_tolerations},
         "operator": {"nodeSelector": dict(SYSTEM_NODE_SELECTOR)},
         "node-feature-discovery": {

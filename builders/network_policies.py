@@ -11,8 +11,9 @@ agent does that shapes these rules (aws/aws-network-policy-agent, amazon-network
 - the EKS control plane calls webhooks and API services from network interfaces in the cluster's
   subnets, which no pod or namespace selector matches: those ports admit the VPC's address range;
 - link-local addresses are not exempt: the Pod Identity agent (169.254.170.23:80) needs a rule;
-- host-network pods (node-exporter, the Pod Identity agent) are outside every policy; Prometheus
-  reaches them, and the kubelets, at node addresses in the VPC.
+- host-network pods (node-exporter, the Pod Identity agent, the node monitoring agent and, reading its
+  DCGM host engine, the GPU operator's dcgm-exporter) are outside every policy; Prometheus reaches
+  them, and the kubelets, at node addresses in the VPC.
 """
 
 from __future__ import annotations
@@ -193,7 +194,10 @@ def keda(cfg: StackConfig) -> list[dict[str, Any]]:
 
 def gpu_operator(cfg: StackConfig) -> list[dict[str, Any]]:
     scrape = prometheus_peer(cfg.observability.namespace)
-    ingress = [{"from": [scrape], "ports": tcp(DCGM_EXPORTER_PORT, CONTROLLER_METRICS_PORT)}]
+    # the exporter reads the node monitoring agent's host engine on the host network (builders/node_monitoring.py),
+    # outside every policy: Prometheus reaches it at the GPU node's address; else it is a pod of this namespace
+    ports = (CONTROLLER_METRICS_PORT,) if cfg.node_monitoring.enabled else (DCGM_EXPORTER_PORT, CONTROLLER_METRICS_PORT)
+    ingress = [{"from": [scrape], "ports": tcp(*ports)}]
     return _platform_namespace(cfg.gpu_operator.namespace, cfg.vpc_cidrs, ingress, [])
 
 

@@ -29,6 +29,8 @@ class GpuOperatorArgs:
     """GPU pools: their taints are tolerated, their time-slicing configs are rendered."""
     provider: k8s.Provider
     """Kubernetes provider of the cluster."""
+    host_engine: str | None = None
+    """The node's DCGM host engine the exporter reads (the node monitoring agent's); None: its own."""
 
 
 class GpuOperator(pulumi.ComponentResource):
@@ -56,7 +58,7 @@ class GpuOperator(pulumi.ComponentResource):
             release_name=RELEASE,
             chart=versions.GPU_OPERATOR,
             namespace=cfg.namespace,
-            values=builders.gpu_operator_values(cfg, args.pools),
+            values=builders.gpu_operator_values(cfg, args.pools, args.host_engine),
             timeout=900,
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[*after, namespace, config_map]),
         )

@@ -6,7 +6,7 @@ from typing import Any
 
 import pulumi
 
-from builders import network_policies
+from builders import network_policies, node_monitoring
 from builders.network import node_subnet_selector_terms
 from builders.observability.rules import ModelWatch
 from builders.serving.workload import Sources
@@ -20,6 +20,7 @@ from components.karpenter import Karpenter, KarpenterArgs
 from components.keda import Keda, KedaArgs
 from components.network import Network, NetworkArgs
 from components.network_policies import PlatformNetworkPolicies, PlatformNetworkPoliciesArgs
+from components.node_monitoring import NodeMonitoring, NodeMonitoringArgs
 from components.observability import Observability, ObservabilityArgs
 from components.serving import Endpoint, Gateway, S3Weights, VllmModel, VllmModelArgs
 from components.weights import WeightsBucket, WeightsBucketArgs
@@ -82,9 +83,19 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
         ),
         opts=pulumi.ResourceOptions(depends_on=[cluster]),
     )
+    monitoring = cfg.node_monitoring.enabled
+    if monitoring:
+        NodeMonitoring(
+            "node-monitoring", NodeMonitoringArgs(config=cfg, provider=cluster.provider), opts=pulumi.ResourceOptions(depends_on=[cluster])
+        )
     gpu_operator = GpuOperator(
         "gpu-operator",
-        GpuOperatorArgs(config=cfg.gpu_operator, pools=list(cfg.gpu_pools), provider=cluster.provider),
+        GpuOperatorArgs(
+            config=cfg.gpu_operator,
+            pools=list(cfg.gpu_pools),
+            provider=cluster.provider,
+            host_engine=node_monitoring.DCGM_HOST_ENGINE if monitoring else None,
+        ),
         opts=pulumi.ResourceOptions(depends_on=[cluster]),
     )
     keda = Keda("keda", KedaArgs(config=cfg.keda, provider=cluster.provider), opts=pulumi.ResourceOptions(depends_on=[observability]))

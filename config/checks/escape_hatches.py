@@ -15,6 +15,7 @@ from config.sections.stack import StackConfig
 # (section, dotted values path) -> the config field (or fact) to change instead.
 PROTECTED_VALUES: dict[tuple[str, tuple[str, ...]], str] = {
     ("karpenter", ("podDisruptionBudget",)): "a drain of the system nodes must never take every Karpenter controller at once",
+    ("nodeMonitoring", ("nodeAgent", "tolerations")): "the agent watches every node, whatever its taints",
     ("karpenter", ("priorityClassName",)): "Karpenter runs as system-cluster-critical, so nothing preempts the controller "
     "that brings capacity back",
 }
@@ -81,6 +82,21 @@ DERIVED_VALUES: dict[tuple[str, tuple[str, ...]], str] = {
             (("tokenizer",), "models[].routing.prefixCache"),
         )
     },
+    **{
+        ("nodeMonitoring", path): "nothing: exactly one DCGM host engine per GPU node (the agent's dcgm-server, on every GPU "
+        "pool's nodes, whatever their taints), which the GPU operator's exporter reads"
+        for path in (("dcgmAgent", "tolerations"), ("dcgmAgent", "affinity"), ("dcgmAgent", "nodeSelector"))
+    },
+    **{
+        ("nodeMonitoring", (agent, "image", "region")): "aws:region (the agent's image comes from the EKS registry of the "
+        "stack's region, or us-west-2's: builders/node_monitoring.py)"
+        for agent in ("nodeAgent", "dcgmAgent")
+    },
+    **{
+        ("gpuOperator", path): "nodeMonitoring.enabled (on, the exporter reads the node monitoring agent's DCGM host engine; "
+        "off, it embeds its own: one engine per GPU node either way)"
+        for path in (("dcgm", "enabled"), ("dcgmExporter", "env"))
+    },
     ("gpuOperator", ("devicePlugin", "config")): "gpuPools[].sharing (the device-plugin configs are rendered from the pools)",
     ("gpuOperator", ("mig", "strategy")): "nothing: MIG slices are requested as nvidia.com/mig-<profile> (mixed strategy)",
 }
@@ -92,6 +108,7 @@ _SECTION_VALUES = {
     "keda": lambda cfg: cfg.keda.extra_values,
     "observability": lambda cfg: cfg.observability.extra_values,
     "gpuOperator": lambda cfg: cfg.gpu_operator.extra_values,
+    "nodeMonitoring": lambda cfg: cfg.node_monitoring.extra_values,
     "gateway": lambda cfg: cfg.gateway.extra_values,
 }
 

@@ -82,6 +82,7 @@ def _row(
 
 KEDA = f"keda-{versions.KEDA_VERSION}"
 GPU_OPERATOR = f"gpu-operator-{versions.GPU_OPERATOR_VERSION}"
+NODE_MONITORING_AGENT = f"eks-node-monitoring-agent-{versions.NODE_MONITORING_AGENT_VERSION}"
 
 
 def workloads(cfg: StackConfig) -> list[SystemWorkload]:
@@ -147,6 +148,19 @@ def workloads(cfg: StackConfig) -> list[SystemWorkload]:
         _row("ebs-csi-node", "DaemonSet", 0, "30m", "120Mi", "aws-ebs-csi-driver chart 2.56.0: three containers at 10m/40Mi"),
         _row("nfd-worker", "DaemonSet", 0, "5m", "64Mi", "node-feature-discovery 0.19.0 worker.resources"),
     ]
+    if cfg.node_monitoring.enabled:
+        # its dcgm-server (no requests) runs on the GPU pools' nodes only (builders/node_monitoring.py)
+        rows.append(
+            _row(
+                "eks-node-monitoring-agent",
+                "DaemonSet",
+                0,
+                "10m",
+                "30Mi",
+                f"chart {NODE_MONITORING_AGENT} nodeAgent.resources",
+                (NODE_MONITORING_AGENT, ("nodeAgent", "resources", "requests")),
+            )
+        )
     if exposed_models(cfg):
         rows.append(_row("aws-load-balancer-controller", "Deployment", 2, "0", "0", "chart 3.5.0: no default requests"))
     rows += gateway_rows(cfg)

@@ -37,6 +37,9 @@ KUBE_PROMETHEUS_STACK_REPOSITORY: Final = "https://prometheus-community.github.i
 GPU_OPERATOR_VERSION: Final = "v26.7.0"  # chart version keeps the "v"
 GPU_OPERATOR_REPOSITORY: Final = "https://helm.ngc.nvidia.com/nvidia"
 
+NODE_MONITORING_AGENT_VERSION: Final = "1.7.0"  # aws/eks-node-monitoring-agent tag v1.7.0 (image v1.7.0-eksbuild.1, DCGM 4.6.1)
+NODE_MONITORING_AGENT_REPOSITORY: Final = "https://aws.github.io/eks-node-monitoring-agent"
+
 AWS_LOAD_BALANCER_CONTROLLER_VERSION: Final = "3.5.0"  # chart and app versions aligned since 3.0.0
 AWS_LOAD_BALANCER_CONTROLLER_REPOSITORY: Final = "https://aws.github.io/eks-charts"
 
@@ -44,6 +47,7 @@ KARPENTER: Final = Chart(KARPENTER_CHART, KARPENTER_VERSION)
 KEDA: Final = Chart("keda", KEDA_VERSION, KEDA_REPOSITORY)
 KUBE_PROMETHEUS_STACK: Final = Chart("kube-prometheus-stack", KUBE_PROMETHEUS_STACK_VERSION, KUBE_PROMETHEUS_STACK_REPOSITORY)
 GPU_OPERATOR: Final = Chart("gpu-operator", GPU_OPERATOR_VERSION, GPU_OPERATOR_REPOSITORY)
+NODE_MONITORING_AGENT: Final = Chart("eks-node-monitoring-agent", NODE_MONITORING_AGENT_VERSION, NODE_MONITORING_AGENT_REPOSITORY)
 AWS_LOAD_BALANCER_CONTROLLER: Final = Chart(
     "aws-load-balancer-controller", AWS_LOAD_BALANCER_CONTROLLER_VERSION, AWS_LOAD_BALANCER_CONTROLLER_REPOSITORY
 )

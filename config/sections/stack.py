@@ -18,6 +18,7 @@ from config.sections.karpenter import KarpenterConfig
 from config.sections.keda import KedaConfig
 from config.sections.models import ModelConfig
 from config.sections.network import ExistingVpc, NetworkConfig
+from config.sections.node_monitoring import NodeMonitoringConfig
 from config.sections.observability import ObservabilityConfig
 from config.sections.types import Region, config_error
 from config.sections.weights import WeightsConfig, default_source
@@ -36,6 +37,9 @@ class StackConfig(ConfigModel):
     karpenter: KarpenterConfig = Field(default_factory=KarpenterConfig, description="Karpenter controller and node defaults.")
     gpu_pools: list[GpuPool] = Field(min_length=1, description="GPU NodePools.")
     gpu_operator: GpuOperatorConfig = Field(default_factory=GpuOperatorConfig, description="NVIDIA GPU operator.")
+    node_monitoring: NodeMonitoringConfig = Field(
+        default_factory=NodeMonitoringConfig, description="The EKS node monitoring agent: node conditions for GPU and node faults."
+    )
     observability: ObservabilityConfig = Field(default_factory=ObservabilityConfig, description="Monitoring stack.")
     keda: KedaConfig = Field(default_factory=KedaConfig, description="KEDA.")
     ingress: IngressConfig = Field(default_factory=IngressConfig, description="Model endpoints.")

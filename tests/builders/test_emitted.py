@@ -57,6 +57,7 @@ RELEASES = {
     "keda": "keda",
     "observability": "kube-prometheus-stack",
     "gpuOperator": "gpu-operator",
+    "nodeMonitoring": "eks-node-monitoring-agent",
     # every model's router release; the fixtures' llama-3-1-8b keeps replicas, so it has one
     "gateway": "llama-3-1-8b",
 }
@@ -76,6 +77,8 @@ CHART_DEFAULTS = {
         for key in SELECTORS
     },
     ("observability", ("prometheus", "service", "port")): "the chart's 9090, which the Prometheus address includes",
+    ("nodeMonitoring", ("nodeAgent", "tolerations")): "the chart's `operator: Exists`: the agent on every node",
+    ("nodeMonitoring", ("dcgmAgent", "nodeSelector")): "the chart's {}: the platform's affinity alone places the engine",
 }
 """Listed values the builders rely on the chart for instead of setting, and what they rely on."""
 SERVICE_ACCOUNT_SUBJECT = re.compile(r"system:serviceaccount:([a-z0-9-]+):([a-z0-9-]+)")

@@ -87,7 +87,13 @@ def test_values_for_the_eks_nvidia_ami(prod_run: harness.RunResult) -> None:
     assert v["gfd"] == {"enabled": True}
     assert v["mig"] == {"strategy": "mixed"}
     assert v["migManager"] == {"enabled": False}  # MIG pools are partitioned at boot instead
-    assert v["dcgmExporter"] == {"enabled": True, "serviceMonitor": {"enabled": False}}
+    # the exporter reads the node monitoring agent's DCGM host engine (one engine per GPU node), never its own
+    assert v["dcgmExporter"] == {
+        "enabled": True,
+        "serviceMonitor": {"enabled": False},
+        "env": [{"name": "DCGM_REMOTE_HOSTENGINE_INFO", "value": "localhost:5555"}],
+    }
+    assert v["dcgm"] == {"enabled": False}
     assert v["operator"]["nodeSelector"] == {"kubernetes.io/os": "linux", "llm-platform.io/node-role": "system"}
 
 

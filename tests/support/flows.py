@@ -73,6 +73,8 @@ CHART_PODS: list[tuple[str, str, dict[str, str]]] = [
     ("stranger", "default", {"app": "stranger"}),
 ]
 """Pods the platform installs through charts (not rendered here), and one it does not know."""
+DCGM_HOST_ENGINE_PORT = 5555
+"""nv-hostengine on every GPU node (the node monitoring agent's dcgm-server, host port 5555)."""
 CHART_PORTS = {"gpu-metrics": 9400, "http-metrics": 8080}
 """Named metrics ports of the chart Services our ServiceMonitors scrape (dcgm-exporter, Karpenter)."""
 CHART_SERVICES = [
@@ -310,6 +312,8 @@ def build_world(stack: str, policies: list[dict[str, Any]] | None = None) -> Wor
         services[f"{ns}/{base}-epp"] = Service(f"{base}-epp", ns, picker_selector, (*GATEWAY_PICKER_SERVICE_PORTS, *extra))
         gateways[name] = Gateway(name, ns, chart_values, proxy_pod, f"{ns}/{base}-epp")
     for name, ns, labels in CHART_PODS:
+        if name == "dcgm-exporter" and cfg.node_monitoring.enabled:
+            continue  # it reads the node monitoring agent's host engine at localhost: on the host network (a GPU node)
         ns = {"@monitoring": cfg.observability.namespace, "@gpu-operator": cfg.gpu_operator.namespace}.get(ns, ns)
         add(name, ns, labels)
     for client in sorted({ns for m in cfg.models for ns in m.client_namespaces}):
@@ -319,6 +323,7 @@ def build_world(stack: str, policies: list[dict[str, Any]] | None = None) -> Wor
         "alb": Endpoint("alb", _host(alb_subnet, 200)),
         "control-plane": Endpoint("control-plane", _host(_node_subnet(cfg), 240)),
         "other-node": Endpoint("other-node", _host(_node_subnet(cfg), 250)),
+        "gpu-node": Endpoint("gpu-node", _host(_node_subnet(cfg), 251)),
         "api-service": Endpoint("api-service", "172.20.0.1"),
         "internet": Endpoint("internet", "93.184.216.34"),
         "pod-identity-agent": Endpoint("pod-identity-agent", "169.254.170.23"),
@@ -389,7 +394,7 @@ def needed_flows(world: World) -> Iterator[tuple[str, Endpoint, Endpoint, int, s
                 port = world.ports[pod.name].get(endpoint["port"])
                 assert port is not None, f"PodMonitor {doc['metadata']['name']} scrapes port {endpoint['port']}, which {pod.name} lacks"
                 yield f"Prometheus scrapes {pod.name} on {port}", prometheus, pod, port, "TCP"
-    targets = {"dcgm-exporter": p["dcgm-exporter"], "karpenter": p["karpenter"]}
+    targets = {"dcgm-exporter": dcgm_exporter(world), "karpenter": p["karpenter"]}
     for r in world.run.of_type("kubernetes:monitoring.coreos.com/v1:ServiceMonitor"):
         doc = values(r)
         for endpoint in doc["spec"]["endpoints"]:
@@ -520,6 +525,7 @@ def forbidden_flows(world: World) -> Iterator[tuple[str, Endpoint, Endpoint, int
         yield f"{model.name} reads instance metadata", pod, h["imds"], 80, "TCP"
         yield f"{model.name} reaches Prometheus", pod, p["prometheus"], netpol.PROMETHEUS_PORT, "TCP"
         yield f"{model.name} reaches the VPC on 443", pod, h["other-node"], 443, "TCP"
+        yield f"{model.name} reaches a GPU node's DCGM host engine", pod, h["gpu-node"], DCGM_HOST_ENGINE_PORT, "TCP"
         yield f"{model.name} reaches another pod on 443", pod, p["stranger"], 443, "TCP"
     # a picker's ext_proc port: its own proxies only
     for gateway in world.gateways.values():
@@ -537,7 +543,8 @@ def forbidden_flows(world: World) -> Iterator[tuple[str, Endpoint, Endpoint, int
         yield f"{gateway.proxy} reaches the API server", proxy, h["api-service"], 443, "TCP"
         yield f"{gateway.proxy} reaches the internet", proxy, h["internet"], 443, "TCP"
     for name in ("prometheus", "grafana", "keda-operator", "gpu-operator", "dcgm-exporter"):
-        yield f"{name} reaches the internet", p[name], h["internet"], 443, "TCP"
+        if name in p:  # a host-network exporter is outside every policy
+            yield f"{name} reaches the internet", p[name], h["internet"], 443, "TCP"
     yield "a stray pod queries Prometheus", p["stranger"], p["prometheus"], netpol.PROMETHEUS_PORT, "TCP"
     for name, port in (
         ("prometheus-operator", 10250),
@@ -563,7 +570,14 @@ def forbidden_flows(world: World) -> Iterator[tuple[str, Endpoint, Endpoint, int
     for name, job in populate_jobs(world).items():
         for why, dst, port, proto in JOB_FORBIDDEN:
             yield f"{name} reaches {why}", job, _destination(world, dst), port, proto
-    yield "a stray pod reaches the GPU operator", p["stranger"], p["dcgm-exporter"], netpol.DCGM_EXPORTER_PORT, "TCP"
+    if "dcgm-exporter" in p:
+        yield "a stray pod reaches the GPU operator", p["stranger"], p["dcgm-exporter"], netpol.DCGM_EXPORTER_PORT, "TCP"
+
+
+def dcgm_exporter(world: World) -> Endpoint:
+    """The GPU operator's exporter: a pod, or a GPU node's address when it reads the node monitoring agent's
+    host engine (the operator then runs it on the host network)."""
+    return world.pods.get("dcgm-exporter") or world.hosts["gpu-node"]
 
 
 def in_load_balancer_subnets(world: World, endpoint: Endpoint) -> bool:
@@ -593,6 +607,7 @@ JOB_FORBIDDEN: list[tuple[str, str, int, str]] = [
     ("other-node on 443", "other-node", 443, "TCP"),
     ("other-node on 10250", "other-node", 10250, "TCP"),
     ("other-node on 22", "other-node", 22, "TCP"),
+    ("a GPU node's DCGM host engine", "gpu-node", DCGM_HOST_ENGINE_PORT, "TCP"),
     ("instance metadata", "imds", 80, "TCP"),
     ("another pod on 443", "stranger", 443, "TCP"),
     ("Prometheus", "prometheus", netpol.PROMETHEUS_PORT, "TCP"),

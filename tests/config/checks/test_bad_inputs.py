@@ -393,7 +393,7 @@ EXPECTED: dict[str, list[str]] = {
         "no subnet there, so Karpenter could never launch those nodes. Fix: list zones of the VPC only, or leave zones unset",
     ],
     "system-group-too-small": [
-        "cluster.systemNodeGroup: with one of its 2 nodes lost, 1 x m7i.large leave 1745m CPU and 6719 MiB for the system "
+        "cluster.systemNodeGroup: with one of its 2 nodes lost, 1 x m7i.large leave 1735m CPU and 6689 MiB for the system "
         "pods, which request 2980m CPU and 6184 MiB (Karpenter, Prometheus, KEDA, the GPU operator, CoreDNS, the CSI "
         "controller, the models' gateways; see config/facts/system_capacity.py): pods would stay Pending and nothing "
         "scales this group. Fix: raise minSize and desiredSize to 4 or set instanceTypes to [m6i.xlarge] (replaces the "

@@ -62,11 +62,11 @@ EXPECTED: dict[str, list[str]] = {
     ],
     "precise-routing-with-block-size": [
         "models[llama-3-1-8b].extraArgs[0]: --block-size is managed with routing.prefixCache precise: the picker hashes KV blocks of exactly the size the platform passes. Fix: remove it",
-        "cluster.systemNodeGroup: with one of its 2 nodes lost, 1 x m7i.xlarge leave 3735m CPU and 13978 MiB for the system pods, which request 3980m CPU and 8232 MiB (Karpenter, Prometheus, KEDA, the GPU operator, CoreDNS, the CSI controller, the models' gateways; see config/facts/system_capacity.py): pods would stay Pending and nothing scales this group. Fix: raise minSize and desiredSize to 3 or set instanceTypes to [m7i.2xlarge] (replaces the node group)",
+        "cluster.systemNodeGroup: with one of its 2 nodes lost, 1 x m7i.xlarge leave 3725m CPU and 13948 MiB for the system pods, which request 3980m CPU and 8232 MiB (Karpenter, Prometheus, KEDA, the GPU operator, CoreDNS, the CSI controller, the models' gateways; see config/facts/system_capacity.py): pods would stay Pending and nothing scales this group. Fix: raise minSize and desiredSize to 3 or set instanceTypes to [m7i.2xlarge] (replaces the node group)",
     ],
     "precise-routing-with-hash-algo": [
         "models[llama-3-1-8b].extraArgs[0]: --prefix-caching-hash-algo is managed with routing.prefixCache precise: the picker reproduces vLLM's block hashes only with sha256_cbor. Fix: remove it",
-        "cluster.systemNodeGroup: with one of its 2 nodes lost, 1 x m7i.xlarge leave 3735m CPU and 13978 MiB for the system pods, which request 3980m CPU and 8232 MiB (Karpenter, Prometheus, KEDA, the GPU operator, CoreDNS, the CSI controller, the models' gateways; see config/facts/system_capacity.py): pods would stay Pending and nothing scales this group. Fix: raise minSize and desiredSize to 3 or set instanceTypes to [m7i.2xlarge] (replaces the node group)",
+        "cluster.systemNodeGroup: with one of its 2 nodes lost, 1 x m7i.xlarge leave 3725m CPU and 13948 MiB for the system pods, which request 3980m CPU and 8232 MiB (Karpenter, Prometheus, KEDA, the GPU operator, CoreDNS, the CSI controller, the models' gateways; see config/facts/system_capacity.py): pods would stay Pending and nothing scales this group. Fix: raise minSize and desiredSize to 3 or set instanceTypes to [m7i.2xlarge] (replaces the node group)",
     ],
     "routing-unknown-mode": [
         "models[llama-3-1-8b].routing.prefixCache: must be one of 'approximate' or 'precise'. Fix: use one of those values"
