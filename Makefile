@@ -72,11 +72,12 @@ bench: venv
 clean:
 	rm -rf build .pytest_cache .mypy_cache .ruff_cache $(TOOLS)
 
-# make plan STACK=dev [TRAFFIC=traffic/seed-day.yaml] [DAYS=1] [ROUTING_SWEEP=1] [PREFIX_SHARE=0.5]
+# make plan STACK=dev [TRAFFIC=traffic/seed-day.yaml] [DAYS=1] [ROUTING_SWEEP=1] [PREFIX_SHARE=0.5] [GPU_FAILURES=0.01]
 #   replay traffic through the stack's autoscaling (ROUTING_SWEEP: with and without the gateway, shared prefixes 0-75 %)
 plan: venv
 	$(BIN)/python -m planner.plan $(STACK) $(if $(TRAFFIC),--traffic $(TRAFFIC)) $(if $(DAYS),--days $(DAYS)) \
-		$(if $(ROUTING_SWEEP),--routing-sweep) $(if $(PREFIX_SHARE),--prefix-share $(PREFIX_SHARE))
+		$(if $(ROUTING_SWEEP),--routing-sweep) $(if $(PREFIX_SHARE),--prefix-share $(PREFIX_SHARE)) \
+		$(if $(GPU_FAILURES),--gpu-failures $(GPU_FAILURES))
 
 # make plan-bench          time the planner against the render; replay the seeds' day (reported, not asserted)
 plan-bench: venv

@@ -7,6 +7,7 @@ from typing import Any
 import yaml
 
 from builders.helm import deep_merge
+from config.facts import dcgm
 from config.facts.conventions import GPU_RESOURCE, SYSTEM_NODE_SELECTOR
 from config.sections.gpu_operator import GpuOperatorConfig
 from config.sections.gpu_pools import GpuPool
@@ -89,6 +90,9 @@ def gpu_operator_values(cfg: GpuOperatorConfig, pools: list[GpuPool], host_engin
             # not need the Prometheus CRDs to exist first.
             "serviceMonitor": {"enabled": False},
             **({"env": [{"name": DCGM_REMOTE_HOSTENGINE, "value": host_engine}]} if host_engine else {}),
+            # the platform's counters file: the exporter's defaults plus the ECC and throttling fields the GPU
+            # fault alerts read (config/facts/dcgm.py); the chart creates the ConfigMap, the operator mounts it
+            "config": {"name": dcgm.CONFIGMAP, "create": True, "data": dcgm.counters_csv()},
         },
         # the operator's standalone nv-hostengine (nvidia-dcgm) would be a second engine beside the agent's
         "dcgm": {"enabled": False},

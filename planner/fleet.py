@@ -11,8 +11,9 @@ waiting, the changes the replay caches its sums on): the replay reads them, and 
 methods change them (tests/planner/test_replay.py fails when another module assigns one).
 
 Consolidation removes empty nodes within the pool's disruption budgets (those always active).
-Not modelled (the report says so): underutilized consolidation (moving replicas to fewer nodes),
-scheduled budgets, spot interruptions, drift and expiry.
+A GPU node may fail (`fail`): it holds nothing new and, with node repair, is deleted after the
+repair delay (`repair`). Not modelled (the report says so): underutilized consolidation (moving
+replicas to fewer nodes), scheduled budgets, spot interruptions, drift and expiry.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ class Node:
     pods: int = 0
     empty_since: float | None = None
     gone_at: float | None = None
+    failed_at: float | None = None
+    """When its GPU failed: from then on it holds nothing new (the device plugin withdraws the GPU)."""
 
     @property
     def price(self) -> float:
@@ -168,7 +171,21 @@ class Pool:
 
     # -- placing ---------------------------------------------------------------------------------
     def fits(self, node: Node, share: float) -> bool:
-        return node.used + share <= 1.0 + 1e-9
+        return node.failed_at is None and node.used + share <= 1.0 + 1e-9
+
+    def fail(self, node: Node, now: float) -> None:
+        """The node's GPU fails: it stays (and costs) until repaired, holding nothing new; its
+        placeholders go elsewhere."""
+        self.changes += 1
+        node.failed_at = now
+        self.pending_placeholders += node.placeholders
+        node.used -= node.placeholders * self.placeholder_fraction(node.instance)
+        node.placeholders = 0
+
+    def repair(self, node: Node, now: float) -> None:
+        """Karpenter deletes the failed node (a new one launches for whatever then waits)."""
+        self.changes += 1
+        node.gone_at = now
 
     def place(self, model: state.ModelState, now: float) -> Placement | None:
         """A node for one replica now: room on a node (ready or launching), else a placeholder's

@@ -161,6 +161,8 @@ def summarize(cfg: StackConfig, result: Result, static: Result, bounds: Bounds) 
             "shed": {"ttlExpired": s.shed_ttl, "noEndpoints": s.shed_no_endpoints},
             "refusedByVllm": s.refused,
             "unanswered": s.unanswered,
+            # running or queued on a replica whose GPU failed (counted in unanswered: each a miss)
+            "cutByGpuFailures": s.cut_by_failures,
             "ttftSeconds": _percentiles(s.ttft),
             "queueWaitSeconds": _percentiles(s.wait),
             "replicas": {"avg": _r(ready.mean(), 3), "min": int(ready.min()), "max": int(ready.max())},
@@ -205,6 +207,11 @@ def summarize(cfg: StackConfig, result: Result, static: Result, bounds: Bounds) 
             "spotRatio": _r(node_seconds["spot"] / total, 3) if total else 0.0,
             "utilization": _r(result.used_seconds[name] / total, 3) if total else 0.0,
             "perHour": _r(_money(sum(result.cost_seconds[name].values()), seconds), 4),
+            # GPU nodes that failed (--gpu-failures) and those Karpenter repaired (karpenter.nodeRepair)
+            "gpuFailures": {
+                "failed": len(result.failures.get(name, [])),
+                "repaired": sum(1 for _, repaired in result.failures.get(name, []) if repaired is not None),
+            },
         }
     autoscaled = _money(sum(sum(c.values()) for c in result.cost_seconds.values()), seconds)
     fixed = _money(sum(sum(c.values()) for c in static.cost_seconds.values()), seconds)
@@ -248,6 +255,7 @@ def run(
     prefix: traffic.SharedPrefix | None = None,
     sweep: bool = False,
     progress: bool = False,
+    gpu_failures: float = 0.0,
 ) -> tuple[dict[str, Any], Result, Result]:
     if days is None:
         days = traffic.trace_days(traffic_path) if traffic_path.suffix == ".csv" else 1.0
@@ -263,7 +271,7 @@ def run(
     bar = _progress(seconds) if progress else None
     step = bar.update if bar else None
     fixed = {m.name: static_replicas or m.replicas.max for m in cfg.models}
-    static_options = Options(seconds, spot_availability, fixed, seed, routing=routing)
+    static_options = Options(seconds, spot_availability, fixed, seed, routing=routing, gpu_failures=gpu_failures)
     # A second process finds every other model's SLO rate, then replays the static baseline, while this
     # one finds the rest, the bounds, and replays the autoscaled fleet: all are deterministic, so where
     # they run changes nothing but the wall time.
@@ -276,7 +284,8 @@ def run(
         # the replay starts as the stack would be running at that hour: the replicas the first minute's
         # traffic keeps within the objective (a model at zero at midnight with night traffic is awake)
         start = None if cold_start else {name: int(need[0]) for name, need in bounds.slo_needed.items() if len(need)}
-        result = simulate(cfg, requests, Options(seconds, spot_availability, None, seed, start_replicas=start, routing=routing), step)
+        options = Options(seconds, spot_availability, None, seed, start_replicas=start, routing=routing, gpu_failures=gpu_failures)
+        result = simulate(cfg, requests, options, step)
         static = pending.result()
     if bar:
         bar.close()
@@ -295,6 +304,8 @@ def run(
         "spotAvailability": spot_availability,
         "coldStart": cold_start,
         "routing": routing,
+        "gpuFailuresPerNodeDay": gpu_failures,
+        "nodeRepair": cfg.karpenter.node_repair,
         "warnings": warnings,
         "notPlanned": [name for name in planned if name not in {m.name for m in cfg.models}],
         **plan,
@@ -400,6 +411,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--cold-start", action="store_true", help="start every model at its minimum, not as the first minute's traffic keeps it"
     )
+    parser.add_argument(
+        "--gpu-failures",
+        type=float,
+        default=0.0,
+        help="GPU node failures per node per day (default 0): each cuts what its replicas serve; with karpenter.nodeRepair "
+        "the node is replaced after 10 minutes, its replicas through a new node (a miss)",
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "build")
     args = parser.parse_args(argv)
     try:
@@ -424,6 +442,7 @@ def main(argv: list[str] | None = None) -> int:
             prefix=_prefix(args.prefix_share, args.prefix_groups),
             sweep=args.routing_sweep,
             progress=True,
+            gpu_failures=args.gpu_failures,
         )
     except (ValueError, ConfigError) as err:
         print(f"{traffic_path.name}: {err}", file=sys.stderr)

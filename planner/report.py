@@ -78,10 +78,30 @@ def markdown(plan: dict[str, Any]) -> str:
         "wait and TTFT include the hold), with the longest hold; shed: held for the TTL and answered 429 "
         "(a replica was ready) or 503 (none was); vLLM 503: refused at a replica's admission bound.",
     ]
+    lines += _failures(plan)
     lines += _sweep(plan.get("routingSweep"))
     lines += ["", *[f"![{name}: requests, replicas, nodes, queues and TTFT]({name}.png)" for name in sorted(plan["models"])]]
     lines += ["", "Not modelled: " + "; ".join(plan["assumptions"]["notModelled"]) + ".", ""]
     return "\n".join(line for line in lines if line is not None) + "\n"
+
+
+def _failures(plan: dict[str, Any]) -> list[str]:
+    """GPU node failures (--gpu-failures): how many, how many Karpenter repaired, what they cut."""
+    rate = plan.get("gpuFailuresPerNodeDay") or 0.0
+    if not rate:
+        return ["", "GPU node failures: none replayed (`--gpu-failures` sets a rate per node-day)."]
+    failed = sum(p["gpuFailures"]["failed"] for p in plan["pools"].values())
+    repaired = sum(p["gpuFailures"]["repaired"] for p in plan["pools"].values())
+    cut = sum(m["cutByGpuFailures"] for m in plan["models"].values())
+    if plan.get("nodeRepair"):
+        fate = f"{repaired:,} repaired by Karpenter after 10 minutes, their replicas back through a new node (a miss)"
+    else:
+        fate = "none repaired (karpenter.nodeRepair is off: a failed node keeps its replicas out until drained by hand)"
+    return [
+        "",
+        f"GPU node failures at {rate:g} per node-day: {failed:,} failed in the autoscaled fleet, {fate}; "
+        f"{cut:,} requests running or queued on them were cut (counted as unanswered, each a miss).",
+    ]
 
 
 def _sweep(rows: list[dict[str, Any]] | None) -> list[str]:

@@ -67,7 +67,7 @@ from config.sections.types import duration_seconds
 from planner import hpa
 from planner.fleet import Node, Pool
 from planner.serving import ReplicaPerformance, performance
-from planner.traffic import REPLAY_START, Requests, stream
+from planner.traffic import DAY_SECONDS, REPLAY_START, Requests, stream
 
 PROMETHEUS = "http://prometheus.monitoring.svc:9090"
 HPA_SYNC_SECONDS = int(speed.HPA_SYNC_PERIOD.value)
@@ -148,6 +148,8 @@ class ModelReplay:
     """The share of a prompt a cached shared prefix covers (the prefix scorer's score on a hit)."""
     scraped: dict[str, float] | None = None
     failures: int = 0
+    cut_by_failures: int = 0
+    """Requests running or queued on a replica when its node's GPU failed (never answered)."""
     ttft: np.ndarray = field(default_factory=lambda: np.zeros(0))
     wait: np.ndarray = field(default_factory=lambda: np.zeros(0))
     served: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
@@ -230,6 +232,12 @@ class Options:
     start_replicas: dict[str, int] | None = None
     """Per model, the ready replicas the replay starts with (within min and max); default: min, or the
     schedule floor of the first minute."""
+    gpu_failures: float = 0.0
+    """GPU node failures per node per day (Poisson, from the seed): a failed node's replicas stop at once
+    (what they ran or queued is cut, unanswered) and it holds nothing new; with node repair Karpenter
+    deletes it after speed.NODE_REPAIR_ACCELERATED and its pods start again through a new node (a miss)."""
+    node_repair: bool | None = None
+    """Whether Karpenter repairs a failed node; None: the stack's karpenter.nodeRepair. Off, it stays failed."""
 
 
 @dataclass
@@ -243,6 +251,8 @@ class Result:
     series: dict[str, dict[str, list[float]]]
     used_seconds: dict[str, float]
     """Pool -> sum over seconds of the share of its live nodes that pods (not placeholders) use."""
+    failures: dict[str, list[tuple[float, float | None]]] = field(default_factory=dict)
+    """Pool -> (failed at, repaired at or None) of each GPU node that failed."""
 
 
 TTFT_WINDOW = 120.0
@@ -540,6 +550,34 @@ class Replay:
         for name in self.pools:
             self.series[f"pool:{name}"] = {"nodes": []}
         self.minute_desired = dict.fromkeys(self.models, 0)
+        self.repairing = options.node_repair if options.node_repair is not None else cfg.karpenter.node_repair
+        self.fault_cap: dict[str, int] = {}
+        """Per pool, the most nodes its GPU limit allows: the candidate failures' rate is per that many."""
+        self.faults = self._fault_times()
+        """(second, pool, acceptance draw, node draw) of each candidate GPU failure, in time order."""
+        self.repairs: list[tuple[float, int, str, Node]] = []
+        self.failed: dict[str, list[tuple[float, float | None]]] = {name: [] for name in self.pools}
+        self._fault_order = itertools.count()
+
+    def _fault_times(self) -> list[tuple[float, str, float, float]]:
+        """Candidate failures per pool at the rate of its largest node count (thinned at each one by the
+        share of that count that is live: a Poisson process at `gpu_failures` per live node-day)."""
+        rate = self.options.gpu_failures
+        if rate <= 0:
+            return []
+        found: list[tuple[float, str, float, float]] = []
+        for name, pool in self.pools.items():
+            rng = stream(self.options.seed, f"faults:{name}")
+            per_node = min(pool.settings.gpus(t) for t in pool.derived.types) if pool.derived.types else 1
+            cap = max(1, pool.settings.gpu_limit // max(1, per_node))
+            self.fault_cap[name] = cap
+            at = 0.0
+            while True:
+                at += float(rng.exponential(DAY_SECONDS / (rate * cap)))
+                if at >= self.options.seconds:
+                    break
+                found.append((at, name, float(rng.random()), float(rng.random())))
+        return sorted(found)
 
     def _model(self, cfg: StackConfig, m: ModelConfig, requests: dict[str, Requests]) -> ModelReplay:
         derived = state.of(cfg).model(m.name)
@@ -619,7 +657,7 @@ class Replay:
             p.backdate(0.0)
 
     def run(self, progress: Callable[[int], None] | None = None) -> Result:
-        phases = (self.arrivals, self.serving, self.control_loop, self.provisioning, self.terminations, self.accounting)
+        phases = (self.arrivals, self.serving, self.gpu_faults, self.control_loop, self.provisioning, self.terminations, self.accounting)
         t = 0
         while t < self.options.seconds:
             for phase in phases:
@@ -672,6 +710,55 @@ class Replay:
         completions = self.batches.completions
         if completions and completions[0][0] <= t + 1:
             self.batches.complete_until(float(t + 1))
+
+    # -- 2b. GPU faults -------------------------------------------------------------------------------
+    def gpu_faults(self, t: int) -> None:
+        """The second's GPU failures, and the repairs due (Options.gpu_failures, Options.node_repair)."""
+        end = t + 1
+        while self.faults and self.faults[0][0] < end:
+            at, name, accept, which = self.faults.pop(0)
+            self._fail(name, at, accept, which)
+        while self.repairs and self.repairs[0][0] < end:
+            at, _, name, node = _pop(self.repairs)
+            self._repair(name, node, at)
+
+    def _fail(self, name: str, at: float, accept: float, which: float) -> None:
+        pool = self.pools[name]
+        eligible = [n for n in pool.live() if n.failed_at is None and n.ready_at <= at]
+        if not eligible or accept >= len(eligible) / self.fault_cap[name]:
+            return
+        node = eligible[int(which * len(eligible))]
+        self.batches.complete_until(at)
+        pool.fail(node, at)
+        self.failed[name].append((at, None))
+        for s in self.models.values():
+            for r in s.replicas:
+                if r.node is not node:
+                    continue
+                # the engine dies with its GPU: what runs or waits is cut; the pod stays bound, not ready
+                s.cut_by_failures += len(r.running_ids) + len(r.queue)
+                s.queued -= len(r.queue)
+                r.queue.clear()
+                r.running_ids.clear()
+                r.running = 0
+                s.context -= r.context
+                r.context = 0.0
+                r.ready_at = math.inf
+                s.version += 1
+        if self.repairing:
+            _push(self.repairs, (at + speed.NODE_REPAIR_ACCELERATED.value, next(self._fault_order), name, node))
+
+    def _repair(self, name: str, node: Node, at: float) -> None:
+        """Karpenter deletes the node with no drain (1.14.1); the ReplicaSets start its pods again, pending."""
+        pool = self.pools[name]
+        pool.repair(node, at)
+        self.failed[name] = [(f, at if f == node.failed_at else r) for f, r in self.failed[name]]
+        for s in self.models.values():
+            for r in [r for r in s.replicas if r.node is node]:
+                recreate = r.draining_since is None
+                _remove(s, pool, r, at)
+                if recreate:
+                    _new_replica(s, pool, at)
 
     # -- 3. control loop ------------------------------------------------------------------------------
     def control_loop(self, t: int) -> None:
@@ -773,6 +860,10 @@ class Replay:
         ]
         if not self.static:
             candidates.append(t - t % HPA_SYNC_SECONDS + HPA_SYNC_SECONDS)
+        if self.faults:
+            candidates.append(max(t + 1, int(self.faults[0][0])))
+        if self.repairs:
+            candidates.append(max(t + 1, int(self.repairs[0][0])))
         for name, s in self.models.items():
             if s.next_request < len(arrivals[name]):
                 candidates.append(max(t + 1, int(arrivals[name][s.next_request])))
@@ -798,7 +889,7 @@ class Replay:
             s.prefix_skipped = np.array(b.skip[name], dtype=np.int64)
             self.series[name]["ttftP99"] = minute_p99(s.requests.arrival, s.ttft, len(self.series[name]["requests"])).tolist()
         ledger = self.ledger
-        return Result(self.models, self.pools, seconds, ledger.cost, ledger.node_seconds, self.series, ledger.used_seconds)
+        return Result(self.models, self.pools, seconds, ledger.cost, ledger.node_seconds, self.series, ledger.used_seconds, self.failed)
 
 
 def simulate(cfg: StackConfig, requests: dict[str, Requests], options: Options, progress: Callable[[int], None] | None = None) -> Result:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from builders.gateway import envoy as envoy_config
-from builders.observability.rules import GATEWAY_PICKER_JOB, GATEWAY_PROXY_JOB, VLLM_CONTAINER
+from builders.observability.rules import AGENT_CONDITIONS, GATEWAY_PICKER_JOB, GATEWAY_PROXY_JOB, VLLM_CONTAINER
 from config.facts.conventions import CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, POOL_LABEL, PROJECT, hpa_name
 
 
@@ -262,38 +262,73 @@ VLLM = Dashboard(
     ),
 )
 
-_POOL_JOIN = f' * on (Hostname) group_left ({POOL}) label_replace(kube_node_labels{{{POOL}=~"$pool"}}, "Hostname", "$1", "node", "(.*)")'
+_POOL_JOIN = f' * on (node) group_left ({POOL}) kube_node_labels{{{POOL}=~"$pool"}}'
 
 GPUS = Dashboard(
     uid=f"{PROJECT}-gpus",
     title="LLM platform / GPUs (DCGM)",
     variables=(("pool", f"label_values(kube_node_labels, {POOL})"),),
     panels=(
-        Panel(
-            "GPU utilization", ((f"max by (Hostname, gpu) (DCGM_FI_DEV_GPU_UTIL){_POOL_JOIN}", "{{Hostname}} gpu{{gpu}}"),), unit="percent"
-        ),
+        Panel("GPU utilization", ((f"max by (node, gpu) (DCGM_FI_DEV_GPU_UTIL){_POOL_JOIN}", "{{node}} gpu{{gpu}}"),), unit="percent"),
         Panel(
             "Framebuffer memory used",
-            ((f"max by (Hostname, gpu) (DCGM_FI_DEV_FB_USED){_POOL_JOIN}", "{{Hostname}} gpu{{gpu}}"),),
+            ((f"max by (node, gpu) (DCGM_FI_DEV_FB_USED){_POOL_JOIN}", "{{node}} gpu{{gpu}}"),),
             unit="decmbytes",
         ),
-        Panel("Power draw", ((f"max by (Hostname, gpu) (DCGM_FI_DEV_POWER_USAGE){_POOL_JOIN}", "{{Hostname}} gpu{{gpu}}"),), unit="watt"),
-        Panel("Temperature", ((f"max by (Hostname, gpu) (DCGM_FI_DEV_GPU_TEMP){_POOL_JOIN}", "{{Hostname}} gpu{{gpu}}"),), unit="celsius"),
+        Panel("Power draw", ((f"max by (node, gpu) (DCGM_FI_DEV_POWER_USAGE){_POOL_JOIN}", "{{node}} gpu{{gpu}}"),), unit="watt"),
+        Panel("Temperature", ((f"max by (node, gpu) (DCGM_FI_DEV_GPU_TEMP){_POOL_JOIN}", "{{node}} gpu{{gpu}}"),), unit="celsius"),
         Panel(
             "Tensor core activity (MIG-aware)",
-            ((f"max by (Hostname, gpu) (DCGM_FI_PROF_GR_ENGINE_ACTIVE){_POOL_JOIN}", "{{Hostname}} gpu{{gpu}}"),),
+            ((f"max by (node, gpu) (DCGM_FI_PROF_GR_ENGINE_ACTIVE){_POOL_JOIN}", "{{node}} gpu{{gpu}}"),),
             unit="percentunit",
         ),
-        Panel("XID errors (last code)", ((f"max by (Hostname, gpu) (DCGM_FI_DEV_XID_ERRORS){_POOL_JOIN}", "{{Hostname}} gpu{{gpu}}"),)),
         Panel(
             "GPU utilization by pool",
             (
                 (
-                    f"avg by ({POOL}) (max by (Hostname, gpu) (DCGM_FI_DEV_GPU_UTIL){_POOL_JOIN})",
+                    f"avg by ({POOL}) (max by (node, gpu) (DCGM_FI_DEV_GPU_UTIL){_POOL_JOIN})",
                     f"{{{{{POOL}}}}}",
                 ),
             ),
             unit="percent",
+        ),
+        # what the GPU fault alerts read (docs/gpu-faults.md), per GPU of the pools shown
+        row("GPU health"),
+        Panel("XID errors (last code)", ((f"max by (node, gpu) (DCGM_FI_DEV_XID_ERRORS){_POOL_JOIN}", "{{node}} gpu{{gpu}}"),)),
+        Panel(
+            "ECC errors (10 min)",
+            (
+                (f"sum by (node, gpu) (increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[10m])){_POOL_JOIN}", "{{node}} gpu{{gpu}} double-bit"),
+                (f"sum by (node, gpu) (increase(DCGM_FI_DEV_ECC_SBE_VOL_TOTAL[10m])){_POOL_JOIN}", "{{node}} gpu{{gpu}} single-bit"),
+            ),
+            description="Double-bit errors are uncorrectable (GpuDoubleBitEccErrors); single-bit ones are corrected.",
+        ),
+        Panel(
+            "Memory rows: remap pending or failed",
+            (
+                (f"max by (node, gpu) (DCGM_FI_DEV_ROW_REMAP_PENDING){_POOL_JOIN}", "{{node}} gpu{{gpu}} pending"),
+                (f"max by (node, gpu) (DCGM_FI_DEV_ROW_REMAP_FAILURE){_POOL_JOIN}", "{{node}} gpu{{gpu}} failed"),
+            ),
+        ),
+        Panel(
+            "Time slowed by heat or power",
+            (
+                (f"max by (node, gpu) (rate(DCGM_FI_DEV_THERMAL_VIOLATION[5m]) / 1e9){_POOL_JOIN}", "{{node}} gpu{{gpu}} thermal"),
+                (f"max by (node, gpu) (rate(DCGM_FI_DEV_POWER_VIOLATION[5m]) / 1e9){_POOL_JOIN}", "{{node}} gpu{{gpu}} power"),
+            ),
+            unit="percentunit",
+            description="Share of time the GPU was held below its clocks (the violation counters count ns).",
+        ),
+        Panel(
+            "GPU nodes with a failed condition",
+            (
+                (
+                    f'max by (node, condition) (kube_node_status_condition{{condition=~"{"|".join(AGENT_CONDITIONS)}", '
+                    f'status="false"}}) * on (node) group_left ({POOL}) kube_node_labels{{{POOL}=~"$pool"}}',
+                    "{{node}} {{condition}}",
+                ),
+            ),
+            description="Conditions the EKS node monitoring agent sets; with karpenter.nodeRepair Karpenter replaces the node.",
         ),
     ),
 )

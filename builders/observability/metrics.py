@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from config.facts import dcgm
+
 VLLM_VERSION: Final = "0.33.0"
 
 # vllm/v1/metrics/loggers.py in the 0.33.0 wheel. Labels: model_name (= --served-model-name), engine.
@@ -77,38 +79,9 @@ def vllm_series() -> frozenset[str]:
     return frozenset(names)
 
 
-# DCGM exporter default counters: the uncommented rows of NVIDIA/dcgm-exporter etc/default-counters.csv
-# (checked at tag 4.5.3-4.8.2; the GPU operator's exporter runs with that file unless given its own).
-# DCGM_FI_DRIVER_VERSION is a label there, not a series.
-DCGM_SERIES: Final = frozenset(
-    {
-        "DCGM_FI_DEV_SM_CLOCK",
-        "DCGM_FI_DEV_MEM_CLOCK",
-        "DCGM_FI_DEV_MEMORY_TEMP",
-        "DCGM_FI_DEV_GPU_TEMP",
-        "DCGM_FI_DEV_POWER_USAGE",
-        "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
-        "DCGM_FI_DEV_PCIE_REPLAY_COUNTER",
-        "DCGM_FI_DEV_GPU_UTIL",
-        "DCGM_FI_DEV_MEM_COPY_UTIL",
-        "DCGM_FI_DEV_ENC_UTIL",
-        "DCGM_FI_DEV_DEC_UTIL",
-        "DCGM_FI_DEV_XID_ERRORS",
-        "DCGM_FI_DEV_FB_FREE",
-        "DCGM_FI_DEV_FB_USED",
-        "DCGM_FI_DEV_FB_RESERVED",
-        "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL",
-        "DCGM_FI_DEV_VGPU_LICENSE_STATUS",
-        "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
-        "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
-        "DCGM_FI_DEV_ROW_REMAP_FAILURE",
-        "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
-        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
-        "DCGM_FI_PROF_DRAM_ACTIVE",
-        "DCGM_FI_PROF_PCIE_TX_BYTES",
-        "DCGM_FI_PROF_PCIE_RX_BYTES",
-    }
-)
+# The DCGM fields the platform's counters file gives the GPU operator's exporter (config/facts/dcgm.py:
+# the exporter's defaults at 4.5.3-4.8.2, then ECC and throttling). DCGM_FI_DRIVER_VERSION is a label there.
+DCGM_SERIES: Final = dcgm.series()
 # KEDA 2.20 operator metrics (keda.sh docs, "Integrate with Prometheus": keda_scaler_detail_errors_total
 # replaced keda_scaler_errors_total) the rules and dashboards use.
 KEDA_SERIES: Final = frozenset({"keda_scaler_detail_errors_total", "keda_scaled_object_errors_total", "keda_scaler_metrics_value"})
@@ -129,6 +102,7 @@ KSM_SERIES: Final = frozenset(
         "kube_pod_status_phase",
         "kube_pod_container_resource_requests",
         "kube_node_labels",
+        "kube_node_status_condition",
         "kube_deployment_status_replicas_ready",
         "kube_deployment_status_replicas_available",
         "kube_pod_container_status_ready",

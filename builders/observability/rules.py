@@ -12,7 +12,7 @@ from typing import Any
 
 from builders.gateway import envoy, router
 from config.derived.path import SHED
-from config.facts import catalog
+from config.facts import catalog, dcgm
 from config.facts.conventions import HEADROOM_NAMESPACE, PROJECT, VLLM_PORT
 from config.sections.observability import AlertTuning, Slo
 from config.sections.types import duration_seconds
@@ -365,16 +365,125 @@ def alert_rules(models: list[ModelWatch], tuning: AlertTuning) -> list[dict[str,
             "Karpenter received {{ $labels.message_type }} interruption messages",
             "Spot interruptions, rebalance recommendations or health events are draining GPU nodes.",
         ),
-        _alert(
-            "GpuXidErrors",
-            "max by (Hostname, gpu) (max_over_time(DCGM_FI_DEV_XID_ERRORS[10m])) > 0",
-            "0m",
-            "critical",
-            "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported XID error {{ $value }}",
-            "The GPU driver reported an XID error; the node may need replacing.",
-        ),
+        *gpu_fault_alerts(),
     ]
     return rules
+
+
+RUNBOOK = "docs/gpu-faults.md"
+"""Each GPU fault alert's runbook: a section of this page, named by the alert's `runbook` annotation."""
+AGENT_CONDITIONS = ("AcceleratedHardwareReady", "KernelReady", "NetworkingReady", "StorageReady", "ContainerRuntimeReady")
+"""The node conditions the EKS node monitoring agent sets (wave3-facts Part A 5; EKS user guide node-health-nma)."""
+XID_REPLACE = (74, 79, 119, 120, 121, 140)
+"""XIDs whose default action by the node monitoring agent is Replace (13, 31, 48, 63, 64, 94, 95 are Reboot)."""
+
+
+def _gpu_alert(name: str, expr: str, duration: str, severity: str, summary: str, description: str) -> dict[str, Any]:
+    rule = _alert(name, expr, duration, severity, summary, description)
+    rule["annotations"]["runbook"] = f"{RUNBOOK}#{name.lower()}"
+    return rule
+
+
+def _bit(series: str, bit: int) -> str:
+    """1 where the bitmask series has this bit set (PromQL has no bitwise operator on samples)."""
+    return f"(floor({series} / {bit}) % 2)"
+
+
+def gpu_fault_alerts() -> list[dict[str, Any]]:
+    """GPU faults from the DCGM exporter (by node and GPU: the ServiceMonitor's `node` label) and the node
+    conditions the node monitoring agent sets, each with a runbook section."""
+    on = "{{ $labels.gpu }} on {{ $labels.node }}"
+    xid = "DCGM_FI_DEV_XID_ERRORS"
+    replace_codes = " or ".join(f"{xid} == {code}" for code in XID_REPLACE)
+    reasons = "DCGM_FI_DEV_CLOCKS_EVENT_REASONS"
+    slowed = " + ".join(_bit(reasons, bit) for bit in dcgm.CLOCKS_EVENT_FAULT_BITS.values())
+    others = "|".join(c for c in AGENT_CONDITIONS if c != "AcceleratedHardwareReady")
+    repair = (
+        "With karpenter.nodeRepair on, Karpenter deletes a node whose AcceleratedHardwareReady stays False for 10 minutes "
+        "(on 1.14.1 with no drain) and launches another; off, the node stays until someone drains it."
+    )
+    return [
+        _gpu_alert(
+            "GpuXidErrors",
+            f"max by (node, gpu) (max_over_time({xid}[10m])) > 0",
+            "0m",
+            "warning",
+            f"GPU {on} reported XID error {{{{ $value }}}}",
+            "The GPU driver reported an XID error; the node monitoring agent sets NvidiaXID<code>Error on the node. "
+            "Most codes are an application's fault or clear with a reboot; GpuXidNeedsReplacement says when not.",
+        ),
+        _gpu_alert(
+            "GpuXidNeedsReplacement",
+            f"max by (node, gpu) (max_over_time(({replace_codes})[10m:15s])) > 0",
+            "0m",
+            "critical",
+            f"GPU {on} reported XID {{{{ $value }}}}: the node needs replacing",
+            "XID " + ", ".join(str(c) for c in XID_REPLACE) + " are the codes whose action the node monitoring agent "
+            "sets to Replace (AcceleratedHardwareReady=False). " + repair,
+        ),
+        _gpu_alert(
+            "GpuDoubleBitEccErrors",
+            "sum by (node, gpu) (increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[10m])) > 0",
+            "0m",
+            "critical",
+            f"GPU {on}: uncorrectable (double-bit) ECC errors in the last 10 minutes",
+            "Memory the GPU could not correct: the process that held it got an error (XID 48, or 94/95 on A100 and later), and the "
+            "node monitoring agent reports NvidiaDoubleBitError (Replace). " + repair,
+        ),
+        _gpu_alert(
+            "GpuSingleBitEccErrors",
+            "sum by (node, gpu) (increase(DCGM_FI_DEV_ECC_SBE_VOL_TOTAL[1h])) > 0",
+            "15m",
+            "warning",
+            f"GPU {on}: corrected (single-bit) ECC errors for 15 minutes",
+            "Corrected memory errors serve no wrong answer, but a GPU that keeps correcting is wearing out: watch "
+            "GpuRowRemapPending and plan to drain the node.",
+        ),
+        _gpu_alert(
+            "GpuRowRemapPending",
+            "max by (node, gpu) (DCGM_FI_DEV_ROW_REMAP_PENDING) > 0",
+            "5m",
+            "warning",
+            f"GPU {on} has a memory row remap waiting for a GPU reset",
+            "The GPU retired a bad memory row; the remap takes effect at the next reset. Drain the node (Karpenter then "
+            "replaces it) when its traffic allows.",
+        ),
+        _gpu_alert(
+            "GpuRowRemapFailed",
+            "max by (node, gpu) (DCGM_FI_DEV_ROW_REMAP_FAILURE) > 0",
+            "0m",
+            "critical",
+            f"GPU {on} failed to remap a bad memory row",
+            "The GPU has no spare row left for a bad one: its memory is not reliable. Drain the node now. " + repair,
+        ),
+        _gpu_alert(
+            "GpuClocksSlowedDown",
+            f"max by (node, gpu) ({slowed}) > 0",
+            "10m",
+            "warning",
+            f"GPU {on} runs below its clocks for heat or a hardware fault",
+            "The driver reports a hardware slowdown, thermal slowdown or power brake (DCGM_FI_DEV_CLOCKS_EVENT_REASONS; the "
+            "software power cap, normal under load, is left out): the GPU serves slower than the plan assumes. A node "
+            "that stays slowed after a reboot needs replacing.",
+        ),
+        _gpu_alert(
+            "NodeAcceleratedHardwareNotReady",
+            'max by (node) (kube_node_status_condition{condition="AcceleratedHardwareReady", status="false"}) > 0',
+            "0m",
+            "critical",
+            "Node {{ $labels.node }}: the node monitoring agent marked its GPUs not ready",
+            "The agent found a GPU fault (an XID it acts on, a double-bit ECC error, an NVLink fault). " + repair,
+        ),
+        _gpu_alert(
+            "NodeConditionNotReady",
+            f'max by (node, condition) (kube_node_status_condition{{condition=~"{others}", status="false"}}) > 0',
+            "5m",
+            "warning",
+            "Node {{ $labels.node }}: {{ $labels.condition }} is False",
+            "The node monitoring agent found a kernel, network, storage or container runtime fault on this node. With "
+            "karpenter.nodeRepair on, Karpenter replaces it after 30 minutes; off, drain it.",
+        ),
+    ]
 
 
 def rule_groups(models: list[ModelWatch], tuning: AlertTuning) -> list[dict[str, Any]]:

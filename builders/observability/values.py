@@ -173,9 +173,20 @@ def _service_monitor(
     }
 
 
+GPU_NODE_LABEL = "node"
+"""The label every DCGM series carries for its node: the exporter pod's node name, as kube-state-metrics names it."""
+
+
 def dcgm_service_monitor(namespace: str, gpu_operator_namespace: str) -> dict[str, Any]:
-    """The GPU operator's DCGM exporter (its chart's own ServiceMonitor is off)."""
-    return _service_monitor("dcgm-exporter", namespace, gpu_operator_namespace, {"app": "nvidia-dcgm-exporter"}, "gpu-metrics", "15s")
+    """The GPU operator's DCGM exporter (its chart's own ServiceMonitor is off). Each series gets its node's
+    name as `node` (the pod's, which Prometheus attaches to every pod-backed endpoint), so alerts and
+    panels join kube_node_labels on it: the exporter's own host label is `Hostname` up to 4.5.3-4.8.2 and
+    `hostname` from 4.6.0-4.8.3 on (NVIDIA/dcgm-exporter#655), the pinned GPU operator's default."""
+    monitor = _service_monitor("dcgm-exporter", namespace, gpu_operator_namespace, {"app": "nvidia-dcgm-exporter"}, "gpu-metrics", "15s")
+    monitor["spec"]["endpoints"][0]["relabelings"] = [
+        {"action": "replace", "sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": GPU_NODE_LABEL}
+    ]
+    return monitor
 
 
 def karpenter_service_monitor(namespace: str) -> dict[str, Any]:

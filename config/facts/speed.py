@@ -32,6 +32,13 @@ class Figure:
     source: str
 
 
+NODE_REPAIR_ACCELERATED: Final = Figure(
+    600,
+    "s",
+    "Karpenter node repair deletes a node whose AcceleratedHardwareReady has been False this long",
+    "Karpenter 1.14.1 on AWS, NodeRepair gate on (forceful: no drain)",
+    "aws/karpenter-provider-aws pkg/cloudprovider/cloudprovider.go RepairPolicies (../shared/reference/wave3-facts.md Part A 5)",
+)
 HPA_SYNC_PERIOD: Final = Figure(15, "s", "HPA controller sync period (default)", "any cluster (EKS keeps the default)", HPA_DOCS)
 KARPENTER_BATCH_IDLE: Final = Figure(
     1, "s", "Karpenter waits this long after the last pending pod before it launches", "Karpenter defaults", KARPENTER_SETTINGS

@@ -11,6 +11,7 @@ from builders.observability import dashboards, metrics, rules
 from config.sections.observability import AlertTuning, Slo
 from offline import harness
 from tests.conftest import values
+from tests.support import gpu_faults
 from tests.support.alerts import GROUPS, MODELS, NS, all_expressions
 from tests.validators import promtool
 
@@ -493,31 +494,7 @@ CASES: dict[str, list[dict[str, Any]]] = {
             ],
         }
     ],
-    "GpuXidErrors": [
-        {
-            "interval": "1m",
-            "input_series": [
-                {"series": 'DCGM_FI_DEV_XID_ERRORS{Hostname="ip-10-0-1-1", gpu="0", UUID="GPU-a"}', "values": "0 0 79 0 0"},
-                {"series": 'DCGM_FI_DEV_XID_ERRORS{Hostname="ip-10-0-1-1", gpu="1", UUID="GPU-b"}', "values": "0 0 0 0 0"},
-            ],
-            "alert_rule_test": [
-                {"eval_time": "1m", "alertname": "GpuXidErrors", "exp_alerts": []},
-                {
-                    "eval_time": "3m",
-                    "alertname": "GpuXidErrors",
-                    "exp_alerts": [
-                        {
-                            "exp_labels": {"severity": "critical", "Hostname": "ip-10-0-1-1", "gpu": "0"},
-                            "exp_annotations": {
-                                "summary": "GPU 0 on ip-10-0-1-1 reported XID error 79",
-                                "description": "The GPU driver reported an XID error; the node may need replacing.",
-                            },
-                        }
-                    ],
-                },
-            ],
-        }
-    ],
+    **gpu_faults.CASES,
 }
 
 
@@ -679,3 +656,17 @@ def test_every_builder_query_uses_only_known_series_names() -> None:
     used = set().union(*(metrics.series_names_in(e) for e in all_expressions()))
     assert used - known == set()
     assert {"DCGM_FI_DEV_GPU_UTIL", "kube_node_labels", "karpenter_nodeclaims_created_total", "up"} <= used
+
+
+def test_every_gpu_fault_alert_has_its_runbook_section() -> None:
+    """docs/gpu-faults.md holds a section per GPU fault alert, at the anchor its `runbook` annotation names."""
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[2] / rules.RUNBOOK).read_text()
+    headings = {line[3:].strip().lower() for line in page.splitlines() if line.startswith("## ")}
+    alerts = rules.gpu_fault_alerts()
+    assert len(alerts) >= 9
+    for rule in alerts:
+        path, anchor = rule["annotations"]["runbook"].split("#")
+        assert path == rules.RUNBOOK
+        assert anchor in headings, f"{rule['alert']}: no '## {rule['alert']}' in {rules.RUNBOOK}"

@@ -13,10 +13,11 @@ from builders.karpenter import nodepools, overlays
 from config.derived import state
 from config.derived.scheduling import tolerates, uncovered
 from config.derived.sharing import GpuRequest, gpu_request, node_capacity
-from config.facts import catalog, karpenter_cel
+from config.facts import catalog, dcgm, karpenter_cel
 from offline import harness
 from tests.conftest import DEV, FIXTURES, PROD, fixture_run, parse, shared_path, stack_data, values
 from tests.fixtures.nodeoverlay_schema import SCHEMA as NODEOVERLAY_SCHEMA
+from tests.support.promql import rendered_queries, series_in
 from tests.validators import helm_values
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -92,6 +93,7 @@ def test_values_for_the_eks_nvidia_ami(prod_run: harness.RunResult) -> None:
         "enabled": True,
         "serviceMonitor": {"enabled": False},
         "env": [{"name": "DCGM_REMOTE_HOSTENGINE_INFO", "value": "localhost:5555"}],
+        "config": {"name": "dcgm-exporter-counters", "create": True, "data": dcgm.counters_csv()},
     }
     assert v["dcgm"] == {"enabled": False}
     assert v["operator"]["nodeSelector"] == {"kubernetes.io/os": "linux", "llm-platform.io/node-role": "system"}
@@ -99,8 +101,11 @@ def test_values_for_the_eks_nvidia_ami(prod_run: harness.RunResult) -> None:
 
 def test_values_keys_exist_upstream(dev_run: harness.RunResult, prod_run: harness.RunResult) -> None:
     upstream = helm_values.load(shared_path("helm-values", "gpu-operator-v26.7.0.values.yaml"))
+    # dcgmExporter.config.{name,create,data} are commented in the values file; templates/dcgm_exporter_config.yaml and
+    # clusterpolicy.yaml read them at v26.7.0 (the helm-values README's key-existence rule 4: allow-listed by name)
+    commented = ["dcgmExporter.config"]
     for run in (dev_run, prod_run):
-        assert helm_values.unknown_keys(_gpu_values(run)["values"], upstream) == []
+        assert helm_values.unknown_keys(_gpu_values(run)["values"], upstream) == commented
     assert helm_values.unknown_keys({"driver": {"useOpenKernelModules": True}, "operator": {"defaultRuntime": "containerd"}}, upstream) == [
         "driver.useOpenKernelModules",
         "operator.defaultRuntime",
@@ -271,3 +276,14 @@ def test_bottlerocket_pools_opt_out_of_the_operator_operands() -> None:
     cfg = parse(data)
     labels = nodepools.node_pool(cfg.gpu_pools[0], state.of(cfg).pool(cfg.gpu_pools[0].name))["spec"]["template"]["metadata"]["labels"]
     assert labels["nvidia.com/gpu.deploy.operands"] == "false"
+
+
+def test_the_counters_file_holds_every_dcgm_field_a_rule_or_panel_reads(prod_run: harness.RunResult) -> None:
+    """An alert on a field the exporter does not collect never fires: every DCGM series in the rendered
+    rules and dashboards is a line of the counters file the exporter is given."""
+    csv = _gpu_values(prod_run)["values"]["dcgmExporter"]["config"]["data"]
+    collected = {line.split(",")[0] for line in csv.splitlines() if line and not line.startswith("#")}
+    read = {name for _, expr in rendered_queries(prod_run.registrations) for name in series_in(expr) if name.startswith("DCGM_FI_")}
+    assert {"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_XID_ERRORS"} <= read
+    assert read <= collected
+    assert all(len(line.split(",")) == 3 for line in csv.splitlines() if line and not line.startswith("#"))

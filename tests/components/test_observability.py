@@ -183,7 +183,11 @@ def test_a_stack_at_zero_still_monitors_its_gateway() -> None:
 def test_dcgm_and_karpenter_monitors(prod_run: harness.RunResult) -> None:
     monitors = {r.name: values(r)["spec"] for r in prod_run.of_type(f"{MON}:ServiceMonitor")}
     assert monitors["observability-dcgm"]["namespaceSelector"] == {"matchNames": ["gpu-operator"]}
-    assert monitors["observability-dcgm"]["endpoints"] == [{"port": "gpu-metrics", "path": "/metrics", "interval": "15s"}]
+    # every DCGM series carries its node's name as `node`, whatever the exporter calls its host label
+    relabel = {"action": "replace", "sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node"}
+    assert monitors["observability-dcgm"]["endpoints"] == [
+        {"port": "gpu-metrics", "path": "/metrics", "interval": "15s", "relabelings": [relabel]}
+    ]
     assert monitors["observability-karpenter"]["namespaceSelector"] == {"matchNames": ["kube-system"]}
 
 
