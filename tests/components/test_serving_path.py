@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import hashlib
 import json
 import math
 import typing
@@ -66,6 +67,16 @@ def test_a_rotated_key_changes_the_pod_template(rotated: tuple[harness.RunResult
     assert _fingerprint(first) == _fingerprint(again)
     assert _fingerprint(first) != _fingerprint(second)
     assert _fingerprint(first) == builders.api_key_fingerprint(TLS, "llama-3-1-8b", "first-key-0123456789abcdef-0123456789abcdef")
+
+
+def test_guessing_the_key_from_its_fingerprint_costs_100000_pbkdf2_rounds_a_guess(rotated: tuple[harness.RunResult, ...]) -> None:
+    """An independent oracle, not the builder: the rendered fingerprint is PBKDF2-HMAC-SHA256 at 100,000
+    rounds, salted per stack and model, 8 bytes; fewer rounds or no salt render another value."""
+    first = rotated[0]
+    key = "first-key-0123456789abcdef-0123456789abcdef"
+    salt = f"llm-platform/{TLS}/llama-3-1-8b/api-key".encode()
+    assert _fingerprint(first) == hashlib.pbkdf2_hmac("sha256", key.encode(), salt, 100_000, dklen=8).hex()
+    assert _fingerprint(first) != hashlib.pbkdf2_hmac("sha256", key.encode(), salt, 99_999, dklen=8).hex()
 
 
 def test_the_template_carries_a_fingerprint_never_the_key(rotated: tuple[harness.RunResult, ...]) -> None:
