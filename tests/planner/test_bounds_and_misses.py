@@ -292,3 +292,20 @@ def test_the_saturated_oracle_counts_every_shared_prefix_as_cached() -> None:
     without = oracle.replicas_needed(cfg, {name: plain}, HOUR)[name]
     with_prefixes = oracle.replicas_needed(cfg, {name: shared}, HOUR)[name]
     assert with_prefixes.sum() < without.sum()
+
+
+def test_the_saturated_oracle_rounds_a_minutes_replicas_up_never_down() -> None:
+    """A minute whose arrivals are a little over two replicas' saturated rate needs three replicas (one that
+    counts too few passes every test that only asks it to count no more than the fleet)."""
+    cfg = parse(_single("llama-3-1-8b", 1, 3))
+    (model,) = cfg.models
+    pool = cfg.pool(model.pool)
+    assert pool is not None
+    rate = performance(model, pool).saturated_requests_per_second(512.0, 128.0)
+    minutes = 3
+    per_minute = [math.floor(2 * rate * MINUTE) + 1, math.floor(2 * rate * MINUTE) - 1, 1]  # just over two, just under, one
+    arrival = np.concatenate([m * MINUTE + np.linspace(0, MINUTE, n, endpoint=False) for m, n in enumerate(per_minute)])
+    n = len(arrival)
+    reqs = Requests(arrival, np.full(n, 512), np.full(n, 128))
+    needed = oracle.replicas_needed(cfg, {model.name: reqs}, minutes * MINUTE)[model.name]
+    assert needed.tolist()[:minutes] == [3, 2, 1]

@@ -305,3 +305,24 @@ def test_the_scenarios_reach_every_outcome() -> None:
         seen["503"] += replay.shed_no_endpoints
         seen["vLLM 503"] += replay.refused
     assert all(seen.values()), seen
+
+
+# -- flow control's order: first come, first served, a new request behind the held ones ------------------
+def test_the_gateway_sends_requests_on_in_arrival_order_a_new_one_behind_the_held() -> None:
+    """llm-d-router v0.10.0 queues every request of a flow in flow control and dispatches the head of the
+    queue: its default ordering policy is FCFS (pkg/epp/flowcontrol/registry/config.go:33-34,
+    DefaultOrderingPolicyRef = fcfs; pkg/epp/framework/plugins/flowcontrol/ordering/fcfs/fcfs.go:71-83, Less
+    by enqueue time) and a dispatch cycle peeks at the head only (pkg/epp/flowcontrol/controller/internal/
+    processor.go:374-412, head-of-line blocking). So a request arriving while others are held goes out after
+    them, never ahead, even at an instant the pool has room: each request's departure from the gateway
+    (its arrival, or its release when held) never precedes an earlier arrival's."""
+    cfg = _burst_fleet()
+    result = _replay(cfg, _burst(), SECONDS, _covering(cfg))
+    replay = result.models[MODEL]
+    held = ~np.isnan(replay.held_seconds)
+    assert held.any()
+    sent = np.where(held, _released(replay), replay.requests.arrival)
+    assert np.all(np.diff(sent) >= 0), "a request left the gateway before one that arrived earlier"
+    # requests kept arriving while others were held, and went behind them
+    first_held = int(np.flatnonzero(held)[0])
+    assert held[first_held:].sum() > 100

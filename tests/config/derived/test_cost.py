@@ -78,3 +78,31 @@ def test_the_fixed_costs_are_named_and_counted_from_the_stack() -> None:
         m["expose"] = False
         m["clientNamespaces"] = ["chat"]
     assert "application load balancer" not in {f.name for f in summarize(parse(data)).fixed}
+
+
+def test_a_system_group_of_two_types_costs_its_cheapest_at_min_and_its_dearest_at_max() -> None:
+    """Independent of the shipped stacks (one system type each): m6i.xlarge is cheaper than m7i.xlarge, so
+    the floor counts m6i at minSize and the ceiling m7i at maxSize, whatever the list's order."""
+    assert PRICE["m6i.xlarge"] < PRICE["m7i.xlarge"]
+    one = summarize(parse(stack_data(DEV)))
+    for order in (["m7i.xlarge", "m6i.xlarge"], ["m6i.xlarge", "m7i.xlarge"]):
+        data = stack_data(DEV)
+        data["cluster"]["systemNodeGroup"]["instanceTypes"] = order
+        group = data["cluster"]["systemNodeGroup"]
+        two = summarize(parse(data))
+        assert two.system_floor == pytest.approx(group["minSize"] * PRICE["m6i.xlarge"])
+        assert two.system_ceiling == pytest.approx(group["maxSize"] * PRICE["m7i.xlarge"])
+        # the GPU side is unchanged
+        assert two.compute_ceiling - two.system_ceiling == pytest.approx(one.compute_ceiling - one.system_ceiling)
+
+
+def test_warm_headroom_at_the_ceiling_is_the_pools_dearest_type_that_holds_it() -> None:
+    """Prod's single-GPU pool holds g6 and g5 types that differ in price: the warm GPU's ceiling is the
+    dearest single-GPU type of those families (g5.8xlarge in the catalog), its floor the cheapest (g6.xlarge)."""
+    (warm,) = summarize(parse(stack_data(PROD))).headroom
+    pool = next(p for p in parse(stack_data(PROD)).gpu_pools if p.name == warm.pool)
+    single = {t.name: t.price_per_hour for t in catalog.INSTANCE_TYPES.values() if t.family in {"g6", "g5"} and t.gpu_count == 1}
+    assert {t.name for t in pool.resolved_instance_types()} == set(single)
+    assert warm.floor == pytest.approx(min(single.values())) == pytest.approx(PRICE["g6.xlarge"])
+    assert warm.ceiling == pytest.approx(max(single.values()))
+    assert warm.ceiling > warm.floor
