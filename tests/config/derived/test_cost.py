@@ -16,10 +16,13 @@ def test_dev_floor_and_ceiling() -> None:
     costs = summarize(parse(stack_data(DEV)))
     # floor: 2 x m7i.xlarge + 1 replica on one g6.xlarge, the cheapest single-GPU type
     assert costs.compute_floor == pytest.approx(2 * PRICE["m7i.xlarge"] + PRICE["g6.xlarge"])
-    assert costs.floor == pytest.approx(costs.compute_floor + costs.fixed_per_hour)
+    # the fixed costs, from AWS's us-east-1 list prices (not the module's constants): the control plane at
+    # $0.10/h, dev's one NAT gateway at $0.045/h, the ALB at $0.0225/h, a KMS key at $1 a month
+    fixed = 0.10 + 0.045 + 0.0225 + 1 / catalog.HOURS_PER_MONTH
+    assert costs.floor == pytest.approx(2 * PRICE["m7i.xlarge"] + PRICE["g6.xlarge"] + fixed)
     # ceiling: 3 x m7i.xlarge + 3 replicas on three g5.2xlarge, the priciest allowed type
     assert costs.compute_ceiling == pytest.approx(3 * PRICE["m7i.xlarge"] + 3 * PRICE["g5.2xlarge"])
-    assert costs.ceiling == pytest.approx(costs.compute_ceiling + costs.fixed_per_hour)
+    assert costs.ceiling == pytest.approx(3 * PRICE["m7i.xlarge"] + 3 * PRICE["g5.2xlarge"] + fixed)
     assert (costs.models[0].nodes_min, costs.models[0].nodes_max) == (1, 3)
 
 
