@@ -17,6 +17,7 @@ from config.sections import images
 from offline import harness
 from tests.conftest import DEV, PROD, fixture_run, parse, stack_data, values
 from tests.support.iam import s3_allows
+from tests.support.workloads import model_pod as _pod
 
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 JOB = "kubernetes:batch/v1:Job"
@@ -26,11 +27,6 @@ REPOSITORY = "models/meta-llama/Llama-3.1-8B-Instruct/"
 PREFIX = f"{REPOSITORY}{REVISION}"
 REGISTRY = "123456789012.dkr.ecr.us-east-1.amazonaws.com"
 CACHED_IMAGE = f"{REGISTRY}/llm-prod-docker-hub/vllm/vllm-openai:v0.33.0@sha256:{'0' * 64}"  # the fixture pins digests
-
-
-def _pod(run: harness.RunResult, model: str) -> dict[str, Any]:
-    spec: dict[str, Any] = values(run.one(DEPLOYMENT, f"model-{model}-deployment"))["spec"]["template"]["spec"]
-    return spec
 
 
 def _one(run: harness.RunResult, type_token: str, name: str) -> dict[str, Any]:

@@ -14,13 +14,14 @@ from config.derived import state
 from config.facts.conventions import CONFIG_HASH_ANNOTATION
 from offline import harness
 from tests.conftest import DEV, parse, stack_data, values
+from tests.support import gateway as gw
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 BUDGET = "kubernetes:policy/v1:PodDisruptionBudget"
 
 
 def _router_releases(run: harness.RunResult) -> dict[str, dict[str, object]]:
-    return {values(r)["name"]: values(r) for r in run.of_type(RELEASE) if r.name.endswith("-router")}
+    return {values(r)["name"]: values(r) for r in gw.router_releases(run).values()}
 
 
 def test_pulumi_does_not_wait_on_helm_for_a_router_but_still_does_for_the_rest(prod_run: harness.RunResult) -> None:

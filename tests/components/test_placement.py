@@ -8,12 +8,8 @@ from typing import Any
 from config.derived import cost, state
 from config.facts import catalog
 from offline import harness
-from tests.conftest import PROD, parse, stack_data, values
-
-
-def _pod(run: harness.RunResult, model: str) -> dict[str, Any]:
-    spec: dict[str, Any] = values(run.one("kubernetes:apps/v1:Deployment", f"model-{model}-deployment"))["spec"]["template"]["spec"]
-    return spec
+from tests.conftest import PROD, parse, stack_data
+from tests.support.workloads import model_pod as _pod
 
 
 def _place(constraint: dict[str, Any], zones: dict[str, int], pending: int) -> list[str]:

@@ -19,6 +19,7 @@ from config.sections.types import parse_quantity
 from offline import harness, render
 from offline.mocks import Registration, unwrap_secrets
 from tests.conftest import DEV, FIXTURES, PROD, fixture_run, parse, shared_path, stack_data, values
+from tests.support.workloads import model_pod as _pod
 from tests.validators import crds, helm_values, promtool
 
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
@@ -206,11 +207,6 @@ def test_each_trigger_query_returns_exactly_one_sample() -> None:
 def _vllm_deployments(run: harness.RunResult) -> list[Registration]:
     """The models' Deployments (not the headroom placeholders')."""
     return [r for r in run.of_type(DEPLOYMENT) if r.parent.startswith("llmplatform:index:VllmModel::") and r.name.endswith("-deployment")]
-
-
-def _pod(run: harness.RunResult, model: str) -> dict[str, Any]:
-    spec: dict[str, Any] = values(run.one(DEPLOYMENT, f"model-{model}-deployment"))["spec"]["template"]["spec"]
-    return spec
 
 
 def test_pod_meets_pod_security_restricted(prod_run: harness.RunResult) -> None:

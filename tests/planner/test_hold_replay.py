@@ -17,7 +17,8 @@ from config.derived.hold import Hold
 from config.sections.stack import StackConfig
 from planner import traffic
 from planner.simulate import HPA_SYNC_SECONDS, REFUSED, SHED_NO_ENDPOINTS, SHED_TTL, ModelReplay, Options, Result, simulate
-from tests.conftest import DEV, parse, stack_data
+from tests.conftest import parse, stack_data
+from tests.support.mutations import dev_with
 
 MODEL = "llama-3-1-8b"
 BURST_AT = 300
@@ -32,9 +33,8 @@ SHORT_SECONDS = 1200
 
 
 def _dev(**model: Any) -> StackConfig:
-    data = copy.deepcopy(stack_data(DEV))
-    data["models"][0].update(model)
-    return parse(data)
+    cfg: StackConfig = dev_with(**model)
+    return cfg
 
 
 def _burst_fleet() -> StackConfig:

@@ -24,6 +24,7 @@ from planner import oracle, plan, prices, traffic
 from planner.fleet import Pool
 from planner.simulate import HPA_SYNC_SECONDS, Options, simulate
 from tests.conftest import DEV, PROD, parse, stack_data
+from tests.support.mutations import dev_with
 
 HOUR = 3600
 
@@ -48,9 +49,8 @@ def _per_hour(result: Any, seconds: int) -> float:
 
 
 def _dev(**model: Any) -> StackConfig:
-    data = copy.deepcopy(stack_data(DEV))
-    data["models"][0].update(model)
-    return parse(data)
+    cfg: StackConfig = dev_with(**model)
+    return cfg
 
 
 # -- invariants --------------------------------------------------------------------------------------

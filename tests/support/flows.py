@@ -35,12 +35,12 @@ import yaml
 from builders import network_policies as netpol
 from builders.network import subnet_plan
 from config import stack_file
-from config.facts import versions
 from config.facts.conventions import KEDA_NAMESPACE, VLLM_PORT
 from config.sections.network import ExistingVpc
 from config.sections.stack import StackConfig
 from offline import harness
 from tests.conftest import FIXTURES, fixture_input, fixture_run, parse, stack_data, values
+from tests.support import gateway as gw
 from tests.validators.netpol import Cluster, Endpoint, Service, selects
 
 NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
@@ -216,10 +216,6 @@ def stack_run(stack: str) -> tuple[StackConfig, harness.RunResult]:
     return parse(data), harness.run(inp)
 
 
-def router_releases(run: harness.RunResult) -> list[dict[str, Any]]:
-    return [values(r) for r in run.of_type(RELEASE) if values(r)["chart"] == versions.LLM_D_ROUTER.name]
-
-
 def http_add_on_remnants(run: harness.RunResult) -> list[str]:
     """What the render still holds of the KEDA HTTP add-on: a resource of its API group (InterceptorRoute,
     HTTPScaledObject), its Helm release, the `interceptor` NetworkPolicy or any policy selecting its pods, an
@@ -293,7 +289,7 @@ def build_world(stack: str, policies: list[dict[str, Any]] | None = None) -> Wor
         add(key, ns, labels, named)
     services: dict[str, Service] = {}
     gateways: dict[str, Gateway] = {}
-    for release in router_releases(run):
+    for release in (values(r) for r in gw.router_releases(run).values()):
         name, ns, chart_values = release["name"], release["namespace"], release["values"]
         router = chart_values["router"]
         base = gateway_base(name)

@@ -22,3 +22,14 @@ EXISTING_VPC: dict[str, Any] = {
     "loadBalancerSubnetCidrs": ["10.60.0.0/18", "10.60.64.0/18"],
 }
 """A valid `network` of mode existing: each bad input changes one thing of it."""
+
+
+def dev_with(**model: Any) -> Any:
+    """minimal-dev parsed with its first model's fields updated (camelCase keys)."""
+    import copy
+
+    from tests.conftest import DEV, parse, stack_data
+
+    data = copy.deepcopy(stack_data(DEV))
+    data["models"][0].update(model)
+    return parse(data)

@@ -10,6 +10,7 @@ from policy import checks
 from tests.conftest import values
 
 POD = "kubernetes:core/v1:Pod"
+DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 CRON_JOB = "kubernetes:batch/v1:CronJob"
 WORKLOAD_KINDS = (*checks.WORKLOADS, CRON_JOB, POD)
 """Deployments, StatefulSets, DaemonSets, Jobs, CronJobs and bare Pods: every kind that runs containers."""
@@ -146,3 +147,9 @@ def secret_env_findings(regs: list[Registration]) -> list[str]:
                 if str(arg).split("=", 1)[0] in checks.SECRET_FLAGS:
                     out.append(f"{where} passes {str(arg).split('=', 1)[0]} on the command line")
     return out
+
+
+def model_pod(run: Any, model: str) -> dict[str, Any]:
+    """The pod spec of a model's replicas (its Deployment's template), from an offline run."""
+    spec: dict[str, Any] = values(run.one(DEPLOYMENT, f"model-{model}-deployment"))["spec"]["template"]["spec"]
+    return spec
