@@ -16,6 +16,7 @@ def rule_image_cache(cfg: StackConfig) -> Iterator[Problem]:
     """imageCache: every model image comes from a registry the cache fronts, and Docker Hub has its credential."""
     if not cfg.image_cache.enabled:
         return
+    credential_said = False  # once for the stack, and the other models' registries still checked
     for path, m, _ in models_with_pools(cfg):
         upstream = images.upstream_for(m.image.repository)
         if upstream is None:
@@ -27,14 +28,14 @@ def rule_image_cache(cfg: StackConfig) -> Iterator[Problem]:
                 "Fix: nothing, if that is intended (e.g. your own ECR); or mirror it to a supported registry",
                 "warning",
             )
-        elif upstream.needs_credential and cfg.image_cache.docker_hub_username is None:
+        elif upstream.needs_credential and cfg.image_cache.docker_hub_username is None and not credential_said:
+            credential_said = True
             yield Problem(
                 "imageCache.dockerHubUsername",
                 f"is not set, but the image of {m.name} comes from Docker Hub, which ECR's pull-through cache only "
                 "imports from with a Docker Hub user and access token. Fix: set imageCache.dockerHubUsername and the "
                 "dockerHubAccessToken secret, or set imageCache.enabled: false",
             )
-            return
 
 
 def rule_streamer_flags(cfg: StackConfig) -> Iterator[Problem]:

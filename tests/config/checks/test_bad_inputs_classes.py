@@ -562,3 +562,19 @@ def test_valid_variants_render(case: str) -> None:
     overrides = {f"llm-platform:{k}": v for k, v in data.items() if k not in ("region", "environment")}
     result = harness.run(fixture_input(DEV, overrides=overrides))
     assert result.outputs["clusterName"] == data["cluster"]["name"]
+
+
+def test_the_missing_docker_hub_credential_is_said_once_and_the_other_models_still_checked() -> None:
+    """Two Docker Hub models and one from a registry the cache does not front: one credential error (not one per
+    model), and the third model's warning still comes (the rule used to stop at the first error)."""
+
+    def mutate(d: dict[str, Any]) -> None:
+        d.update(imageCache={"enabled": True})
+        first = m0(d)
+        second = {**first, "name": "llama-copy", "huggingFaceId": first["huggingFaceId"]}
+        third = {**first, "name": "llama-ghcr", "image": {"repository": "ghcr.io/acme/vllm", "tag": "v0.33.0"}}
+        d["models"] += [second, third]
+
+    found = new_problems_after(mutate, DEV)
+    assert sum(p.startswith("imageCache.dockerHubUsername: is not set") for p in found) == 1
+    assert any(p.startswith("models[llama-ghcr].image.repository: imageCache is on but ghcr.io") for p in found), found
