@@ -50,7 +50,8 @@ def rule_model_names(cfg: StackConfig) -> Iterator[Problem]:
             yield Problem(
                 f"{path}.name",
                 f"name too long: KEDA names the HPA {hpa[:20]}... ({len(hpa)} characters), which must "
-                f"be at most {K8S_NAME_MAX}. Fix: use at most {K8S_NAME_MAX - len(HPA_PREFIX)} characters",
+                f"be at most {K8S_NAME_MAX}. Fix: use at most {min(K8S_NAME_MAX - len(HPA_PREFIX), RELEASE_NAME_MAX)} characters "
+                "(the longest name the HPA and the gateway's Helm release both allow)",
             )
 
 

@@ -213,7 +213,7 @@ EXPECTED: dict[str, list[str]] = {
         "ingress.certificateArn: is not set: llama-3-1-8b, llama-3-1-8b are served over plain HTTP inside the VPC. Fix: set an ACM certificate ARN to serve HTTPS (HTTP then redirects)",
     ],
     "hpa-name-too-long": [
-        "models[mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm].name: name too long: KEDA names the HPA keda-hpa-mmmmmmmmmmm... (64 characters), which must be at most 63. Fix: use at most 54 characters",
+        "models[mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm].name: name too long: KEDA names the HPA keda-hpa-mmmmmmmmmmm... (64 characters), which must be at most 63. Fix: use at most 53 characters (the longest name the HPA and the gateway's Helm release both allow)",
         "models[mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm].name: name too long: the model's gateway is a Helm release named after it (55 characters) and Helm allows 53. Fix: use at most 53 characters",
         "ingress.certificateArn: is not set: mmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmmm is served over plain HTTP inside the VPC. Fix: set an ACM certificate ARN to serve HTTPS (HTTP then redirects)",
     ],
