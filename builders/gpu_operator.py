@@ -68,9 +68,9 @@ def gpu_operator_values(cfg: GpuOperatorConfig, pools: list[GpuPool], host_engin
     """Values for the EKS AL2023 NVIDIA AMI: driver and toolkit come with the AMI.
 
     `host_engine`: the node's DCGM host engine the exporter reads (the node monitoring agent's, at
-    localhost:5555), so the node runs one engine; None: the exporter embeds its own. The operator runs
-    an exporter whose engine starts with `localhost` on the host network (controllers/object_controls.go
-    at v26.7.0, "DCGM running on the host itself"), and its own standalone engine stays off."""
+    localhost:5555), so the node runs one engine; None: the exporter embeds its own. The exporter then runs
+    on the host network (`dcgmExporter.hostNetwork`), where the node's localhost is, and the operator's own
+    standalone engine stays off."""
     daemonset_tolerations = tolerations(pools)
     values: dict[str, Any] = {
         "driver": {"enabled": False},
@@ -89,7 +89,10 @@ def gpu_operator_values(cfg: GpuOperatorConfig, pools: list[GpuPool], host_engin
             # Scraped by the platform's own ServiceMonitor (observability), so this release does
             # not need the Prometheus CRDs to exist first.
             "serviceMonitor": {"enabled": False},
-            **({"env": [{"name": DCGM_REMOTE_HOSTENGINE, "value": host_engine}]} if host_engine else {}),
+            # the engine at the node's localhost is reachable from the node's network only: the operator does not
+            # infer it from values' env (its localhost check reads the base DaemonSet's, controllers/object_controls.go
+            # 1828-1839 at v26.7.0, before values' env is applied at 1936), so hostNetwork is set here (applied at 1842)
+            **({"env": [{"name": DCGM_REMOTE_HOSTENGINE, "value": host_engine}], "hostNetwork": True} if host_engine else {}),
             # the platform's counters file: the exporter's defaults plus the ECC and throttling fields the GPU
             # fault alerts read (config/facts/dcgm.py); the chart creates the ConfigMap, the operator mounts it
             "config": {"name": dcgm.CONFIGMAP, "create": True, "data": dcgm.counters_csv()},

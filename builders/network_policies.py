@@ -194,8 +194,9 @@ def keda(cfg: StackConfig) -> list[dict[str, Any]]:
 
 def gpu_operator(cfg: StackConfig) -> list[dict[str, Any]]:
     scrape = prometheus_peer(cfg.observability.namespace)
-    # the exporter reads the node monitoring agent's host engine on the host network (builders/node_monitoring.py),
-    # outside every policy: Prometheus reaches it at the GPU node's address; else it is a pod of this namespace
+    # with the node monitoring agent the exporter runs on the host network (it reads the agent's engine at the node's
+    # localhost: builders/gpu_operator.py), outside every policy: Prometheus reaches it at the GPU node's address;
+    # else it is a pod of this namespace
     ports = (CONTROLLER_METRICS_PORT,) if cfg.node_monitoring.enabled else (DCGM_EXPORTER_PORT, CONTROLLER_METRICS_PORT)
     ingress = [{"from": [scrape], "ports": tcp(*ports)}]
     return _platform_namespace(cfg.gpu_operator.namespace, cfg.vpc_cidrs, ingress, [])

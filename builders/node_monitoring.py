@@ -7,8 +7,9 @@ DCGM 4.6.1). A second engine on the node (dcgm-exporter's embedded one, the GPU 
 makes the agent report DCGMError, which sets AcceleratedHardwareReady=False on a healthy node and, with
 karpenter.nodeRepair, replaces it. So `dcgm-server` is the engine: it tolerates every GPU pool's taints
 (its default tolerates none) and runs on exactly the GPU pools' nodes, and the GPU operator's exporter
-reads it (builders/gpu_operator.py: DCGM_REMOTE_HOSTENGINE_INFO=localhost:5555, which makes the
-operator run the exporter on the host network; the operator's own `nvidia-dcgm` stays off). The agent
+reads it (builders/gpu_operator.py: DCGM_REMOTE_HOSTENGINE_INFO=localhost:5555 with the exporter on the
+host network, where the node's localhost is; the operator's own `nvidia-dcgm` stays off). Until
+dcgm-server answers on a new node the exporter restarts (a few minutes without GPU metrics there). The agent
 itself keeps the chart's toleration of every taint: it watches system and GPU nodes alike.
 """
 
@@ -83,9 +84,9 @@ def values(cfg: StackConfig) -> dict[str, Any]:
     """The chart's values: the agent on every node, its DCGM host engine on every GPU pool's node."""
     region = image_region(cfg.region)
     base: dict[str, Any] = {
+        # dcgm-server runs this image too (the chart's dcgmAgent.image applies only with its own tag)
         "nodeAgent": {"image": {"region": region, "account": EKS_REGISTRY_ACCOUNT}},
         "dcgmAgent": {
-            "image": {"region": region, "account": EKS_REGISTRY_ACCOUNT},
             "tolerations": tolerations(list(cfg.gpu_pools)),
             "affinity": gpu_nodes_affinity(cfg),
         },

@@ -237,7 +237,8 @@ class Options:
     (what they ran or queued is cut, unanswered) and it holds nothing new; with node repair Karpenter
     deletes it after speed.NODE_REPAIR_ACCELERATED and its pods start again through a new node (a miss)."""
     node_repair: bool | None = None
-    """Whether Karpenter repairs a failed node; None: the stack's karpenter.nodeRepair. Off, it stays failed."""
+    """Whether Karpenter repairs a failed node; None: the stack's karpenter.nodeRepair. Either way only with the node
+    monitoring agent (nodeMonitoring.enabled), whose condition the repair acts on. Off, the node stays failed."""
 
 
 @dataclass
@@ -550,7 +551,9 @@ class Replay:
         for name in self.pools:
             self.series[f"pool:{name}"] = {"nodes": []}
         self.minute_desired = dict.fromkeys(self.models, 0)
-        self.repairing = options.node_repair if options.node_repair is not None else cfg.karpenter.node_repair
+        # Karpenter repairs a GPU fault only from the node monitoring agent's AcceleratedHardwareReady condition
+        chosen = options.node_repair if options.node_repair is not None else cfg.karpenter.node_repair
+        self.repairing = chosen and cfg.node_monitoring.enabled
         self.fault_cap: dict[str, int] = {}
         """Per pool, the most nodes its GPU limit allows: the candidate failures' rate is per that many."""
         self.faults = self._fault_times()
@@ -657,7 +660,9 @@ class Replay:
             p.backdate(0.0)
 
     def run(self, progress: Callable[[int], None] | None = None) -> Result:
-        phases = (self.arrivals, self.serving, self.gpu_faults, self.control_loop, self.provisioning, self.terminations, self.accounting)
+        # a second's GPU faults first: a failure at `at` cuts what its replicas hold at that instant (completions
+        # before it booked), before the second's arrivals and completions go on
+        phases = (self.gpu_faults, self.arrivals, self.serving, self.control_loop, self.provisioning, self.terminations, self.accounting)
         t = 0
         while t < self.options.seconds:
             for phase in phases:
@@ -751,6 +756,8 @@ class Replay:
     def _repair(self, name: str, node: Node, at: float) -> None:
         """Karpenter deletes the node with no drain (1.14.1); the ReplicaSets start its pods again, pending."""
         pool = self.pools[name]
+        if node.gone_at is not None:
+            return  # consolidation removed it first (empty): nothing left to repair
         pool.repair(node, at)
         self.failed[name] = [(f, at if f == node.failed_at else r) for f, r in self.failed[name]]
         for s in self.models.values():

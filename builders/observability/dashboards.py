@@ -294,12 +294,15 @@ GPUS = Dashboard(
         ),
         # what the GPU fault alerts read (docs/gpu-faults.md), per GPU of the pools shown
         row("GPU health"),
-        Panel("XID errors (last code)", ((f"max by (node, gpu) (DCGM_FI_DEV_XID_ERRORS){_POOL_JOIN}", "{{node}} gpu{{gpu}}"),)),
+        Panel(
+            "XID errors (5-minute window, by code)",
+            ((f"max by (node, gpu, xid) (DCGM_EXP_XID_ERRORS_COUNT){_POOL_JOIN}", "{{node}} gpu{{gpu}} XID {{xid}}"),),
+        ),
         Panel(
             "ECC errors (10 min)",
             (
-                (f"sum by (node, gpu) (increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[10m])){_POOL_JOIN}", "{{node}} gpu{{gpu}} double-bit"),
-                (f"sum by (node, gpu) (increase(DCGM_FI_DEV_ECC_SBE_VOL_TOTAL[10m])){_POOL_JOIN}", "{{node}} gpu{{gpu}} single-bit"),
+                (f"max by (node, gpu) (increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[10m])){_POOL_JOIN}", "{{node}} gpu{{gpu}} double-bit"),
+                (f"max by (node, gpu) (increase(DCGM_FI_DEV_ECC_SBE_VOL_TOTAL[10m])){_POOL_JOIN}", "{{node}} gpu{{gpu}} single-bit"),
             ),
             description="Double-bit errors are uncorrectable (GpuDoubleBitEccErrors); single-bit ones are corrected.",
         ),

@@ -390,13 +390,13 @@ def _bit(series: str, bit: int) -> str:
 
 
 def gpu_fault_alerts() -> list[dict[str, Any]]:
-    """GPU faults from the DCGM exporter (by node and GPU: the ServiceMonitor's `node` label) and the node
-    conditions the node monitoring agent sets, each with a runbook section."""
+    """GPU faults from the DCGM exporter (by node and GPU: the ServiceMonitor's `node` label; device counters by
+    `max`, since a MIG node repeats its GPU's per slice) and the node conditions the node monitoring agent sets,
+    each with a runbook section."""
     on = "{{ $labels.gpu }} on {{ $labels.node }}"
-    xid = "DCGM_FI_DEV_XID_ERRORS"
-    replace_codes = " or ".join(f"{xid} == {code}" for code in XID_REPLACE)
     reasons = "DCGM_FI_DEV_CLOCKS_EVENT_REASONS"
     slowed = " + ".join(_bit(reasons, bit) for bit in dcgm.CLOCKS_EVENT_FAULT_BITS.values())
+    replace = "|".join(str(code) for code in XID_REPLACE)
     others = "|".join(c for c in AGENT_CONDITIONS if c != "AcceleratedHardwareReady")
     repair = (
         "With karpenter.nodeRepair on, Karpenter deletes a node whose AcceleratedHardwareReady stays False for 10 minutes "
@@ -405,37 +405,39 @@ def gpu_fault_alerts() -> list[dict[str, Any]]:
     return [
         _gpu_alert(
             "GpuXidErrors",
-            f"max by (node, gpu) (max_over_time({xid}[10m])) > 0",
+            "max by (node, gpu, xid) (DCGM_EXP_XID_ERRORS_COUNT) > 0",
             "0m",
             "warning",
-            f"GPU {on} reported XID error {{{{ $value }}}}",
+            f"GPU {on} reported XID {{{{ $labels.xid }}}} ({{{{ $value }}}} in the exporter's 5-minute window)",
             "The GPU driver reported an XID error; the node monitoring agent sets NvidiaXID<code>Error on the node. "
-            "Most codes are an application's fault or clear with a reboot; GpuXidNeedsReplacement says when not.",
+            "Most codes are an application's fault or clear with a reboot; GpuXidNeedsReplacement says when not. "
+            "Clears when the window passes without another.",
         ),
         _gpu_alert(
             "GpuXidNeedsReplacement",
-            f"max by (node, gpu) (max_over_time(({replace_codes})[10m:15s])) > 0",
+            f'max by (node, gpu, xid) (DCGM_EXP_XID_ERRORS_COUNT{{xid=~"{replace}"}}) > 0',
             "0m",
             "critical",
-            f"GPU {on} reported XID {{{{ $value }}}}: the node needs replacing",
+            f"GPU {on} reported XID {{{{ $labels.xid }}}}: the node needs replacing",
             "XID " + ", ".join(str(c) for c in XID_REPLACE) + " are the codes whose action the node monitoring agent "
-            "sets to Replace (AcceleratedHardwareReady=False). " + repair,
+            "sets to Replace (AcceleratedHardwareReady=False); a GPU off the bus (79) may report nothing more, which "
+            "NodeAcceleratedHardwareNotReady covers. " + repair,
         ),
         _gpu_alert(
             "GpuDoubleBitEccErrors",
-            "sum by (node, gpu) (increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[10m])) > 0",
+            "max by (node, gpu) (increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[10m])) > 0",
             "0m",
             "critical",
             f"GPU {on}: uncorrectable (double-bit) ECC errors in the last 10 minutes",
-            "Memory the GPU could not correct: the process that held it got an error (XID 48, or 94/95 on A100 and later), and the "
-            "node monitoring agent reports NvidiaDoubleBitError (Replace). " + repair,
+            "Memory the GPU could not correct: the process that held it got an error (XID 48, or 94/95 on A100 and later), "
+            "and the node monitoring agent reports NvidiaDoubleBitError (Replace). " + repair,
         ),
         _gpu_alert(
             "GpuSingleBitEccErrors",
-            "sum by (node, gpu) (increase(DCGM_FI_DEV_ECC_SBE_VOL_TOTAL[1h])) > 0",
-            "15m",
+            "max by (node, gpu) (increase(DCGM_FI_DEV_ECC_SBE_VOL_TOTAL[10m])) > 0",
+            "30m",
             "warning",
-            f"GPU {on}: corrected (single-bit) ECC errors for 15 minutes",
+            f"GPU {on} keeps correcting (single-bit) ECC errors: new ones in every 10 minutes for half an hour",
             "Corrected memory errors serve no wrong answer, but a GPU that keeps correcting is wearing out: watch "
             "GpuRowRemapPending and plan to drain the node.",
         ),

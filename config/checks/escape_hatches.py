@@ -89,13 +89,13 @@ DERIVED_VALUES: dict[tuple[str, tuple[str, ...]], str] = {
     },
     **{
         ("nodeMonitoring", (agent, "image", "region")): "aws:region (the agent's image comes from the EKS registry of the "
-        "stack's region, or us-west-2's: builders/node_monitoring.py)"
-        for agent in ("nodeAgent", "dcgmAgent")
+        "stack's region, or us-west-2's: builders/node_monitoring.py; dcgm-server runs the same image)"
+        for agent in ("nodeAgent",)
     },
     **{
         ("gpuOperator", path): "nodeMonitoring.enabled (on, the exporter reads the node monitoring agent's DCGM host engine; "
         "off, it embeds its own: one engine per GPU node either way)"
-        for path in (("dcgm", "enabled"), ("dcgmExporter", "env"))
+        for path in (("dcgm", "enabled"), ("dcgmExporter", "env"), ("dcgmExporter", "hostNetwork"))
     },
     ("gpuOperator", ("devicePlugin", "config")): "gpuPools[].sharing (the device-plugin configs are rendered from the pools)",
     ("gpuOperator", ("mig", "strategy")): "nothing: MIG slices are requested as nvidia.com/mig-<profile> (mixed strategy)",

@@ -239,6 +239,14 @@ def rule_node_repair(cfg: StackConfig) -> Iterator[Problem]:
     first, so a pool whose models keep one node at min is down until a new node has started and loaded."""
     if not cfg.karpenter.node_repair:
         return
+    if not cfg.node_monitoring.enabled:
+        yield Problem(
+            "karpenter.nodeRepair",
+            "is on but nodeMonitoring.enabled is false: GPU faults set no AcceleratedHardwareReady condition without the "
+            "node monitoring agent, so only nodes whose Ready condition fails are ever repaired. Fix: set "
+            "nodeMonitoring.enabled: true, or karpenter.nodeRepair: false",
+            "warning",
+        )
     derived = state.of(cfg)
     for pool in cfg.gpu_pools:
         models = [derived.model(m) for m in cfg.models if m.pool == pool.name]

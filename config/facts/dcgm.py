@@ -5,8 +5,9 @@ and dcp-metrics-included.csv keep them commented), and the GPU fault alerts read
 operator gets this list as `dcgmExporter.config` (a ConfigMap the chart creates and the operator mounts
 as /etc/dcgm-exporter/dcgm-metrics.csv, setting DCGM_EXPORTER_COLLECTORS: gpu-operator v26.7.0
 templates/dcgm_exporter_config.yaml, controllers/object_controls.go). An unknown field name stops the
-exporter at start, so every name here is one of go-dcgm v1.4601.1's (`pkg/dcgm/const_fields.go`, the
-library the pinned exporter 4.6.0-4.8.3 is built on: its release notes, NVIDIA/dcgm-exporter#711).
+exporter at start, so every DCGM_FI_ name here is one of go-dcgm v1.4601.1's (`pkg/dcgm/const_fields.go`, the
+library the pinned exporter 4.6.0-4.8.3 is built on: its release notes, NVIDIA/dcgm-exporter#711), and the one
+DCGM_EXP_ name one the exporter computes itself (internal/pkg/counters/const.go).
 
 The first block is the exporter's default set at 4.5.3-4.8.2 (what the dashboards were built on), the
 second what the GPU fault alerts and the dashboard's health row add.
@@ -58,6 +59,10 @@ DEFAULTS: Final = (
 )
 
 HEALTH: Final = (
+    # dcgm-exporter's own field: XIDs counted over a window (5 minutes, --xid-count-window-size) with the code as the
+    # `xid` label; DCGM_FI_DEV_XID_ERRORS holds the last code until the engine restarts (NVIDIA/DCGM#277), so
+    # alerts on it would never clear, and a repeat of the same code would not show (etc/default-counters.csv lists it)
+    Field("DCGM_EXP_XID_ERRORS_COUNT", "counter", "XID errors in the last window by code (label xid)."),
     # DCGM field 310/311: volatile totals (since the driver loaded), so `increase` reads new errors
     Field("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "counter", "Single-bit ECC errors since the driver loaded (corrected)."),
     Field("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter", "Double-bit ECC errors since the driver loaded (uncorrectable)."),

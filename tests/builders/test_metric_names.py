@@ -122,7 +122,7 @@ def test_the_tables_do_not_overlap_and_hold_no_removed_name() -> None:
     ]
     assert sum(len(t) for t in tables) + len(metrics.PROMETHEUS_SERIES) == len(metrics.known_series())
     assert not metrics.known_series() & (metrics.VLLM_REMOVED | metrics.EPP_DEPRECATED)
-    assert all(n.startswith("DCGM_FI_") for n in metrics.DCGM_SERIES)
+    assert all(n.startswith(("DCGM_FI_", "DCGM_EXP_")) for n in metrics.DCGM_SERIES)
     assert all(n.startswith("kube_") for n in metrics.KSM_SERIES)
     assert all(n.startswith("keda_") for n in metrics.KEDA_SERIES)
     # v0.10.0's current names: the `llm_d_epp_` subsystem, counters registered with their `_total`

@@ -93,6 +93,7 @@ def test_values_for_the_eks_nvidia_ami(prod_run: harness.RunResult) -> None:
         "enabled": True,
         "serviceMonitor": {"enabled": False},
         "env": [{"name": "DCGM_REMOTE_HOSTENGINE_INFO", "value": "localhost:5555"}],
+        "hostNetwork": True,
         "config": {"name": "dcgm-exporter-counters", "create": True, "data": dcgm.counters_csv()},
     }
     assert v["dcgm"] == {"enabled": False}
@@ -283,7 +284,7 @@ def test_the_counters_file_holds_every_dcgm_field_a_rule_or_panel_reads(prod_run
     rules and dashboards is a line of the counters file the exporter is given."""
     csv = _gpu_values(prod_run)["values"]["dcgmExporter"]["config"]["data"]
     collected = {line.split(",")[0] for line in csv.splitlines() if line and not line.startswith("#")}
-    read = {name for _, expr in rendered_queries(prod_run.registrations) for name in series_in(expr) if name.startswith("DCGM_FI_")}
-    assert {"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_XID_ERRORS"} <= read
+    read = {name for _, expr in rendered_queries(prod_run.registrations) for name in series_in(expr) if name.startswith("DCGM_")}
+    assert {"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_EXP_XID_ERRORS_COUNT"} <= read
     assert read <= collected
     assert all(len(line.split(",")) == 3 for line in csv.splitlines() if line and not line.startswith("#"))

@@ -69,11 +69,16 @@ def engines(run: harness.RunResult, labels: dict[str, str], taints: list[dict[st
     operator = gpu["values"]
     on_gpu_node = "nvidia.com/gpu" in {t["key"] for t in taints}  # the operator's operands run on GPU nodes only
     if on_gpu_node:
-        env = {e["name"]: e["value"] for e in operator["dcgmExporter"].get("env", [])}
+        exporter = operator["dcgmExporter"]
+        env = {e["name"]: e["value"] for e in exporter.get("env", [])}
         if operator.get("dcgm", {}).get("enabled"):
             found.append("nvidia-dcgm")
         elif "DCGM_REMOTE_HOSTENGINE_INFO" not in env:
             found.append("dcgm-exporter (embedded)")
+        elif env["DCGM_REMOTE_HOSTENGINE_INFO"].startswith("localhost") and exporter.get("hostNetwork") is not True:
+            # the node's localhost is not the pod's: the operator leaves the exporter off the host network unless told
+            # (object_controls.go v26.7.0 reads the base DaemonSet's env, not values'), and it exits without an engine
+            found.append("dcgm-exporter (no engine reachable: not on the host network)")
     return found
 
 
@@ -87,8 +92,27 @@ def test_every_gpu_node_runs_exactly_one_dcgm_host_engine_and_a_system_node_none
     assert engines(run, {**SYSTEM_NODE_LABEL, "kubernetes.io/arch": "amd64"}, []) == []
     operator = _release(run, "gpu-operator")
     assert operator is not None
-    # ...and the exporter reads that engine where the agent does: the node's localhost (so on the host network)
-    assert {"name": "DCGM_REMOTE_HOSTENGINE_INFO", "value": node_monitoring.DCGM_HOST_ENGINE} in operator["values"]["dcgmExporter"]["env"]
+    # ...and the exporter reads that engine where the agent does: the node's localhost, from the host network
+    exporter = operator["values"]["dcgmExporter"]
+    assert {"name": "DCGM_REMOTE_HOSTENGINE_INFO", "value": node_monitoring.DCGM_HOST_ENGINE} in exporter["env"]
+    assert exporter["hostNetwork"] is True
+
+
+def test_an_exporter_left_on_the_pod_network_reaches_no_engine() -> None:
+    run = fixture_run(DEV)
+    _, labels, taints = _gpu_nodes(run)[0]
+    from tests.support.program import run_patched
+
+    def off_host(result: dict[str, Any], *args: Any, **kwargs: Any) -> None:
+        result["dcgmExporter"].pop("hostNetwork")
+
+    broken = run_patched(DEV, "builders.gpu_operator.gpu_operator_values", off_host)
+
+    class Run:
+        def of_type(self, kind: str) -> list[Any]:
+            return [r for r in broken if r.type == kind]
+
+    assert "dcgm-exporter (no engine reachable: not on the host network)" in engines(Run(), labels, taints)  # type: ignore[arg-type]
 
 
 def test_without_the_agent_the_exporter_embeds_the_one_engine() -> None:
@@ -152,6 +176,7 @@ def test_the_image_comes_from_the_regions_eks_registry_where_it_is_the_same_acco
         ("nodeMonitoring", {"nodeAgent": {"tolerations": []}}),
         ("gpuOperator", {"dcgm": {"enabled": True}}),
         ("gpuOperator", {"dcgmExporter": {"env": []}}),
+        ("gpuOperator", {"dcgmExporter": {"hostNetwork": False}}),
     ],
 )
 def test_an_escape_hatch_cannot_start_a_second_engine_or_strand_the_agent(section: str, path: dict[str, Any]) -> None:

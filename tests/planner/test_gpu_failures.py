@@ -112,3 +112,23 @@ def test_the_plan_counts_and_says_the_failures(tmp_path: Path) -> None:
     assert "karpenter.nodeRepair is off" in report
     assert plan.main(args) == 0
     assert "GPU node failures: none replayed" in (tmp_path / DEV / "plan" / "report.md").read_text()
+
+
+def test_without_the_node_monitoring_agent_nothing_is_repaired() -> None:
+    data = copy.deepcopy(stack_data(DEV))
+    data["models"][0]["replicas"] = {**data["models"][0].get("replicas", {}), "min": 2, "max": 3}
+    data.setdefault("karpenter", {})["nodeRepair"] = True
+    data["nodeMonitoring"] = {"enabled": False}
+    result = simulate(parse(data), _requests(), Options(SECONDS, gpu_failures=4.0))
+    assert result.failures["gpu-l4-a10g"]
+    assert all(repaired is None for _, repaired in result.failures["gpu-l4-a10g"])
+
+
+def test_a_node_consolidation_removed_first_is_not_repaired() -> None:
+    for seed in range(6):
+        result = _replay(8.0, repair=True, seed=seed)
+        for node in result.pools["gpu-l4-a10g"].nodes:
+            if node.failed_at is not None and node.gone_at is not None:
+                repaired = [r for f, r in result.failures["gpu-l4-a10g"] if f == node.failed_at]
+                if repaired and repaired[0] is not None:
+                    assert node.gone_at == repaired[0]  # a repaired node went at its repair, not overwritten

@@ -44,41 +44,76 @@ def _case(series: list[dict[str, str]], *checks: tuple[str, str, list[dict[str, 
 
 
 GPU = {"node": NODE, "gpu": "0"}
+HEALTHY = "ip-10-0-1-2.ec2.internal"
+
+
+def xids(code: str, values: str, gpu: str = "0") -> dict[str, str]:
+    """The exporter's windowed XID count for one code (label `xid`), as the ServiceMonitor labels it."""
+    return {"series": f'DCGM_EXP_XID_ERRORS_COUNT{{node="{NODE}", gpu="{gpu}", xid="{code}", hostname="{NODE}"}}', "values": values}
+
+
+def _healthy(kind: str, values: str = "1x40") -> list[dict[str, str]]:
+    """kube-state-metrics' three series of a healthy node's condition: true at 1, false and unknown at 0."""
+    return [
+        condition(HEALTHY, kind, "true", values),
+        condition(HEALTHY, kind, "false", "0x40"),
+        condition(HEALTHY, kind, "unknown", "0x40"),
+    ]
+
+
+REASONS = {"0": 0x5, "1": 0x10, "2": 0x100, "3": 0x8, "4": 0x20, "5": 0x40, "6": 0x80, "7": 0x44}
+"""By GPU, a clocks-event bitmask: idle with the power cap, sync boost, display clocks (normal); a hardware slowdown,
+a software and a hardware thermal slowdown, a power brake, and the power cap with a thermal slowdown (faults)."""
+SLOWED = ["3", "4", "5", "6", "7"]
 
 CASES: dict[str, list[dict[str, Any]]] = {
     "GpuXidErrors": [
         _case(
-            [dcgm("DCGM_FI_DEV_XID_ERRORS", "0 0 13 0 0"), dcgm("DCGM_FI_DEV_XID_ERRORS", "0 0 0 0 0", gpu="1")],
+            # one XID 13 counted for the exporter's window, then the window passes: the alert fires, then clears
+            [xids("13", "0 0 1 1 1 1 1 0 0 0"), xids("13", "0x9", gpu="1")],
             ("1m", "GpuXidErrors", []),
-            ("3m", "GpuXidErrors", [fired("GpuXidErrors", "13", **GPU)]),
+            ("3m", "GpuXidErrors", [fired("GpuXidErrors", "1", node=NODE, gpu="0", xid="13")]),
+            ("8m", "GpuXidErrors", []),
         )
     ],
     "GpuXidNeedsReplacement": [
         _case(
-            # a rebootable 13 on gpu 0, then 79 (fell off the bus) on gpu 1: only gpu 1 needs a new node
-            [dcgm("DCGM_FI_DEV_XID_ERRORS", "0 13 13 13 0"), dcgm("DCGM_FI_DEV_XID_ERRORS", "0 0 79 0 0", gpu="1")],
-            ("1m", "GpuXidNeedsReplacement", []),
-            ("3m", "GpuXidNeedsReplacement", [fired("GpuXidNeedsReplacement", "79", node=NODE, gpu="1")]),
-        ),
-        # a replacement code followed by a higher, rebootable one within the window is still caught
-        _case(
-            [dcgm("DCGM_FI_DEV_XID_ERRORS", "0 74 94 94 94")],
-            ("4m", "GpuXidNeedsReplacement", [fired("GpuXidNeedsReplacement", "74", **GPU)]),
-        ),
+            # each Replace code on a GPU of its own fires; a rebootable 13 and a contained-ECC 94 do not
+            [
+                *(xids(str(code), "0 1 1 1", gpu=str(i)) for i, code in enumerate(rules.XID_REPLACE)),
+                xids("13", "0 1 1 1", gpu="6"),
+                xids("94", "0 1 1 1", gpu="7"),
+            ],
+            ("0m", "GpuXidNeedsReplacement", []),
+            (
+                "2m",
+                "GpuXidNeedsReplacement",
+                [fired("GpuXidNeedsReplacement", "1", node=NODE, gpu=str(i), xid=str(code)) for i, code in enumerate(rules.XID_REPLACE)],
+            ),
+        )
     ],
     "GpuDoubleBitEccErrors": [
         _case(
-            [dcgm("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "0 0 0 1 1 1"), dcgm("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "3x5", gpu="1")],
+            # gpu 0: a new error; gpu 1: old errors only; gpu 2: the driver reloaded (counter reset), then a new error
+            [
+                dcgm("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "0 0 0 1 1 1"),
+                dcgm("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "3x5", gpu="1"),
+                dcgm("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "3 0 0 1 1 1", gpu="2"),
+            ],
             ("2m", "GpuDoubleBitEccErrors", []),
-            ("4m", "GpuDoubleBitEccErrors", [fired("GpuDoubleBitEccErrors", "1", **GPU)]),
+            (
+                "4m",
+                "GpuDoubleBitEccErrors",
+                [fired("GpuDoubleBitEccErrors", "", **GPU), fired("GpuDoubleBitEccErrors", "", node=NODE, gpu="2")],
+            ),
         )
     ],
     "GpuSingleBitEccErrors": [
         _case(
-            # gpu 0 keeps correcting; gpu 1 corrected a burst an hour ago and stopped
-            [dcgm("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "0+2x90"), dcgm("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "0 50x90", gpu="1")],
-            ("10m", "GpuSingleBitEccErrors", []),
-            ("80m", "GpuSingleBitEccErrors", [fired("GpuSingleBitEccErrors", "", **GPU)]),
+            # gpu 0 keeps correcting; gpu 1 corrected a burst once and stopped (silent however long its total stays up)
+            [dcgm("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "0+1x90"), dcgm("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "0 50x90", gpu="1")],
+            ("25m", "GpuSingleBitEccErrors", []),
+            ("45m", "GpuSingleBitEccErrors", [fired("GpuSingleBitEccErrors", "", **GPU)]),
         )
     ],
     "GpuRowRemapPending": [
@@ -97,23 +132,18 @@ CASES: dict[str, list[dict[str, Any]]] = {
     ],
     "GpuClocksSlowedDown": [
         _case(
-            # gpu 0 under full load at its power cap (0x4) and idle (0x1): normal; gpu 1 at the cap and thermally
-            # slowed (0x44) for 12 minutes; gpu 2 power-braked (0x80) for 5 minutes only
-            [
-                dcgm("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "4x14 1"),
-                dcgm("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "0 0 68x12 0", gpu="1"),
-                dcgm("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "0 128x5 0x9", gpu="2"),
-            ],
+            [dcgm("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", f"{value}x14", gpu=gpu) for gpu, value in REASONS.items()],
             ("8m", "GpuClocksSlowedDown", []),
-            ("13m", "GpuClocksSlowedDown", [fired("GpuClocksSlowedDown", "", node=NODE, gpu="1")]),
+            ("12m", "GpuClocksSlowedDown", [fired("GpuClocksSlowedDown", "", node=NODE, gpu=gpu) for gpu in SLOWED]),
         )
     ],
     "NodeAcceleratedHardwareNotReady": [
         _case(
             [
                 condition(NODE, "AcceleratedHardwareReady", "false", "0 0 1 1"),
-                condition("ip-10-0-1-2.ec2.internal", "AcceleratedHardwareReady", "false", "0 0 0 0"),
-                condition("ip-10-0-1-2.ec2.internal", "Ready", "false", "0 1 1 1"),  # not the agent's condition
+                condition(NODE, "AcceleratedHardwareReady", "true", "1 1 0 0"),
+                *_healthy("AcceleratedHardwareReady", "1x3"),
+                condition(HEALTHY, "Ready", "false", "0 1 1 1"),  # not the agent's condition
             ],
             ("1m", "NodeAcceleratedHardwareNotReady", []),
             ("3m", "NodeAcceleratedHardwareNotReady", [fired("NodeAcceleratedHardwareNotReady", "", node=NODE)]),
@@ -125,6 +155,8 @@ CASES: dict[str, list[dict[str, Any]]] = {
                 condition(NODE, "KernelReady", "false", "0 1x8"),
                 condition(NODE, "StorageReady", "false", "0 1 1 0x6"),
                 condition(NODE, "AcceleratedHardwareReady", "false", "1x9"),  # its own, critical alert
+                *_healthy("KernelReady", "1x9"),
+                *_healthy("NetworkingReady", "1x9"),
             ],
             ("4m", "NodeConditionNotReady", []),
             ("7m", "NodeConditionNotReady", [fired("NodeConditionNotReady", "", node=NODE, condition="KernelReady")]),

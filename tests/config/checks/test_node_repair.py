@@ -37,3 +37,13 @@ def test_a_pool_with_one_node_at_min_is_warned_and_two_are_not() -> None:
 def test_prod_names_its_one_node_pools() -> None:
     found = new_problems_after(_on, PROD)
     assert [p.split("'")[0] for p in found] == ["karpenter.nodeRepair: repairs gpu-h100", "karpenter.nodeRepair: repairs gpu-a100-mig"]
+
+
+def test_repair_without_the_agent_is_warned_and_with_it_is_not() -> None:
+    def repair_without_agent(d: dict[str, Any]) -> None:
+        _on(d)
+        d["nodeMonitoring"] = {"enabled": False}
+
+    found = new_problems_after(repair_without_agent, PROD)
+    assert any(p.startswith("karpenter.nodeRepair: is on but nodeMonitoring.enabled is false") for p in found), found
+    assert not any("nodeMonitoring.enabled is false" in p for p in new_problems_after(_on, PROD))
