@@ -123,6 +123,13 @@ def public_cidr(value: str) -> str:
                 "allow-lists take public CIDRs (traffic from inside the VPC uses private paths)",
                 "remove it, or list the public egress CIDR that this network leaves through",
             )
+        if net.overlaps(reserved):
+            # a range around a reserved block (0.0.0.0/1 with 128.0.0.0/1 is every address, past the /0 ban)
+            raise config_error(
+                f"'{value}' contains the non-public range {reserved}: a public allow-list of this width admits "
+                "much of the internet with it",
+                "list the public egress CIDRs of your offices, VPN or CI runners (a few /24 to /32 ranges)",
+            )
     return value
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from config.sections.types import public_cidr
 from tests.conftest import PROD, new_problems_after
 from tests.support.mutations import m0
 
@@ -164,3 +165,11 @@ def test_type_errors_quote_what_they_got(case: str) -> None:
     found = new_problems_after(mutate)
     assert found == expected
     assert SHOWN_RANDOM not in " ".join(found)
+
+
+@pytest.mark.parametrize("cidr", ["0.0.0.0/1", "128.0.0.0/1", "10.0.0.0/7", "172.0.0.0/8"])
+def test_an_allow_list_range_around_a_non_public_block_is_refused(cidr: str) -> None:
+    """The halves of the internet pass a 'not inside a private block' test; they contain one, so they are refused."""
+    with pytest.raises(Exception, match="contains the non-public range"):
+        public_cidr(cidr)
+    public_cidr("203.0.113.0/24")  # a documentation range stays allowed
