@@ -251,6 +251,16 @@ class GpuPool(ConfigModel):
             raise config_error("gpuCounts only narrows instanceFamilies", "remove gpuCounts, or use instanceFamilies")
         return self
 
+    @field_validator("zones")
+    @classmethod
+    def _distinct_zones(cls, value: list[str]) -> list[str]:
+        twice = sorted({z for z in value if value.count(z) > 1})
+        if twice:
+            # one zone listed twice would count as two: prod's two-zone rule and the replicas' spread would pass
+            # on one zone
+            raise config_error(f"lists {', '.join(twice)} more than once", "list each zone once")
+        return value
+
     @field_validator("capacity_types")
     @classmethod
     def _purchasable(cls, value: list[CapacityType]) -> list[CapacityType]:

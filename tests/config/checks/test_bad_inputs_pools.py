@@ -120,3 +120,13 @@ def test_the_combined_peak_is_a_warning_and_the_others_errors(case: str) -> None
 
 
 WARNINGS = {"dev-headroom-one", "second-model-on-a-shared-pool"}
+
+
+def test_a_zone_listed_twice_is_refused_not_counted_as_two() -> None:
+    from tests.conftest import problems_after
+
+    found = problems_after(lambda d: d["gpuPools"][0].update(zones=["us-east-1a", "us-east-1a"]), "full-prod")
+    assert any("lists us-east-1a more than once" in p and "Fix: list each zone once" in p for p in found), found
+    assert not any(
+        "more than once" in p for p in problems_after(lambda d: d["gpuPools"][0].update(zones=["us-east-1a", "us-east-1b"]), "full-prod")
+    )
