@@ -39,7 +39,7 @@ NOT_MODELLED = (
     "underutilized consolidation (only empty nodes are removed, within the always-active disruption budgets)",
     "scheduled disruption budgets",
     "node drift and expiry",
-    "prefix caching and KV-cache preemption",
+    "KV-cache preemption in the fleet replay (the step-level engine model has it; shared prefixes are replayed)",
     "the system node group, NAT gateways, load balancers and storage (GPU nodes only)",
 )
 

@@ -61,14 +61,25 @@ def check_fit(path: str, model: ModelConfig, pool: GpuPool, device: capacity.Dev
         )
     if pool.sharing.time_slicing:
         replicas = pool.sharing.time_slicing.replicas
-        if util * replicas > 0.95:
+        if util * replicas > 0.95 + 1e-9:  # the product of two decimals, compared in floating point
+            largest = math.floor(95 / replicas) / 100
+            fix = (
+                f"set gpuMemoryUtilization to at most {largest:.2f}"
+                if largest > MIN_GPU_MEMORY_UTILIZATION
+                # the field's floor leaves no share this small: fewer replicas on each GPU instead
+                else f"lower gpuPools[{pool.name}].sharing.timeSlicing.replicas to at most "
+                f"{math.floor(0.95 / 0.06 + 1e-9)} (each then at gpuMemoryUtilization 0.06)"
+            )
             yield Problem(
                 f"{path}.gpuMemoryUtilization",
                 f"gpuMemoryUtilization {util} x {replicas} time-slice replicas of pool {pool.name} "
                 f"= {util * replicas:.2f} of one GPU; time-slicing does not split memory, so the "
-                f"replicas sharing a GPU would run out of memory at startup. Fix: set "
-                f"gpuMemoryUtilization to at most {math.floor(95 / replicas) / 100:.2f}",
+                f"replicas sharing a GPU would run out of memory at startup. Fix: {fix}",
             )
+
+
+MIN_GPU_MEMORY_UTILIZATION = 0.05
+"""models[].gpuMemoryUtilization's exclusive floor (config/sections/models.py)."""
 
 
 def check_node_room(path: str, model: ModelConfig, pool: GpuPool) -> Iterator[Problem]:

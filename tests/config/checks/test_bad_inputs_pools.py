@@ -130,3 +130,25 @@ def test_a_zone_listed_twice_is_refused_not_counted_as_two() -> None:
     assert not any(
         "more than once" in p for p in problems_after(lambda d: d["gpuPools"][0].update(zones=["us-east-1a", "us-east-1b"]), "full-prod")
     )
+
+
+def _sliced(replicas: int, utilization: float) -> Any:
+    def mutate(d: dict[str, Any]) -> None:
+        pool = next(p for p in d["gpuPools"] if p["name"] == "gpu-l40s-shared")
+        pool["sharing"] = {"timeSlicing": {"replicas": replicas}}
+        next(m for m in d["models"] if m["pool"] == "gpu-l40s-shared")["gpuMemoryUtilization"] = utilization
+
+    return mutate
+
+
+def test_too_many_time_slices_for_any_utilization_are_told_to_slice_less() -> None:
+    """16 slices at the smallest settable share (0.06) overcommit the GPU; no gpuMemoryUtilization can fix it (the
+    field's floor is above 0.05), so the fix names the slices: 15 at 0.06 fit (0.90), and are not refused."""
+    from tests.conftest import problems_after
+
+    found = [p for p in problems_after(_sliced(16, 0.06), "full-prod") if ".gpuMemoryUtilization:" in p]
+    assert len(found) == 1, found
+    assert "Fix: lower gpuPools[gpu-l40s-shared].sharing.timeSlicing.replicas to at most 15" in found[0]
+    assert [p for p in problems_after(_sliced(15, 0.06), "full-prod") if ".gpuMemoryUtilization:" in p] == []
+    # at the limit exactly (5 x 0.19 = 0.95) is not over it
+    assert [p for p in problems_after(_sliced(5, 0.19), "full-prod") if ".gpuMemoryUtilization:" in p] == []
