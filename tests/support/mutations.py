@@ -14,6 +14,14 @@ def p0(d: dict[str, Any]) -> dict[str, Any]:
     return d["gpuPools"][0]  # type: ignore[no-any-return]
 
 
+def model_named(d: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(m for m in d["models"] if m["name"] == name)  # type: ignore[no-any-return]
+
+
+def pool_named(d: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(p for p in d["gpuPools"] if p["name"] == name)  # type: ignore[no-any-return]
+
+
 EXISTING_VPC: dict[str, Any] = {
     "mode": "existing",
     "vpcId": "vpc-0a1b2c3d4e5f60718",

@@ -14,7 +14,7 @@ import pytest
 from config.errors import ConfigError
 from config.validate import parse_stack_config
 from tests.conftest import DEV, new_problems_after, stack_data
-from tests.support.mutations import m0, p0
+from tests.support.mutations import m0, model_named, p0, pool_named
 
 POOL = "gpuPools[gpu-l4-a10g]"
 
@@ -134,9 +134,8 @@ def test_a_zone_listed_twice_is_refused_not_counted_as_two() -> None:
 
 def _sliced(replicas: int, utilization: float) -> Any:
     def mutate(d: dict[str, Any]) -> None:
-        pool = next(p for p in d["gpuPools"] if p["name"] == "gpu-l40s-shared")
-        pool["sharing"] = {"timeSlicing": {"replicas": replicas}}
-        next(m for m in d["models"] if m["pool"] == "gpu-l40s-shared")["gpuMemoryUtilization"] = utilization
+        pool_named(d, "gpu-l40s-shared")["sharing"] = {"timeSlicing": {"replicas": replicas}}
+        model_named(d, "llama-3-2-3b")["gpuMemoryUtilization"] = utilization
 
     return mutate
 

@@ -42,6 +42,11 @@ class Pair:
 _BY_NAME = {r.name: r for r in RULES}
 
 
+def parsed(d: dict[str, Any]) -> StackConfig:
+    """A mutated model input parsed without the registry (for limits read from the derived state)."""
+    return StackConfig.model_validate(copy.deepcopy(d))
+
+
 def findings(pair: Pair, mutate: Mutation) -> list[Problem]:
     """What the pair's rule alone finds on the fixture stack after `mutate` (the model parsed without the
     registry, so another rule's error cannot hide this one's)."""

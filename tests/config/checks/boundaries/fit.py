@@ -16,31 +16,18 @@ from config.derived.capacity import ALLOCATABLE_CPU, ALLOCATABLE_MEMORY, GIB
 from config.facts import catalog, system_capacity
 from config.sections.stack import StackConfig
 from config.sections.types import parse_quantity
-from tests.config.checks.boundaries import Mutation, Pair
-from tests.support.mutations import m0, p0
-
-
-def _cfg(d: dict[str, Any]) -> StackConfig:
-    return StackConfig.model_validate(copy.deepcopy(d))
-
-
-def _pool(d: dict[str, Any], name: str) -> dict[str, Any]:
-    return next(p for p in d["gpuPools"] if p["name"] == name)
-
-
-def _model(d: dict[str, Any], name: str) -> dict[str, Any]:
-    return next(m for m in d["models"] if m["name"] == name)
-
+from tests.config.checks.boundaries import Mutation, Pair, parsed
+from tests.support.mutations import m0, model_named, p0, pool_named
 
 # -- rule_fit ------------------------------------------------------------------------------------------
 
 
 def _tp(model: str, tp: int, types: list[str] | None = None) -> Mutation:
     def mutate(d: dict[str, Any]) -> None:
-        m = _model(d, model)
+        m = model_named(d, model)
         m["tensorParallelSize"] = tp
         if types is not None:
-            _pool(d, m["pool"])["instanceTypes"] = types
+            pool_named(d, m["pool"])["instanceTypes"] = types
 
     return mutate
 
@@ -48,7 +35,7 @@ def _tp(model: str, tp: int, types: list[str] | None = None) -> Mutation:
 def _longest_fitting_len(d: dict[str, Any]) -> int:
     """The longest maxModelLen whose weights and one sequence's KV cache fit the first model's smallest device:
     (weights + kv_per_token * len) / tp + overhead <= device GiB * gpuMemoryUtilization."""
-    cfg = _cfg(d)
+    cfg = parsed(d)
     m = cfg.models[0]
     device = state.of(cfg).model(m).device
     assert device is not None
@@ -69,8 +56,8 @@ def _time_slice_utilization(step: float) -> Mutation:
     replicas), plus `step`."""
 
     def mutate(d: dict[str, Any]) -> None:
-        replicas = _pool(d, "gpu-l40s-shared")["sharing"]["timeSlicing"]["replicas"]
-        _model(d, "llama-3-2-3b")["gpuMemoryUtilization"] = 0.95 / replicas + step
+        replicas = pool_named(d, "gpu-l40s-shared")["sharing"]["timeSlicing"]["replicas"]
+        model_named(d, "llama-3-2-3b")["gpuMemoryUtilization"] = 0.95 / replicas + step
 
     return mutate
 
@@ -78,7 +65,7 @@ def _time_slice_utilization(step: float) -> Mutation:
 def _node_room(d: dict[str, Any]) -> tuple[int, int]:
     """The largest CPU (millis) and memory (MiB) one replica of the first model may request and still fit the
     allocatable share of one of its pool's types (the other resource kept as it is)."""
-    cfg = _cfg(d)
+    cfg = parsed(d)
     m = cfg.models[0]
     pool = cfg.pool(m.pool)
     assert pool is not None
@@ -116,9 +103,9 @@ def _limit(pool: str, need: Need, under: int, then: Mutation | None = None) -> M
     def mutate(d: dict[str, Any]) -> None:
         if then is not None:
             then(d)
-        cfg = _cfg(d)
+        cfg = parsed(d)
         derived = state.of(cfg)
-        _pool(d, pool)["gpuLimit"] = need(cfg, derived.pool(pool), derived) - under
+        pool_named(d, pool)["gpuLimit"] = need(cfg, derived.pool(pool), derived) - under
 
     return mutate
 
@@ -147,7 +134,7 @@ def _at_peak(cfg: StackConfig, s: state.PoolState, derived: state.StackState) ->
 def _mig_headroom(d: dict[str, Any]) -> None:
     # the MIG pool's model needs no surge node (a p4d holds 16 slices, max 8 replicas), so with headroom the
     # limit at min with the headroom is also the limit at the peak
-    _pool(d, "gpu-a100-mig")["headroom"] = 1
+    pool_named(d, "gpu-a100-mig")["headroom"] = 1
 
 
 def _g6_family(d: dict[str, Any]) -> None:
@@ -158,7 +145,7 @@ def _g6_family(d: dict[str, Any]) -> None:
 
 def _l4_min_is_max(d: dict[str, Any]) -> None:
     # at max = min the deploy (min + surge + one warm-up per GPU type) is what binds, not the peak
-    m = _model(d, "llama-3-1-8b")
+    m = model_named(d, "llama-3-1-8b")
     m["replicas"]["max"] = m["replicas"]["min"]
 
 
@@ -185,7 +172,7 @@ def _h100_headroom(over: int) -> Mutation:
     """Headroom of full-prod's H100 pool at one replica's GPUs (its tensorParallelSize), plus `over`."""
 
     def mutate(d: dict[str, Any]) -> None:
-        _pool(d, "gpu-h100")["headroom"] = _model(d, "llama-3-3-70b")["tensorParallelSize"] + over
+        pool_named(d, "gpu-h100")["headroom"] = model_named(d, "llama-3-3-70b")["tensorParallelSize"] + over
 
     return mutate
 
@@ -196,9 +183,9 @@ def _h100_warm_limit(under: int) -> Mutation:
 
     def mutate(d: dict[str, Any]) -> None:
         _h100_headroom(0)(d)
-        warm = state.of(_cfg(d)).pool("gpu-h100").warm
+        warm = state.of(parsed(d)).pool("gpu-h100").warm
         assert warm is not None
-        _pool(d, "gpu-h100")["gpuLimit"] = warm.gpus - under
+        pool_named(d, "gpu-h100")["gpuLimit"] = warm.gpus - under
 
     return mutate
 
@@ -209,13 +196,13 @@ def _placeholder_memory(over: int) -> Mutation:
     (allocatable share), plus `over` MiB."""
 
     def mutate(d: dict[str, Any]) -> None:
-        pool = _pool(d, "gpu-l40s-shared")
+        pool = pool_named(d, "gpu-l40s-shared")
         pool["headroom"] = 1
-        cfg = _cfg(d)
+        cfg = parsed(d)
         slots = pool["sharing"]["timeSlicing"]["replicas"]
         types = cfg.pool("gpu-l40s-shared").resolved_instance_types()  # type: ignore[union-attr]
         room_mib = max(t.memory_gib * ALLOCATABLE_MEMORY * 1024 for t in types)
-        _model(d, "llama-3-2-3b")["resources"]["memory"] = f"{math.floor(room_mib / slots) + over}Mi"
+        model_named(d, "llama-3-2-3b")["resources"]["memory"] = f"{math.floor(room_mib / slots) + over}Mi"
 
     return mutate
 
@@ -227,7 +214,7 @@ def _ami(pool: str, family: str | None, default: str | None = None) -> Mutation:
     """A pool's amiFamily (None: unset, so karpenter.defaultAmiFamily), and that default."""
 
     def mutate(d: dict[str, Any]) -> None:
-        p = _pool(d, pool)
+        p = pool_named(d, pool)
         p.pop("amiFamily", None)
         if family is not None:
             p["amiFamily"] = family
@@ -252,7 +239,7 @@ def _system_slack(d: dict[str, Any], survivors: int) -> tuple[int, int]:
     """CPU (millis) and memory (MiB) left on `survivors` system nodes once every system pod is placed, as
     config/facts/system_capacity.py states it: each node's allocatable less the DaemonSets, against every
     pod's requests (one-per-node pods at most once per surviving node). Negative: short."""
-    cfg = _cfg(d)
+    cfg = parsed(d)
     node = system_capacity.allocatable(catalog.INSTANCE_TYPES[cfg.cluster.system_node_group.instance_types[0]])
     rows = system_capacity.workloads(cfg)
     daemons = [w.requests for w in rows if w.kind == "DaemonSet"]
@@ -284,7 +271,7 @@ def _picker_cpu(over: int) -> Mutation:
     millis per picker."""
 
     def mutate(d: dict[str, Any]) -> None:
-        cfg = _cfg(d)
+        cfg = parsed(d)
         survivors = cfg.cluster.system_node_group.min_size - 1
         pickers = (cfg.gateway.epp_replicas or 1) * len(cfg.models)
         slack = _system_slack(d, survivors)[0]
@@ -299,7 +286,7 @@ def _picker_memory(over: int) -> Mutation:
     plus `over` MiB per picker."""
 
     def mutate(d: dict[str, Any]) -> None:
-        cfg = _cfg(d)
+        cfg = parsed(d)
         survivors = cfg.cluster.system_node_group.min_size - 1
         pickers = (cfg.gateway.epp_replicas or 1) * len(cfg.models)
         slack = _system_slack(d, survivors)[1]
@@ -319,7 +306,7 @@ def _one_picker_fills_a_node(over: int) -> Mutation:
 
     def mutate(d: dict[str, Any]) -> None:
         _system_size(d, 4)
-        cfg = _cfg(d)
+        cfg = parsed(d)
         node = system_capacity.allocatable(catalog.INSTANCE_TYPES[cfg.cluster.system_node_group.instance_types[0]])
         daemons = sum(w.requests.cpu_millis for w in system_capacity.workloads(cfg) if w.kind == "DaemonSet")
         cpu = node.cpu_millis - daemons + over

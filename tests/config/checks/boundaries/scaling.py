@@ -15,8 +15,8 @@ from config.derived import engine, state
 from config.derived.hold import idle_timeout_for
 from config.sections.models import ModelConfig
 from config.sections.stack import StackConfig
-from tests.config.checks.boundaries import Mutation, Pair
-from tests.support.mutations import m0, p0
+from tests.config.checks.boundaries import Mutation, Pair, parsed
+from tests.support.mutations import m0, model_named, p0, pool_named
 
 # minimal-dev's (and scale-to-zero-dev's) only model, on a spot-first pool of four single-GPU types
 DEV_MODEL = "models[llama-3-1-8b]"
@@ -28,20 +28,8 @@ SHARED_POOL = "gpu-l40s-shared"
 PACKED = "llama-3-3-70b"
 
 
-def _cfg(d: dict[str, Any]) -> StackConfig:
-    return StackConfig.model_validate(copy.deepcopy(d))
-
-
-def _model(d: dict[str, Any], name: str) -> dict[str, Any]:
-    return next(m for m in d["models"] if m["name"] == name)
-
-
-def _pool(d: dict[str, Any], name: str) -> dict[str, Any]:
-    return next(p for p in d["gpuPools"] if p["name"] == name)
-
-
 def _first_model(d: dict[str, Any]) -> tuple[StackConfig, ModelConfig, state.ModelState]:
-    cfg = _cfg(d)
+    cfg = parsed(d)
     m = cfg.models[0]
     return cfg, m, state.of(cfg).model(m)
 
@@ -148,15 +136,15 @@ def _shared_model(zones: list[str] | None = None, min_replicas: int = 2, placeme
     """existing-vpc-irsa-bottlerocket's time-sliced model at `min_replicas`, `placement`, its pool in `zones`."""
 
     def mutate(d: dict[str, Any]) -> None:
-        _model(d, SHARED).update(replicas={"min": min_replicas, "max": 4}, placement=placement)
+        model_named(d, SHARED).update(replicas={"min": min_replicas, "max": 4}, placement=placement)
         if zones is not None:
-            _pool(d, SHARED_POOL)["zones"] = zones
+            pool_named(d, SHARED_POOL)["zones"] = zones
 
     return mutate
 
 
 def _set_cpu(d: dict[str, Any], model: str, millis: int) -> None:
-    _model(d, model)["resources"]["cpu"] = f"{millis}m"
+    model_named(d, model)["resources"]["cpu"] = f"{millis}m"
 
 
 def _most_cpu_packing_two(d: dict[str, Any], model: str) -> int:
@@ -167,10 +155,10 @@ def _most_cpu_packing_two(d: dict[str, Any], model: str) -> int:
     def most_per_node(millis: int) -> int:
         trial = copy.deepcopy(d)
         _set_cpu(trial, model, millis)
-        s = state.of(_cfg(trial)).model(model)
+        s = state.of(parsed(trial)).model(model)
         return max((s.replicas_per_node.get(t.name, 0) for t in s.hosts), default=0)
 
-    cfg = _cfg(d)
+    cfg = parsed(d)
     pool = cfg.pool(next(m for m in cfg.models if m.name == model).pool)
     assert pool is not None
     low, high = 1, max(t.vcpus for t in pool.resolved_instance_types()) * 1000
