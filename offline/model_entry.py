@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import functools
 import json
 import math
 import os
@@ -39,7 +40,6 @@ HUB = "https://huggingface.co"
 NAME_MAX = RELEASE_NAME_MAX
 """The longest model name every rule accepts (the gateway's Helm release; KEDA's HPA allows one more)."""
 DEFAULT_MAX_MODEL_LEN = 8192
-TENSOR_PARALLEL = (1, 2, 4, 8)
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4, "float8_e4m3fn": 1, "int8": 1}
 SIZED = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
 """What the dense parameter count reads (a mixture of experts adds its expert fields)."""
@@ -241,11 +241,11 @@ def entry(
     return found
 
 
-def _problems_of(data: dict[str, Any], name: str, pool: str) -> list[str]:
-    """The errors every rule of the registry finds on the stack with the entry, about the entry or its pool."""
+def _checked(data: dict[str, Any], name: str, pool: str) -> tuple[StackConfig, list[str]]:
+    """The stack with the entry, and the errors every rule of the registry finds about the entry or its pool."""
     cfg = StackConfig.model_validate(data)
     mine = (f"models[{name}]", f"gpuPools[{pool}]")
-    return [str(p) for p in registry.check(cfg) if p.severity == "error" and p.path.startswith(mine)]
+    return cfg, [str(p) for p in registry.check(cfg) if p.severity == "error" and p.path.startswith(mine)]
 
 
 def choose(
@@ -272,45 +272,26 @@ def choose(
     image = next((m.get("image") for m in data.get("models", []) if (m.get("image") or {}).get("digest")), None)
     choices: list[Choice] = []
     refused: list[str] = []
+    shaped = functools.partial(
+        entry, hugging_face_id, revision, config, gated=gated, prod=prod, parameters=parameters, max_model_len=max_model_len, image=image
+    )
     for pool in pools:
         largest = max((t.gpu_count for t in pool.resolved_instance_types()), default=1)
-        for tp in (t for t in TENSOR_PARALLEL if t <= largest):
-            new = entry(
-                hugging_face_id,
-                revision,
-                config,
-                pool=pool,
-                tp=tp,
-                gated=gated,
-                prod=prod,
-                parameters=parameters,
-                max_model_len=max_model_len,
-                image=image,
-            )
+        for tp in (t for t in capacity.TENSOR_PARALLEL_SIZES if t <= largest):
+            new = shaped(pool=pool, tp=tp)
             trial = copy.deepcopy(data)
             trial["models"] = [*trial.get("models", []), new]
-            found = _problems_of(trial, name, pool.name)
+            cfg, found = _checked(trial, name, pool.name)
             if found:
                 refused.append(f"on {pool.name} at tensorParallelSize {tp}, {found[0].split(' Fix:')[0].rstrip('.')}")
                 continue
-            cfg = StackConfig.model_validate(trial)
             model = next(m for m in cfg.models if m.name == name)
             priced = cost.model_cost(model, pool, state.of(cfg).model(model).zones)
             hours = catalog.HOURS_PER_MONTH
             choices.append(Choice(new, cfg, priced.floor * hours, priced.ceiling * hours))
             break  # the smallest tensor-parallel size that fits this pool
     if not choices:
-        first = entry(
-            hugging_face_id,
-            revision,
-            config,
-            pool=pools[0],
-            tp=1,
-            gated=gated,
-            prod=prod,
-            parameters=parameters,
-            max_model_len=max_model_len,
-        )
+        first = shaped(pool=pools[0], tp=1)
         probe = ModelConfig.model_validate(first)
         smallest = capacity.smallest_fitting_instance(probe)
         hint = (
