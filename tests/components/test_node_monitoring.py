@@ -13,7 +13,9 @@ from builders import node_monitoring
 from config.derived.scheduling import uncovered
 from config.facts.conventions import SYSTEM_NODE_LABEL
 from offline import harness
+from offline.mocks import Registration
 from tests.conftest import DEV, FIXTURES, fixture_input, fixture_run, problems_after, shared_path, stack_data, values
+from tests.support.program import run_patched
 from tests.validators import helm_values
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -21,8 +23,8 @@ NODEPOOL = "kubernetes:karpenter.sh/v1:NodePool"
 CHART = "eks-node-monitoring-agent-1.7.0.values.yaml"
 
 
-def _release(run: harness.RunResult, name: str) -> dict[str, Any] | None:
-    found = [values(r) for r in run.of_type(RELEASE) if values(r)["name"] == name]
+def _release(regs: list[Registration], name: str) -> dict[str, Any] | None:
+    found = [values(r) for r in regs if r.type == RELEASE and values(r)["name"] == name]
     return found[0] if found else None
 
 
@@ -56,15 +58,15 @@ def _gpu_nodes(run: harness.RunResult) -> list[tuple[str, dict[str, str], list[d
     return nodes
 
 
-def engines(run: harness.RunResult, labels: dict[str, str], taints: list[dict[str, str]]) -> list[str]:
+def engines(regs: list[Registration], labels: dict[str, str], taints: list[dict[str, str]]) -> list[str]:
     """The DCGM host engines the render starts on a node with these labels and taints."""
     found = []
-    agent = _release(run, node_monitoring.RELEASE)
+    agent = _release(regs, node_monitoring.RELEASE)
     if agent is not None:
         dcgm = agent["values"]["dcgmAgent"]
         if _affinity_selects(dcgm["affinity"], labels) and not uncovered(taints, dcgm["tolerations"]):
             found.append(node_monitoring.DCGM_SERVER)
-    gpu = _release(run, "gpu-operator")
+    gpu = _release(regs, "gpu-operator")
     assert gpu is not None
     operator = gpu["values"]
     on_gpu_node = "nvidia.com/gpu" in {t["key"] for t in taints}  # the operator's operands run on GPU nodes only
@@ -88,9 +90,9 @@ def test_every_gpu_node_runs_exactly_one_dcgm_host_engine_and_a_system_node_none
     nodes = _gpu_nodes(run)
     assert nodes
     for pool, labels, taints in nodes:
-        assert engines(run, labels, taints) == [node_monitoring.DCGM_SERVER], pool
-    assert engines(run, {**SYSTEM_NODE_LABEL, "kubernetes.io/arch": "amd64"}, []) == []
-    operator = _release(run, "gpu-operator")
+        assert engines(run.registrations, labels, taints) == [node_monitoring.DCGM_SERVER], pool
+    assert engines(run.registrations, {**SYSTEM_NODE_LABEL, "kubernetes.io/arch": "amd64"}, []) == []
+    operator = _release(run.registrations, "gpu-operator")
     assert operator is not None
     # ...and the exporter reads that engine where the agent does: the node's localhost, from the host network
     exporter = operator["values"]["dcgmExporter"]
@@ -101,25 +103,20 @@ def test_every_gpu_node_runs_exactly_one_dcgm_host_engine_and_a_system_node_none
 def test_an_exporter_left_on_the_pod_network_reaches_no_engine() -> None:
     run = fixture_run(DEV)
     _, labels, taints = _gpu_nodes(run)[0]
-    from tests.support.program import run_patched
 
     def off_host(result: dict[str, Any], *args: Any, **kwargs: Any) -> None:
         result["dcgmExporter"].pop("hostNetwork")
 
     broken = run_patched(DEV, "builders.gpu_operator.gpu_operator_values", off_host)
 
-    class Run:
-        def of_type(self, kind: str) -> list[Any]:
-            return [r for r in broken if r.type == kind]
-
-    assert "dcgm-exporter (no engine reachable: not on the host network)" in engines(Run(), labels, taints)  # type: ignore[arg-type]
+    assert "dcgm-exporter (no engine reachable: not on the host network)" in engines(broken, labels, taints)
 
 
 def test_without_the_agent_the_exporter_embeds_the_one_engine() -> None:
     run = harness.run(fixture_input(DEV, overrides={"llm-platform:nodeMonitoring": {"enabled": False}}))
-    assert _release(run, node_monitoring.RELEASE) is None
+    assert _release(run.registrations, node_monitoring.RELEASE) is None
     for pool, labels, taints in _gpu_nodes(run):
-        assert engines(run, labels, taints) == ["dcgm-exporter (embedded)"], pool
+        assert engines(run.registrations, labels, taints) == ["dcgm-exporter (embedded)"], pool
     # the exporter is a pod of the GPU operator's namespace again: Prometheus is admitted on its port
     flows = [values(r) for r in run.of_type("kubernetes:networking.k8s.io/v1:NetworkPolicy")]
     gpu = next(p for p in flows if p["metadata"]["name"] == "platform-flows" and p["metadata"]["namespace"] == "gpu-operator")
@@ -130,8 +127,8 @@ def test_the_engine_lands_on_a_pool_with_its_own_taint_and_not_on_a_pool_it_does
     run = fixture_run(DEV)
     _, labels, taints = _gpu_nodes(run)[0]
     extra = {"key": "dedicated", "value": "llm", "effect": "NoSchedule"}
-    assert engines(run, labels, [*taints, extra]) == []  # what the rendered tolerations do not cover keeps it off
-    assert engines(run, {**labels, "llm-platform.io/gpu-pool": "another-pool"}, taints) == []
+    assert engines(run.registrations, labels, [*taints, extra]) == []  # what the rendered tolerations do not cover keeps it off
+    assert engines(run.registrations, {**labels, "llm-platform.io/gpu-pool": "another-pool"}, taints) == []
     # a pool with that taint gets it tolerated (the tolerations follow the pools)
     data_run = harness.run(
         fixture_input(
@@ -141,13 +138,13 @@ def test_the_engine_lands_on_a_pool_with_its_own_taint_and_not_on_a_pool_it_does
     )
     for pool, labels, taints in _gpu_nodes(data_run):
         assert extra in taints
-        assert engines(data_run, labels, taints) == [node_monitoring.DCGM_SERVER], pool
+        assert engines(data_run.registrations, labels, taints) == [node_monitoring.DCGM_SERVER], pool
 
 
 def test_values_keys_exist_in_the_pinned_chart_and_the_chart_defaults_read_here_hold() -> None:
     upstream = helm_values.load(shared_path("helm-values", CHART))
     for stack in FIXTURES:
-        release = _release(fixture_run(stack), node_monitoring.RELEASE)
+        release = _release(fixture_run(stack).registrations, node_monitoring.RELEASE)
         assert release is not None, stack
         assert release["chart"] == "eks-node-monitoring-agent"
         assert release["version"] == "1.7.0"
