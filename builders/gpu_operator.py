@@ -60,6 +60,8 @@ def device_plugin_configs(pools: list[GpuPool]) -> dict[str, str]:
     return data
 
 
+MOFED_ENABLED = "MOFED_ENABLED"
+"""The NVIDIA device plugin's variable for mounting the host's InfiniBand devices into GPU pods."""
 DCGM_REMOTE_HOSTENGINE = "DCGM_REMOTE_HOSTENGINE_INFO"
 """dcgm-exporter's variable naming the host engine to read instead of embedding one."""
 
@@ -105,4 +107,10 @@ def gpu_operator_values(cfg: GpuOperatorConfig, pools: list[GpuPool], host_engin
             "worker": {"tolerations": [CONTROL_PLANE_TOLERATION, *daemonset_tolerations]},
         },
     }
+    if any(p.efa for p in pools):
+        # The device plugin (v0.20.0 in this release) injects /dev/infiniband/uverbs* into every GPU pod by
+        # default (MOFED_ENABLED, on since v0.19.0), which conflicts with the EFA device plugin's devices
+        # (../shared/reference/wave3-facts.md Part A 4.3): off, set explicitly so the operator's module probe
+        # does not turn it back on.
+        values["devicePlugin"]["env"] = [{"name": MOFED_ENABLED, "value": "false"}]
     return deep_merge(values, cfg.extra_values)

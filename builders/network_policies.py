@@ -21,6 +21,7 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
+from builders import lws
 from builders.network import subnet_plan
 from config.derived.exposure import exposed_models
 from config.facts.conventions import (
@@ -232,6 +233,14 @@ def controllers(cfg: StackConfig) -> list[dict[str, Any]]:
     ]
 
 
+def leader_worker_sets(cfg: StackConfig) -> list[dict[str, Any]]:
+    """The LeaderWorkerSet controller, where a model's replicas span nodes: the control plane calls its webhooks."""
+    if not any(m.multi_node for m in cfg.models):
+        return []
+    ingress = [{"from": cidr_peers(cfg.vpc_cidrs), "ports": tcp(lws.WEBHOOK_PORT)}]
+    return _platform_namespace(lws.NAMESPACE, cfg.vpc_cidrs, ingress, [])
+
+
 def platform(cfg: StackConfig) -> list[dict[str, Any]]:
     """Every platform NetworkPolicy outside the model and headroom namespaces."""
-    return [*monitoring(cfg), *keda(cfg), *gpu_operator(cfg), *controllers(cfg)]
+    return [*monitoring(cfg), *keda(cfg), *gpu_operator(cfg), *controllers(cfg), *leader_worker_sets(cfg)]

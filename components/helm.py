@@ -20,6 +20,7 @@ def release(
     opts: pulumi.ResourceOptions,
     timeout: int = 600,
     skip_await: bool = False,
+    skip_crds: bool = False,
 ) -> k8s.helm.v3.Release:
     """A real Helm release of a pinned chart (hooks run), always with an explicit name so
     chart-derived names are stable."""
@@ -35,5 +36,7 @@ def release(
         timeout=timeout,
         # None (not false) when unset, so the other releases' inputs stay as they were
         skip_await=True if skip_await else None,
+        # None (not false) too: a chart whose CRDs the program applies itself skips its crds/
+        skip_crds=True if skip_crds else None,
         opts=opts,
     )

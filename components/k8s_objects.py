@@ -53,9 +53,16 @@ def create_resolved(
     manifest waits for the value.
     """
     static = build(sample)
-    typed = _TYPED[(static["apiVersion"], static["kind"])]
+    typed = _TYPED.get((static["apiVersion"], static["kind"]))
     resolved = value.apply(build)
-    body = {_snake(k): resolved.apply(functools.partial(_field, key=k)) for k in static if k not in ("apiVersion", "kind", "metadata")}
+    fields = [k for k in static if k not in ("apiVersion", "kind", "metadata")]
+    if typed is None:
+        # a custom resource (a LeaderWorkerSet): its fields go by their own names
+        custom = {k: resolved.apply(functools.partial(_field, key=k)) for k in fields}
+        return k8s.apiextensions.CustomResource(
+            name, api_version=static["apiVersion"], kind=static["kind"], metadata=static["metadata"], opts=opts, **custom
+        )
+    body = {_snake(k): resolved.apply(functools.partial(_field, key=k)) for k in fields}
     resource: pulumi.CustomResource = typed(name, opts=opts, metadata=static["metadata"], **body)
     return resource
 

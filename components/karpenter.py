@@ -60,6 +60,8 @@ class KarpenterArgs:
     """Kubernetes provider of the cluster."""
     tags: dict[str, str] = field(default_factory=dict)
     """Tags for AWS resources and for the nodes Karpenter launches."""
+    efa: Mapping[str, nodepools.EfaPlacement] = field(default_factory=dict)
+    """By EFA pool name: its placement group and the EFA security group (components/efa.py)."""
 
 
 class Karpenter(pulumi.ComponentResource):
@@ -171,7 +173,14 @@ class Karpenter(pulumi.ComponentResource):
         crd_opts = pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=[self.release, sg_tag])
         for family, own_pool in nodepools.node_classes(args.pools, args.derived):
             manifest = nodepools.ec2_node_class(
-                family, cfg, node_role_resource.name, args.subnet_selector_terms, cluster_name, tags, pool=own_pool
+                family,
+                cfg,
+                node_role_resource.name,
+                args.subnet_selector_terms,
+                cluster_name,
+                tags,
+                pool=own_pool,
+                efa=args.efa.get(own_pool.name) if own_pool is not None else None,
             )
             k8s_objects.create(f"{name}-{manifest['metadata']['name']}", manifest, crd_opts)
         self.node_pools = {}

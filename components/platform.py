@@ -11,6 +11,7 @@ from builders.network import node_subnet_selector_terms
 from builders.observability.rules import ModelWatch
 from builders.serving.workload import Sources
 from components.cluster import Cluster, ClusterArgs
+from components.efa import Efa, EfaArgs
 from components.gateway import GatewayCrds, GatewayCrdsArgs
 from components.gpu_operator import GpuOperator, GpuOperatorArgs
 from components.headroom import Headroom, HeadroomArgs
@@ -18,6 +19,7 @@ from components.images import ImageCache, ImageCacheArgs
 from components.ingress import LoadBalancerController, LoadBalancerControllerArgs
 from components.karpenter import Karpenter, KarpenterArgs
 from components.keda import Keda, KedaArgs
+from components.lws import LeaderWorkerSets, LeaderWorkerSetsArgs
 from components.network import Network, NetworkArgs
 from components.network_policies import PlatformNetworkPolicies, PlatformNetworkPoliciesArgs
 from components.node_monitoring import NodeMonitoring, NodeMonitoringArgs
@@ -54,6 +56,15 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
             tags=tags,
         ),
     )
+    efa = (
+        Efa(
+            "efa",
+            EfaArgs(pools=list(cfg.gpu_pools), vpc_id=network.vpc_id, provider=cluster.provider, tags=tags),
+            opts=pulumi.ResourceOptions(depends_on=[cluster]),
+        )
+        if any(p.efa for p in cfg.gpu_pools)
+        else None
+    )
     karpenter = Karpenter(
         "karpenter",
         KarpenterArgs(
@@ -69,6 +80,7 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
             region=cfg.region,
             provider=cluster.provider,
             tags=tags,
+            efa=efa.placements if efa is not None else {},
         ),
         opts=pulumi.ResourceOptions(depends_on=[cluster]),
     )
@@ -99,6 +111,12 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
         opts=pulumi.ResourceOptions(depends_on=[cluster]),
     )
     keda = Keda("keda", KedaArgs(config=cfg.keda, provider=cluster.provider), opts=pulumi.ResourceOptions(depends_on=[observability]))
+    groups: list[pulumi.Resource] = []
+    if any(m.multi_node for m in cfg.models):
+        # the controller of the multi-node models' groups (their LeaderWorkerSets need its CRDs and webhook)
+        groups.append(
+            LeaderWorkerSets("lws", LeaderWorkerSetsArgs(provider=cluster.provider), opts=pulumi.ResourceOptions(depends_on=[cluster]))
+        )
     controller = None
     if exposed_models(cfg):
         controller = LoadBalancerController(
@@ -116,7 +134,7 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
     PlatformNetworkPolicies(
         "network-policies",
         PlatformNetworkPoliciesArgs(policies=network_policies.platform(cfg), provider=cluster.provider),
-        opts=pulumi.ResourceOptions(depends_on=[observability, gpu_operator, keda, *([controller] if controller else [])]),
+        opts=pulumi.ResourceOptions(depends_on=[observability, gpu_operator, keda, *([controller] if controller else []), *groups]),
     )
     bucket = (
         WeightsBucket("weights", WeightsBucketArgs(config=cfg.weights, cluster_name=cfg.cluster.name, tags=tags))
@@ -209,7 +227,17 @@ def build_platform(cfg: StackConfig, secrets: Secrets) -> dict[str, Any]:
                 gateway=gateway,
                 facts=facts,
             ),
-            opts=pulumi.ResourceOptions(depends_on=[gpu_operator, keda, observability, karpenter.node_pools[pool.name], *pulls_after]),
+            opts=pulumi.ResourceOptions(
+                depends_on=[
+                    gpu_operator,
+                    keda,
+                    observability,
+                    karpenter.node_pools[pool.name],
+                    *pulls_after,
+                    *(groups if model.multi_node else []),
+                    *([efa] if efa is not None and pool.efa else []),
+                ]
+            ),
         )
         if hostname is None:
             hostname = served.load_balancer_hostname  # the group's one ALB: every exposed model's Ingress has it

@@ -122,6 +122,19 @@ def _bucket(i: dict[str, Any]) -> dict[str, Any]:
     return {"BucketName": i.get("bucket") or i.get("bucketPrefix"), "Tags": _tags(i)}
 
 
+def _security_group_rule(i: dict[str, Any], peer_group_key: str) -> dict[str, Any]:
+    """An ingress or egress rule: its peer group under the key of its direction."""
+    return {
+        "GroupId": i["securityGroupId"],
+        "IpProtocol": i["ipProtocol"],
+        "FromPort": i.get("fromPort"),
+        "ToPort": i.get("toPort"),
+        **({"CidrIp": i["cidrIpv4"]} if i.get("cidrIpv4") else {}),
+        **({peer_group_key: i["referencedSecurityGroupId"]} if i.get("referencedSecurityGroupId") else {}),
+        "Description": i.get("description", ""),
+    }
+
+
 TRANSLATIONS: dict[str, tuple[str, Callable[[dict[str, Any]], dict[str, Any]]]] = {
     "eks:index:Cluster": ("AWS::EKS::Cluster", _cluster),
     "aws:ec2/launchTemplate:LaunchTemplate": ("AWS::EC2::LaunchTemplate", _launch_template),
@@ -218,15 +231,19 @@ TRANSLATIONS: dict[str, tuple[str, Callable[[dict[str, Any]], dict[str, Any]]]] 
     ),
     "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule": (
         "AWS::EC2::SecurityGroupIngress",
-        lambda i: {
-            "GroupId": i["securityGroupId"],
-            "IpProtocol": i["ipProtocol"],
-            "FromPort": i.get("fromPort"),
-            "ToPort": i.get("toPort"),
-            **({"CidrIp": i["cidrIpv4"]} if i.get("cidrIpv4") else {}),
-            **({"SourceSecurityGroupId": i["referencedSecurityGroupId"]} if i.get("referencedSecurityGroupId") else {}),
-            "Description": i.get("description", ""),
-        },
+        lambda i: _security_group_rule(i, "SourceSecurityGroupId"),
+    ),
+    "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule": (
+        "AWS::EC2::SecurityGroupEgress",
+        lambda i: _security_group_rule(i, "DestinationSecurityGroupId"),
+    ),
+    "aws:ec2/securityGroup:SecurityGroup": (
+        "AWS::EC2::SecurityGroup",
+        lambda i: {"GroupDescription": i.get("description", ""), "VpcId": i["vpcId"], "Tags": _tags(i)},
+    ),
+    "aws:ec2/placementGroup:PlacementGroup": (
+        "AWS::EC2::PlacementGroup",
+        lambda i: {"Strategy": i["strategy"], "Tags": _tags(i)},
     ),
     "aws:eks/nodeGroup:NodeGroup": (
         "AWS::EKS::Nodegroup",

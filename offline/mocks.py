@@ -213,6 +213,10 @@ class RecordingMocks(Mocks):
             state["latestVersion"] = 1
             state["defaultVersion"] = 1
             arn = f"arn:aws:ec2:{region}:{account}:launch-template/{resource_id}"
+        elif typ == "aws:ec2/placementGroup:PlacementGroup":
+            # EC2 names it by `name` and identifies it by pg-…, which a node class's placementGroupSelector takes
+            state["placementGroupId"] = f"pg-{_hex(typ, name)}"
+            arn = f"arn:aws:ec2:{region}:{account}:placement-group/{physical}"
         elif typ == "aws:eks/nodeGroup:NodeGroup":
             arn = f"arn:aws:eks:{region}:{account}:nodegroup/{state.get('clusterName')}/{physical}/{_hex(typ, name, length=8)}"
         elif typ in _ID_PREFIX:

@@ -49,10 +49,13 @@ class Node:
     gone_at: float | None = None
     failed_at: float | None = None
     """When its GPU failed: from then on it holds nothing new (the device plugin withdraws the GPU)."""
+    nodes: int = 1
+    """Nodes it stands for: 1, or a multi-node replica's group (pipelineParallelSize nodes Karpenter launches
+    together for the group's pods, each a whole node, and removes together once the group is gone)."""
 
     @property
     def price(self) -> float:
-        return prices.hourly(self.instance, self.capacity_type)
+        return prices.hourly(self.instance, self.capacity_type) * self.nodes
 
 
 class Pool:
@@ -79,7 +82,9 @@ class Pool:
         shape = derived.headroom
         self.headroom_pods = shape.pods if shape else 0
         self.placeholder_gpus = shape.gpus_per_pod if shape else 0
-        self._shares = {name: {t: 1.0 / n if n else 2.0 for t, n in models[name].replicas_per_node.items()} for name in derived.models}
+        self._shares = {name: dict(models[name].nodes_per_replica) for name in derived.models}
+        # a replica of more than one node takes a group of whole nodes (Node.nodes), all of it
+        self._group = {name: max(1, round(max(shares.values(), default=1.0))) for name, shares in self._shares.items()}
         # The pool's counters: read by the replay, changed only by the methods below (a test fails
         # when another module assigns them).
         self.waiting = 0
@@ -102,7 +107,12 @@ class Pool:
 
     # -- sizes ---------------------------------------------------------------------------------
     def share(self, model: state.ModelState, instance: catalog.InstanceType) -> float:
-        return self._shares[model.name][instance.name]
+        """Of a node (a group's node for a multi-node model: all of it) one replica takes."""
+        return 1.0 if self._group[model.name] > 1 else self._shares[model.name][instance.name]
+
+    def group(self, model: state.ModelState | None) -> int:
+        """Nodes one replica's group takes: 1 but for a multi-node model."""
+        return self._group[model.name] if model is not None else 1
 
     def placeholder_fraction(self, instance: catalog.InstanceType) -> float:
         return self.placeholder_gpus / instance.gpu_count if instance.gpu_count else 1.0
@@ -117,13 +127,13 @@ class Pool:
         used = 0.0
         for n in self.live():
             cost[n.capacity_type] += n.price
-            count[n.capacity_type] += 1
-            used += max(0.0, n.used - n.placeholders * self.placeholder_fraction(n.instance))
+            count[n.capacity_type] += n.nodes
+            used += max(0.0, n.used - n.placeholders * self.placeholder_fraction(n.instance)) * n.nodes
         return cost, count, used
 
     def gpus(self) -> int:
         """The live nodes' nvidia.com/gpu as the NodePool's limit counts them."""
-        return sum(self.settings.gpus(n.instance) for n in self.live())
+        return sum(self.settings.gpus(n.instance) * n.nodes for n in self.live())
 
     def capacity_types(self) -> list[str]:
         if self.static_capacity:
@@ -190,13 +200,16 @@ class Pool:
     def place(self, model: state.ModelState, now: float) -> Placement | None:
         """A node for one replica now: room on a node (ready or launching), else a placeholder's
         place (preempted at once). Returns the node and whether it was already warm."""
+        group = self.group(model)
         for node in sorted(self.live(), key=lambda n: (n.ready_at, n.instance.price_per_hour)):
             share = self.share(model, node.instance)
-            if self.fits(node, share):
+            if node.nodes == group and self.fits(node, share):
                 self._take(node, share, now)
                 return node, node.ready_at <= now
         for node in self.live():
             share = self.share(model, node.instance)
+            if node.nodes != group:
+                continue
             while node.placeholders and not self.fits(node, share):
                 self.changes += 1
                 node.placeholders -= 1
@@ -231,13 +244,14 @@ class Pool:
             if len(kinds) == 1:
                 return None  # spot-only pool without spot capacity: try again later
             kind = kinds[1]
-        used = self.gpus()
-        hosts = [h for h in (model.hosts if model else self.derived.types) if used + self.settings.gpus(h) <= self.settings.gpu_limit]
+        used, group = self.gpus(), self.group(model)
+        limit = self.settings.gpu_limit
+        hosts = [h for h in (model.hosts if model else self.derived.types) if used + self.settings.gpus(h) * group <= limit]
         if not hosts:
             return None
         cheapest = min(hosts, key=lambda t: (prices.hourly(t, kind) * (self.share(model, t) if model else 1.0), t.name))
         ready = now + scaleup.node_seconds(cheapest)  # by family, as the budget counts it; the batching second was waited
-        node = Node(self.name, cheapest, kind, now, ready)
+        node = Node(self.name, cheapest, kind, now, ready, nodes=group)
         self.nodes.append(node)
         self.changes += 1
         return node

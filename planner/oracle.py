@@ -153,7 +153,7 @@ def cost_per_minute(cfg: StackConfig, needed: dict[str, np.ndarray]) -> np.ndarr
             model = derived.model(name)
             if not model.hosts or name not in needed:
                 continue
-            per_replica = min(prices.hourly(t, kind) / model.replicas_per_node[t.name] for t in model.hosts)
+            per_replica = min(prices.hourly(t, kind) * model.nodes_per_replica[t.name] for t in model.hosts)
             total += needed[name] * per_replica / 60
     return total
 

@@ -203,7 +203,10 @@ def performance(model: ModelConfig, pool: GpuPool, efficiency: Efficiency | None
     device = capacity.device_for(pool, host)
     budget = capacity.default_max_num_batched_tokens(gpu, device.gib)
     explicit = capacity.explicit_kv_cache_bytes(model, pool)
-    kv_bytes = explicit * tp if explicit is not None else profiled_kv_gib(model, device.gib, budget) * GIB
+    # the KV cache is over every rank; a multi-node replica's stages run one after another in each step (vLLM's
+    # pipelining of several batches at once is not counted: the slow end), so its compute and weight reads are
+    # one node's GPUs', with every stage's memory for the cache
+    kv_bytes = explicit * capacity.ranks(model) if explicit is not None else profiled_kv_gib(model, device.gib, budget) * GIB
     kv_tokens = max(0, math.floor(kv_bytes / capacity.kv_bytes_per_token(model)))
     return ReplicaPerformance(
         compute_seconds_per_token=2 * model.parameters_billions * 1e9 / flops,
@@ -228,6 +231,6 @@ def profiled_kv_gib(model: ModelConfig, device_gib: float, budget: int) -> float
     """The KV cache vLLM's profiling leaves a replica: its share of each device's visible memory less
     the weights and what the profiling keeps per device (PROFILED_RESERVE_GIB, by token budget)."""
     reserve = PROFILED_RESERVE_GIB[budget] if budget in PROFILED_RESERVE_GIB else max(PROFILED_RESERVE_GIB.values())
-    tp = model.tensor_parallel_size
+    gpus = capacity.ranks(model)
     visible = device_gib * CUDA_VISIBLE_SHARE
-    return visible * model.gpu_memory_utilization * tp - capacity.weights_gib(model) - reserve * tp
+    return visible * model.gpu_memory_utilization * gpus - capacity.weights_gib(model) - reserve * gpus

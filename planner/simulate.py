@@ -1066,7 +1066,7 @@ def _sample(
         row["queue"].append(float(sum(len(r.queue) for r in s.replicas)))
         row["held"].append(float(len(s.holding)))
     for name, p in pools.items():
-        series[f"pool:{name}"]["nodes"].append(float(len(p.live())))
+        series[f"pool:{name}"]["nodes"].append(float(sum(n.nodes for n in p.live())))
 
 
 def minute_p99(arrival: np.ndarray, ttft: np.ndarray, minutes: int) -> np.ndarray:

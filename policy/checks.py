@@ -41,20 +41,32 @@ def _conventions() -> Any:
 
 CONVENTIONS = _conventions()
 REQUIRED_LOG_TYPES = ("api", "audit", "authenticator")
-WORKLOADS = ("kubernetes:apps/v1:Deployment", "kubernetes:apps/v1:StatefulSet", "kubernetes:apps/v1:DaemonSet", "kubernetes:batch/v1:Job")
+LEADER_WORKER_SET = "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet"
+WORKLOADS = (
+    "kubernetes:apps/v1:Deployment",
+    "kubernetes:apps/v1:StatefulSet",
+    "kubernetes:apps/v1:DaemonSet",
+    "kubernetes:batch/v1:Job",
+    LEADER_WORKER_SET,
+)
 SECRET_ENV = re.compile(r"(HF_TOKEN|HUGGING_FACE_HUB_TOKEN|API_KEY|PASSWORD|SECRET)", re.IGNORECASE)
 SECRET_FLAGS = ("--api-key", "--hf-token")
 
 
-def _pod_spec(props: dict[str, Any]) -> dict[str, Any]:
-    spec: dict[str, Any] = ((props.get("spec") or {}).get("template") or {}).get("spec") or {}
-    return spec
+def pod_templates(props: dict[str, Any]) -> list[dict[str, Any]]:
+    """The pod templates of a workload: its one template, or a LeaderWorkerSet's leader and worker templates."""
+    spec = props.get("spec") or {}
+    if "leaderWorkerTemplate" in spec:
+        group = spec["leaderWorkerTemplate"] or {}
+        return [t for t in (group.get("leaderTemplate"), group.get("workerTemplate")) if t]
+    return [spec.get("template") or {}]
 
 
 def _containers(props: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    pod = _pod_spec(props)
-    yield from pod.get("initContainers") or []
-    yield from pod.get("containers") or []
+    for template in pod_templates(props):
+        pod = template.get("spec") or {}
+        yield from pod.get("initContainers") or []
+        yield from pod.get("containers") or []
 
 
 def eks_endpoint_exposure(args: ResourceValidationArgs, report: ReportViolation) -> None:
@@ -400,7 +412,7 @@ def vllm_port_sources(args: StackValidationArgs, report: ReportViolation) -> Non
     internet), no client namespace, no other namespace. vLLM guards only /v1 with its API key; the
     gateway serves /v1 alone.
 
-    vLLM's pods are those of every Deployment whose pod template carries vLLM's app label; a policy is
+    vLLM's pods are those of every Deployment (or LeaderWorkerSet) whose pod template carries vLLM's app label; a policy is
     theirs when it selects them (in their namespace); the monitoring namespace is kube-prometheus-stack's."""
     monitoring = next(
         (
@@ -412,12 +424,12 @@ def vllm_port_sources(args: StackValidationArgs, report: ReportViolation) -> Non
     )
     vllm_pods: dict[str, list[dict[str, str]]] = {}
     for r in args.resources:
-        if r.resource_type != "kubernetes:apps/v1:Deployment":
+        if r.resource_type not in ("kubernetes:apps/v1:Deployment", LEADER_WORKER_SET):
             continue
-        template = ((r.props.get("spec") or {}).get("template") or {}).get("metadata") or {}
-        labels = template.get("labels") or {}
-        if all(labels.get(k) == v for k, v in CONVENTIONS.VLLM_APP_LABEL.items()):
-            vllm_pods.setdefault(str((r.props.get("metadata") or {}).get("namespace")), []).append(labels)
+        for template in pod_templates(dict(r.props)):
+            labels = (template.get("metadata") or {}).get("labels") or {}
+            if all(labels.get(k) == v for k, v in CONVENTIONS.VLLM_APP_LABEL.items()):
+                vllm_pods.setdefault(str((r.props.get("metadata") or {}).get("namespace")), []).append(labels)
     for r in args.resources:
         if r.resource_type != NETWORK_POLICY:
             continue

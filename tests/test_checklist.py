@@ -642,7 +642,7 @@ ROWS: dict[str, Row] = {
     "NK-2": Row(
         (
             f"{T}components/test_karpenter.py::test_interruption_queue_rules_and_wiring",
-            f"{T}components/test_karpenter.py::test_spot_pools_always_have_the_queue_wired",
+            f"{T}components/test_karpenter.py::test_the_interruption_queue_is_always_wired",
         ),
         render_check(
             interruption_findings,

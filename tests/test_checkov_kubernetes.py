@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from offline import harness, render
+from policy.checks import pod_templates
 from tests.conftest import FIXTURES, PROD, edited, fixture_run
 from tests.validators import checkov
 
@@ -38,6 +39,10 @@ BY_TAG = [
     # the Bottlerocket fixture's image-snapshot pool model, streamed from S3 (its populate Job shares full-prod's name)
     "Job/qwen-2-5-7b/qwen-2-5-7b-weights-a09a35458c70",
     "Job/qwen-2-5-7b/qwen-2-5-7b-warm-l4-2b3f849ae8",
+    # the multi-node fixture's groups (their templates scanned as Deployments: write_manifests) and populate Job
+    "Deployment/llama-3-1-405b/llama-3-1-405b-leader",
+    "Deployment/llama-3-1-405b/llama-3-1-405b-worker",
+    "Job/llama-3-1-405b/llama-3-1-405b-weights-1c9e5a7b2d4f",
 ]
 """What runs a model image the non-prod fixtures pin by tag only (a model name is its namespace and Deployment)."""
 PROD_WARMUPS = [
@@ -83,7 +88,7 @@ KEY_IN_ENV = (
 
 PROXIES = [
     f"Deployment/{m}/{m}-proxy-drained"
-    for m in ("llama-3-1-8b", "llama-3-2-3b", "llama-3-3-70b", "qwen-2-5-7b", "qwen-2-5-1-5b", "mistral-7b")
+    for m in ("llama-3-1-8b", "llama-3-2-3b", "llama-3-3-70b", "qwen-2-5-7b", "qwen-2-5-1-5b", "mistral-7b", "llama-3-1-405b")
 ]
 """The platform's Envoy proxies of every fixture's models (builders/gateway/proxies.py)."""
 ENVOY_BY_TAG = (
@@ -93,7 +98,13 @@ ENVOY_BY_TAG = (
     "image starts without the registry"
 )
 
+HEADLESS = (
+    "a group's workers run `vllm serve --headless`: no API server, so nothing to probe over HTTP; the leader's probes "
+    "stand for its group, and the LeaderWorkerSet recreates the whole group when a worker's process exits "
+    "(RecreateGroupOnPodRestart, builders/serving/multinode.py)"
+)
 EXPLAINED: dict[tuple[str, str], str] = {
+    **{(check, "Deployment/llama-3-1-405b/llama-3-1-405b-worker"): HEADLESS for check in ("CKV_K8S_8", "CKV_K8S_9")},
     **{(check, obj): ENVOY_BY_TAG for obj in PROXIES for check in ("CKV_K8S_43", "CKV_K8S_15")},
     **{("CKV_K8S_43", obj): TAG_ONLY for obj in BY_TAG},
     **{("CKV_K8S_15", obj): IF_NOT_PRESENT for obj in BY_TAG},
@@ -196,10 +207,20 @@ def _broken_run() -> harness.RunResult:
 
 
 def write_manifests(run: harness.RunResult, root: Path, variant: str) -> None:
-    """The program's own Kubernetes objects as `make render` writes them, under root/variant/."""
+    """The program's own Kubernetes objects as `make render` writes them, under root/variant/; beside each
+    LeaderWorkerSet, its leader's and its worker's pod template as Deployments (`<name>-leader`, `<name>-worker`):
+    checkov has no checks of its own for the kind, and its pods must pass the same ones."""
     with tempfile.TemporaryDirectory() as out:
         render.write(run, Path(out) / "render")
         shutil.move(Path(out) / "render" / "manifests", root / variant)
+    for path in sorted((root / variant).rglob("leaderworkerset-*.yaml")):
+        doc = yaml.safe_load(path.read_text())
+        for role, template in zip(("leader", "worker"), pod_templates(doc), strict=True):
+            meta = {**doc["metadata"], "name": f"{doc['metadata']['name']}-{role}"}
+            labels = template["metadata"]["labels"]
+            deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta}
+            deployment["spec"] = {"replicas": 1, "selector": {"matchLabels": labels}, "template": template}
+            path.with_name(f"deployment-{meta['name']}.yaml").write_text(yaml.safe_dump(deployment))
 
 
 def _identity(doc: dict[str, Any]) -> str:

@@ -47,6 +47,7 @@ from tests.support.flows import (
     WORLDS,
     World,
     build_world,
+    group_workers,
     ingress_targets,
     stack_run,
     vllm_admits,
@@ -358,7 +359,8 @@ def relays(door: Door) -> set[str]:
 def callers(door: Door) -> Iterator[tuple[str, Endpoint | None]]:
     """(a) the ALB (None), (b) the client namespaces' pods, (c) every other pod of the world."""
     yield "alb", None
-    skip = relays(door) | set(door.vllm)
+    # vLLM's own pods are no callers: a model's replicas, and the headless workers of its groups (the replica itself)
+    skip = relays(door) | set(door.vllm) | {n for m in door.world.cfg.models for n in group_workers(door.world, m)}
     for name, pod in door.world.pods.items():
         if name not in skip:
             yield name, pod
@@ -426,7 +428,7 @@ def test_only_the_gateway_and_prometheus_reach_vllms_port(stack: str) -> None:
         outside = {n for n, h in w.hosts.items() if w.cluster.allowed(h, pod, VLLM_PORT)}
         assert (direct, outside) == (vllm_admits(w, model), set()), model.name
         gateway = w.gateways[model.name]
-        assert direct == {"prometheus", gateway.proxy, gateway.picker}, model.name
+        assert direct == {"prometheus", gateway.proxy, gateway.picker, *group_workers(w, model)}, model.name
 
 
 @pytest.mark.parametrize("stack", WORLDS)
@@ -452,7 +454,7 @@ def test_clients_reach_v1_through_the_front_door(stack: str) -> None:
             assert (model.name, API, front) in got, (client, model.name, got)
 
 
-PATH_ROUTED = {"minimal-dev", "existing-vpc-irsa-bottlerocket", "minimal-dev+precise"}
+PATH_ROUTED = {"minimal-dev", "existing-vpc-irsa-bottlerocket", "minimal-dev+precise", "multi-node-405b"}
 """Stacks without ingress.domain that expose a model: the ALB routes /<model>/v1 and must rewrite it to /v1."""
 
 

@@ -26,6 +26,7 @@ from tests.support.flows import (
     blocked,
     build_world,
     gateway_of,
+    group_workers,
     http_add_on_remnants,
     job_may_reach,
     job_reach,
@@ -73,7 +74,10 @@ def test_the_world_holds_each_models_front_door(stack: str) -> None:
             f"{gateway.picker} reads {model.name}/{model.name}'s metrics",
         } <= needed
         assert all(f"a pod in {c} calls {model.name}'s gateway" in needed for c in model.client_namespaces)
-        assert vllm_admits(world, model) == {"prometheus", gateway.proxy, gateway.picker}
+        workers = group_workers(world, model)
+        # a multi-node model's headless workers are pods of its replicas (one per stage beyond the leader's)
+        assert len(workers) == (1 if model.multi_node else 0), model.name
+        assert vllm_admits(world, model) == {"prometheus", gateway.proxy, gateway.picker, *workers}
 
 
 @pytest.mark.parametrize("stack", WORLDS)

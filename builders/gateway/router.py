@@ -21,7 +21,7 @@ import yaml
 from builders.gateway import envoy
 from builders.gateway.prefix import PREFIX_BLOCK_SIZE, precise
 from builders.helm import deep_merge
-from builders.serving.workload import selector
+from builders.serving.workload import serving_selector
 from config.derived import path as request_path
 from config.derived.hold import Hold
 from config.facts import versions
@@ -283,7 +283,12 @@ def values(
         "flags": {"health-checking": True, "drain-timeout": f"{DRAIN_TIMEOUT_SECONDS}s"},
     }
     router: dict[str, Any] = {
-        "modelServers": {"type": "vllm", "protocol": "http", "targetPorts": [{"number": VLLM_PORT}], "matchLabels": selector(model)},
+        "modelServers": {
+            "type": "vllm",
+            "protocol": "http",
+            "targetPorts": [{"number": VLLM_PORT}],
+            "matchLabels": serving_selector(model),
+        },
         # Decided, not defaulted: the chart says FailOpen, the API's default is FailClose. The proxy is
         # what acts on it (failOpen below); the pool records the same choice.
         "inferencePool": {"create": True, "failureMode": "FailClose"},

@@ -7,6 +7,7 @@ PoolState.ami_family and .nodepool_limit); the builders take them, never work th
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from builders.karpenter import mig
@@ -16,6 +17,7 @@ from config.derived.state import PoolState
 from config.facts.conventions import (
     CAPACITY_TYPE_LABEL,
     DEVICE_PLUGIN_CONFIG_LABEL,
+    EFA_NODE_LABEL,
     GPU_RESOURCE,
     INSTANCE_TYPE_LABEL,
     MIG_MANAGER_DEPLOY_LABEL,
@@ -46,7 +48,17 @@ def pool_labels(pool: GpuPool, family: str = "al2023") -> dict[str, str]:
         # Partitioned at boot by the node class's user data; the operator's MIG manager would
         # restart kubelet to change MIG mode, and the node would never come back Ready.
         labels[MIG_MANAGER_DEPLOY_LABEL] = "false"
+    if pool.efa:
+        labels |= EFA_NODE_LABEL
     return {**labels, **pool.labels}
+
+
+@dataclass(frozen=True)
+class EfaPlacement:
+    """An EFA pool's AWS side (components/karpenter.py): its cluster placement group and the EFA security group."""
+
+    placement_group_id: Any
+    security_group_id: Any
 
 
 def ec2_node_class(
@@ -57,6 +69,7 @@ def ec2_node_class(
     cluster_name: Any,
     tags: dict[str, str],
     pool: GpuPool | None = None,
+    efa: EfaPlacement | None = None,
 ) -> dict[str, Any]:
     """The EC2NodeClass of an AMI family (or of one MIG pool): pinned alias, IMDSv2 hop 1, big
     encrypted volume; a MIG pool's also partitions its GPUs at boot (user data).
@@ -94,6 +107,16 @@ def ec2_node_class(
         "blockDeviceMappings": devices,
         "tags": dict(tags),
     }
+    if pool is not None and pool.efa:
+        assert efa is not None, "an EFA pool's node class needs its placement group and security group"
+        # The nodes of the pool's cluster placement group (one zone, rule_efa_pool) also join a security group open
+        # to itself both ways: EFA's SRD traffic needs the self-referencing egress rule too, a 0.0.0.0/0 egress does
+        # not cover it (NCCL "Error 4126: Unresponsive receiver"; wave3-facts Part A 4.3). No networkInterfaces:
+        # Karpenter attaches an EFA interface on every network card when a pending pod requests
+        # vpc.amazonaws.com/efa (aws/karpenter-provider-aws#6296), which every pod of a group does; the explicit list
+        # is for static capacity. placementGroupSelector: Karpenter v1.14.1 EC2NodeClass (aws/karpenter-provider-aws#9030).
+        spec["securityGroupSelectorTerms"] = [*spec["securityGroupSelectorTerms"], {"id": efa.security_group_id}]
+        spec["placementGroupSelector"] = {"id": efa.placement_group_id}
     if karpenter.instance_store_policy == "RAID0" and snapshot is None:
         # (not on an image-snapshot pool: RAID0 moves containerd to the instance store, away from the cached images)
         spec["instanceStorePolicy"] = "RAID0"
@@ -166,8 +189,9 @@ def _toml(value: object) -> str:
 
 
 def own_node_class(pool: GpuPool) -> bool:
-    """A MIG pool (its user data partitions the GPUs) and an image-snapshot pool (its data volume) get their own."""
-    return pool.sharing.mig is not None or pool.image_snapshot is not None
+    """A MIG pool (its user data partitions the GPUs), an image-snapshot pool (its data volume) and an EFA pool (its
+    placement group) get their own."""
+    return pool.sharing.mig is not None or pool.image_snapshot is not None or pool.efa
 
 
 def node_class_for(pool: GpuPool, family: str) -> str:

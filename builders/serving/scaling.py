@@ -17,6 +17,7 @@ from typing import Any
 
 from builders.gateway import envoy
 from builders.observability.rules import GATEWAY_PROXY_JOB
+from builders.serving.multinode import LWS_API_VERSION
 from config.derived import capacity
 from config.facts.conventions import hpa_name
 from config.sections.gpu_pools import GpuPool
@@ -148,6 +149,14 @@ def scale_down_window(model: ModelConfig, scale_up_miss_seconds: int | None) -> 
     return max(window, scale_up_miss_seconds)
 
 
+def scale_target(model: ModelConfig) -> dict[str, str]:
+    """What KEDA's HPA scales: the model's Deployment, or its LeaderWorkerSet (a group per replica; its scale
+    subresource counts groups, LeaderWorkerSet v0.10.0 CRD `.spec.replicas`)."""
+    if model.multi_node:
+        return {"apiVersion": LWS_API_VERSION, "kind": "LeaderWorkerSet", "name": model.name}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "name": model.name}
+
+
 def scaled_object(
     model: ModelConfig, server_address: str, pool: GpuPool, scale_up_miss_seconds: int | None = None, *, scales_to_zero: bool
 ) -> dict[str, Any]:
@@ -170,7 +179,7 @@ def scaled_object(
         "kind": "ScaledObject",
         "metadata": {"name": model.name, "namespace": model.name},
         "spec": {
-            "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": model.name},
+            "scaleTargetRef": scale_target(model),
             "minReplicaCount": model.replicas.min,
             "maxReplicaCount": model.replicas.max,
             "pollingInterval": a.polling_interval_seconds,

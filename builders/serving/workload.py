@@ -13,6 +13,7 @@ from builders import network_policies as netpol
 from builders.gateway import prefix
 from builders.k8s import namespace_manifest
 from builders.serving import compile_cache
+from builders.serving.multinode import LEADER, multi_node_args
 from config.derived import capacity, engine
 from config.derived.path import keep_alive_seconds, sse_keep_alive_seconds
 from config.derived.sharing import gpu_request
@@ -89,7 +90,13 @@ def labels(model: ModelConfig) -> dict[str, str]:
 
 
 def selector(model: ModelConfig) -> dict[str, str]:
+    """Every pod of the model (the leaders and workers of a multi-node model's groups too)."""
     return {**VLLM_APP_LABEL, "app.kubernetes.io/instance": model.name}
+
+
+def serving_selector(model: ModelConfig) -> dict[str, str]:
+    """The pods that serve the API: every pod, or a multi-node model's group leaders (the workers run headless)."""
+    return {**selector(model), **(LEADER if model.multi_node else {})}
 
 
 def shm_size(model: ModelConfig) -> str:
@@ -204,6 +211,8 @@ def vllm_args(model: ModelConfig, pool: GpuPool, alb_idle_timeout_seconds: int, 
         args += ["--max-cudagraph-capture-size", str(engine.capture_max(model, pool))]
     # the gateway's precise prefix-cache routing reads vLLM's KV-cache events (builders/gateway/prefix.py)
     args += prefix.vllm_args(model)
+    # a replica spanning nodes: its pod's stage, group and leader (builders/serving/multinode.py)
+    args += multi_node_args(model)
     return [*args, *model.extra_args]
 
 
@@ -539,7 +548,7 @@ def service(model: ModelConfig) -> dict[str, Any]:
         "metadata": {"name": model.name, "namespace": model.name, "labels": labels(model)},
         "spec": {
             "type": "ClusterIP",
-            "selector": selector(model),
+            "selector": serving_selector(model),
             # a numeric target equal to the port: the network policy controller then maps the policy's port
             # to this Service's address (a named target only resolves once a pod exists)
             "ports": [{"name": VLLM_PORT_NAME, "port": PORT, "targetPort": PORT, "protocol": "TCP"}],
@@ -565,13 +574,15 @@ def network_policies(model: ModelConfig, flows: ModelFlows) -> list[dict[str, An
     if flows.kv_events is not None:
         port, pickers = flows.kv_events
         ingress.append({"from": list(pickers), "ports": netpol.tcp(port)})
-    vllm = netpol.policy(
-        model.name,
-        model.name,
-        selector(model),
-        ingress,
-        model_egress(model, flows.vpc_cidrs, flows.interface_endpoints),
-    )
+    egress = model_egress(model, flows.vpc_cidrs, flows.interface_endpoints)
+    if model.multi_node:
+        # a group's pods to each other on every port: the workers' torch.distributed rendezvous with the leader
+        # (vLLM's --master-port) and NCCL's bootstrap sockets, whose ports NCCL picks (the EFA traffic itself
+        # bypasses the pod network); the model's own pods only
+        group = [{"podSelector": {"matchLabels": selector(model)}}]
+        ingress.append({"from": group})
+        egress = [*egress, {"to": group}]
+    vllm = netpol.policy(model.name, model.name, selector(model), ingress, egress)
     return [netpol.default_deny(model.name), vllm]
 
 

@@ -11,7 +11,7 @@ import pulumi_kubernetes as k8s
 from builders.gateway import policies as gateway_policies
 from builders.gateway import prefix
 from builders.gateway import router as gateway_router
-from builders.serving import populate, scaling
+from builders.serving import multinode, populate, scaling
 from builders.serving import workload as builders
 from components import k8s_objects
 from components.options import inherited_depends_on
@@ -131,10 +131,18 @@ class VllmModel(pulumi.ComponentResource):
             if args.api_key is not None
             else pulumi.Output.from_input(None)
         )
+        # A model spanning nodes: a LeaderWorkerSet of groups, each a replica, made from the same pod
+        # (builders/serving/multinode.py); its CRDs and controller come first (components/lws.py, in depends_on).
+        workload = "leaderworkerset" if model.multi_node else "deployment"
+
+        def manifest(resolved: tuple[builders.Sources, str | None]) -> dict[str, object]:
+            built = build(sources=resolved[0], api_key_fingerprint=resolved[1])
+            return multinode.leader_worker_set(model, args.pool, built) if model.multi_node else built
+
         deployment = k8s_objects.create_resolved(
-            f"{name}-deployment",
+            f"{name}-{workload}",
             pulumi.Output.all(sources, fingerprint).apply(lambda v: (v[0], v[1])),
-            lambda resolved: build(sources=resolved[0], api_key_fingerprint=resolved[1]),
+            manifest,
             (SAMPLE_SOURCES, None),
             pulumi.ResourceOptions(
                 parent=self,

@@ -16,6 +16,11 @@ from config.sections.models import ModelConfig
 from config.sections.stack import StackConfig
 
 
+def _ranks(model: ModelConfig) -> str:
+    tp, pp = model.tensor_parallel_size, model.pipeline_parallel_size
+    return f"tensorParallelSize {tp}" if pp == 1 else f"{tp * pp} GPUs (tensorParallelSize {tp} x pipelineParallelSize {pp})"
+
+
 def check_fit(path: str, model: ModelConfig, pool: GpuPool, device: capacity.Device | None) -> Iterator[Problem]:
     """Does a replica fit its device (the smallest it may land on, from the derived state)?"""
     tp = model.tensor_parallel_size
@@ -50,14 +55,15 @@ def check_fit(path: str, model: ModelConfig, pool: GpuPool, device: capacity.Dev
             )
         else:
             smallest = "no catalog instance fits it unquantized; quantize it (fp8, awq) or shorten maxModelLen"
+        raise_ = "pipelineParallelSize" if model.multi_node else "tensorParallelSize"
         yield Problem(
             path,
             f"does not fit pool {pool.name}: needs {need:.1f} GiB per {device.description} "
             f"(weights {capacity.weights_gib(model):.1f} GiB + KV cache for one {model.max_model_len}-token "
-            f"sequence {capacity.kv_gib_per_sequence(model):.1f} GiB, over tensorParallelSize {tp}, + "
+            f"sequence {capacity.kv_gib_per_sequence(model):.1f} GiB, over {_ranks(model)}, + "
             f"{OVERHEAD_GIB_PER_GPU} GiB overhead), but has {have:.1f} GiB ({device.gib:.1f} GiB x "
-            f"gpuMemoryUtilization {util}); vLLM would fail at startup. Fix: raise "
-            f"tensorParallelSize, quantize, shorten maxModelLen, or use another pool: {smallest}",
+            f"gpuMemoryUtilization {util}); vLLM would fail at startup. Fix: raise {raise_}, quantize, shorten "
+            f"maxModelLen, or use another pool: {smallest}",
         )
     if pool.sharing.time_slicing:
         replicas = pool.sharing.time_slicing.replicas

@@ -3,7 +3,7 @@
 Each rule returns Problems instead of raising, so one run reports everything at once; problems are
 reported in this order: root causes (names, pools, fit) before what is derived from them. Rules live
 by topic: names and references (structure), fit and limits
-(fit), scaling and disruption (scaling), network, exposure and cluster access (network), escape
+(fit), replicas spanning nodes (multinode), scaling and disruption (scaling), network, exposure and cluster access (network), escape
 hatches (escape_hatches), weights and images (artifacts), the gateway's routing (gateway). A config field is checked by one rule.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from config.checks import artifacts, escape_hatches, fit, gateway, network, scaling, structure
+from config.checks import artifacts, escape_hatches, fit, gateway, multinode, network, scaling, structure
 from config.errors import Problem
 from config.sections.stack import StackConfig
 
@@ -41,6 +41,8 @@ RULES: tuple[Rule, ...] = (
     Rule(scaling.rule_startup_budget, "the startup probe waits at least the expected load time"),
     Rule(fit.rule_gpu_limits, "gpuLimit holds the nodes at min with the headroom, and each model at max plus its surge alone"),
     Rule(fit.rule_headroom, "warm headroom is on a used pool, under the limit, in whole replicas, and fits a node"),
+    Rule(multinode.rule_multi_node, "a replica spanning nodes gets whole nodes of an EFA pool, a stage per node"),
+    Rule(multinode.rule_efa_pool, "an EFA pool's types have EFA, in one zone for its placement group, and a model uses it"),
     # after the fit rules: the hold is derived from the scale-up budget, which a model that does not fit throws off
     Rule(gateway.rule_precise_routing, "precise prefix routing would route on KV events vLLM does not publish as the picker reads them"),
     Rule(gateway.rule_hold, "the gateway's flow control would stall scale-out, or the ALB cut what it holds (a cold start at zero)"),

@@ -70,10 +70,17 @@ def kv_gib_per_sequence(model: ModelConfig) -> float:
     return kv_bytes_per_token(model) * model.max_model_len / GIB
 
 
+def ranks(model: ModelConfig) -> int:
+    """GPUs one replica's weights and KV cache are split over: tensorParallelSize on each of its
+    pipelineParallelSize nodes (a pipeline stage holds its share of the layers, so of both)."""
+    return model.tensor_parallel_size * model.pipeline_parallel_size
+
+
 def required_gib_per_device(model: ModelConfig, tp: int | None = None) -> float:
-    """Memory one tensor-parallel rank needs (at the model's size, or at tp): its share of the
+    """Memory one rank needs (at the model's size, or at tp on each pipeline stage): its share of the
     weights and of one sequence's KV cache, plus overhead."""
-    return (weights_gib(model) + kv_gib_per_sequence(model)) / (tp or model.tensor_parallel_size) + OVERHEAD_GIB_PER_GPU
+    gpus = (tp or model.tensor_parallel_size) * model.pipeline_parallel_size
+    return (weights_gib(model) + kv_gib_per_sequence(model)) / gpus + OVERHEAD_GIB_PER_GPU
 
 
 def checkpoint_gb(model: ModelConfig) -> float:
@@ -102,7 +109,10 @@ def weights_host(model: ModelConfig, pool: GpuPool | None, *, pessimistic: bool 
 
 def weights_seconds(model: ModelConfig, host: catalog.InstanceType | None = None, *, pessimistic: bool = False) -> float:
     """Reading the checkpoint from its source on a host: streamed from S3 at the host's rate (s3_rate), or
-    downloaded from Hugging Face at its measured rate."""
+    downloaded from Hugging Face at its measured rate. The nodes of a multi-node replica read at once and the
+    group waits for the slowest: counted as the whole checkpoint on each node (vLLM's loader walks every file and
+    keeps its pipeline stage's tensors; whether the streamer's distributed mode splits the reads across nodes is
+    not published, and a budget too short is a crash loop, so the slow end)."""
     rate = s3_rate(host, pessimistic=pessimistic) if model.streams_from_s3 else speed.HUGGING_FACE_RATE.value
     return checkpoint_gb(model) / rate
 
@@ -180,8 +190,8 @@ def usable_gib(model: ModelConfig, device: Device) -> float:
 def kv_cache_gib(model: ModelConfig, device: Device) -> float:
     """KV cache one replica gets on the device: its usable memory on every rank, less the weights and
     the per-rank overhead the fit check counts (what vLLM's profiling would find on an idle GPU)."""
-    tp = model.tensor_parallel_size
-    return usable_gib(model, device) * tp - weights_gib(model) - OVERHEAD_GIB_PER_GPU * tp
+    gpus = ranks(model)
+    return usable_gib(model, device) * gpus - weights_gib(model) - OVERHEAD_GIB_PER_GPU * gpus
 
 
 def explicit_kv_cache_bytes(model: ModelConfig, pool: GpuPool) -> int | None:
@@ -202,9 +212,9 @@ def explicit_kv_cache_bytes(model: ModelConfig, pool: GpuPool) -> int | None:
     if device is None:
         return None
     # vLLM reads the flag per GPU ("Size of KV Cache per GPU in bytes", vllm/config/cache.py CacheConfig):
-    # a tensor-parallel replica's cache is split over its ranks, and so is the margin each rank keeps.
-    tp = model.tensor_parallel_size
-    gib = max(kv_gib_per_sequence(model), kv_cache_gib(model, device) - EXPLICIT_KV_MARGIN_GIB * tp) / tp
+    # a tensor- or pipeline-parallel replica's cache is split over its ranks, and so is the margin each rank keeps.
+    gpus = ranks(model)
+    gib = max(kv_gib_per_sequence(model), kv_cache_gib(model, device) - EXPLICIT_KV_MARGIN_GIB * gpus) / gpus
     return math.floor(gib * GIB)
 
 
@@ -271,13 +281,19 @@ def smallest_fitting_instance(model: ModelConfig) -> tuple[catalog.InstanceType,
     return None
 
 
-def gpus_per_replica(model: ModelConfig, pool: GpuPool) -> float:
-    """Physical GPUs one replica occupies (fractions for shared GPUs)."""
+def gpus_per_pod(model: ModelConfig, pool: GpuPool) -> float:
+    """Physical GPUs one pod of a replica occupies (fractions for shared GPUs): the whole replica, or one
+    pipeline stage of a multi-node replica."""
     if pool.sharing.time_slicing:
         return 1 / pool.sharing.time_slicing.replicas
     if pool.sharing.mig:
         return 1 / pool_mig_profile(pool).max_per_gpu
     return float(model.tensor_parallel_size)
+
+
+def gpus_per_replica(model: ModelConfig, pool: GpuPool) -> float:
+    """Physical GPUs one replica occupies: its pods' (pipelineParallelSize of them)."""
+    return gpus_per_pod(model, pool) * model.pipeline_parallel_size
 
 
 def node_share(model: ModelConfig, pool: GpuPool, instance: catalog.InstanceType) -> float:
@@ -301,8 +317,9 @@ def node_room(model: ModelConfig, pool: GpuPool) -> list[catalog.InstanceType]:
 
 # -- whole nodes, as Karpenter launches them ------------------------------------------------------
 def replicas_per_node(model: ModelConfig, pool: GpuPool, instance: catalog.InstanceType) -> int:
-    """Replicas one node of this type holds: by its GPUs (or slices), and by its allocatable CPU and memory."""
-    by_gpu = math.floor(instance.gpu_count / gpus_per_replica(model, pool) + 1e-9)
+    """Pods one node of this type holds, by its GPUs (or slices) and its allocatable CPU and memory: replicas, or
+    pipeline stages of a multi-node replica (one each: a stage takes every GPU of its node)."""
+    by_gpu = math.floor(instance.gpu_count / gpus_per_pod(model, pool) + 1e-9)
     cpu = parse_quantity(model.resources.cpu)
     mem_gib = parse_quantity(model.resources.memory) / GIB
     by_cpu = math.floor(instance.vcpus * ALLOCATABLE_CPU / cpu + 1e-9)
@@ -310,10 +327,19 @@ def replicas_per_node(model: ModelConfig, pool: GpuPool, instance: catalog.Insta
     return max(0, min(by_gpu, by_cpu, by_memory))
 
 
-def nodes_for(model: ModelConfig, pool: GpuPool, instance: catalog.InstanceType, replicas: int) -> int:
-    """Nodes of this type that `replicas` replicas need (0 when a node cannot hold one)."""
+def nodes_per_replica(model: ModelConfig, pool: GpuPool, instance: catalog.InstanceType) -> float:
+    """Nodes of this type one replica takes, in the unit the cost and the planner count: a share of a node, one
+    node, or a multi-node replica's pipelineParallelSize nodes (2.0 where a node cannot hold one, which no rule
+    lets through)."""
     per_node = replicas_per_node(model, pool, instance)
-    return math.ceil(replicas / per_node) if per_node else 0
+    return model.pipeline_parallel_size / per_node if per_node else 2.0
+
+
+def nodes_for(model: ModelConfig, pool: GpuPool, instance: catalog.InstanceType, replicas: int) -> int:
+    """Nodes of this type that `replicas` replicas need (0 when a node cannot hold one): their pods
+    (pipelineParallelSize each) packed."""
+    per_node = replicas_per_node(model, pool, instance)
+    return math.ceil(replicas * model.pipeline_parallel_size / per_node) if per_node else 0
 
 
 def packing_hosts(model: ModelConfig, pool: GpuPool) -> list[catalog.InstanceType]:

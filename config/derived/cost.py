@@ -131,6 +131,8 @@ def _label(model: ModelConfig, pool: GpuPool) -> str:
         return f"{label} MIG {pool.sharing.mig.profile}"
     if pool.sharing.time_slicing:
         return f"{label} 1/{pool.sharing.time_slicing.replicas} time-slice"
+    if model.multi_node:
+        return f"{model.pipeline_parallel_size} nodes x {model.tensor_parallel_size} x {label}"
     if model.tensor_parallel_size > 1:
         return f"{model.tensor_parallel_size} x {label}"
     return label

@@ -44,7 +44,11 @@ class ModelState:
     hosts: tuple[catalog.InstanceType, ...]
     """Pool types that hold at least one replica, cheapest first (Karpenter's preference)."""
     replicas_per_node: dict[str, int]
-    """Replicas one node holds, by instance type name (GPUs or slices, allocatable CPU and memory)."""
+    """Pods one node holds, by instance type name (GPUs or slices, allocatable CPU and memory): replicas, or the
+    pipeline stages of a multi-node replica."""
+    nodes_per_replica: dict[str, float]
+    """Nodes one replica takes, by instance type name (capacity.nodes_per_replica): what the cost and the planner
+    count."""
     peak_host: catalog.InstanceType | None
     """The host that needs the most GPUs for `max` replicas plus a rollout surge."""
     zones: int
@@ -243,6 +247,7 @@ def _model(cfg: StackConfig, model: ModelConfig) -> ModelState:
         device=capacity.smallest_device(model, pool) if pool else None,
         hosts=hosts,
         replicas_per_node=per_node,
+        nodes_per_replica={t.name: capacity.nodes_per_replica(model, pool, t) for t in pool.resolved_instance_types()} if pool else {},
         peak_host=peak,
         zones=zones,
         spread=spread,

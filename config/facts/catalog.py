@@ -184,6 +184,11 @@ class InstanceType:
         """Its network bandwidth (NETWORK, NETWORK_SOURCE): every catalog type has one (a test says so)."""
         return NETWORK[self.name]
 
+    @property
+    def efa_interfaces(self) -> int:
+        """EFA interfaces it takes, one per network card (EFA_INTERFACES); 0 without EFA."""
+        return EFA_INTERFACES.get(self.name, 0)
+
 
 @dataclass(frozen=True)
 class Network:
@@ -231,6 +236,23 @@ _NETWORK_GBPS: Final = {
     "m6i.xlarge": (1.25, 12.5),
 }
 NETWORK: Final[dict[str, Network]] = {name: Network(*gbps) for name, gbps in _NETWORK_GBPS.items()}
+
+EFA_SOURCE: Final = (
+    "Amazon EC2 User Guide, 'Elastic Fabric Adapter: supported instance types' and the accelerated computing network "
+    "specifications (docs.aws.amazon.com/ec2/latest/instancetypes/ac.html: maximum network cards, each holding one EFA); "
+    "the EFA device plugin's supportedInstanceLabels (aws-efa-k8s-device-plugin chart 0.5.30) lists every type here"
+)
+EFA_INTERFACES: Final[dict[str, int]] = {
+    # the GPU types of the catalog with EFA: interfaces a pod takes to use every network card of the node
+    "g5.48xlarge": 1,
+    "g6.48xlarge": 1,
+    "g6e.48xlarge": 4,
+    "p4d.24xlarge": 4,
+    "p4de.24xlarge": 4,
+    "p5.48xlarge": 32,
+    "p5en.48xlarge": 16,
+}
+"""EFA interfaces per instance type (EFA_SOURCE): only 8-GPU types, the ones a multi-node replica's stage fills."""
 
 
 def _g(name: str, vcpus: int, mem: int, price: float, gpu: Gpu, count: int, src: PriceSource = CONSOLE_TABLE_2026) -> InstanceType:

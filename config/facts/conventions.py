@@ -50,6 +50,8 @@ LABEL_DOMAIN: Final = "llm-platform.io"
 SYSTEM_NODE_LABEL: Final = {f"{LABEL_DOMAIN}/node-role": "system"}
 SYSTEM_NODE_SELECTOR: Final = {"kubernetes.io/os": "linux", **SYSTEM_NODE_LABEL}
 POOL_LABEL: Final = f"{LABEL_DOMAIN}/gpu-pool"
+EFA_NODE_LABEL: Final = {f"{LABEL_DOMAIN}/efa": "true"}
+"""On the nodes of every EFA pool: where the EFA device plugin runs (builders/efa.py)."""
 SHARING_LABEL: Final = f"{LABEL_DOMAIN}/gpu-sharing"
 MODEL_LABEL: Final = f"{LABEL_DOMAIN}/model"
 CONFIG_HASH_ANNOTATION: Final = f"{LABEL_DOMAIN}/config-hash"
@@ -64,6 +66,8 @@ MIG_MANAGER_DEPLOY_LABEL: Final = "nvidia.com/gpu.deploy.mig-manager"
 """Set to "false" on MIG nodes: the platform partitions them at boot, the operator's MIG manager stays away."""
 OPERANDS_LABEL: Final = "nvidia.com/gpu.deploy.operands"
 VLLM_APP_LABEL: Final = {"app.kubernetes.io/name": "vllm"}
+LWS_WORKER_INDEX_LABEL: Final = "leaderworkerset.sigs.k8s.io/worker-index"
+"""The pod label LeaderWorkerSet v0.10.0 sets to a pod's index in its group, "0" on the leader."""
 VLLM_PORT: Final = 8000
 VLLM_PORT_NAME: Final = "http"
 """vLLM serves its API, /health and /metrics on this container port (the monitors scrape it by name)."""

@@ -83,6 +83,7 @@ def _row(
 KEDA = f"keda-{versions.KEDA_VERSION}"
 GPU_OPERATOR = f"gpu-operator-{versions.GPU_OPERATOR_VERSION}"
 NODE_MONITORING_AGENT = f"eks-node-monitoring-agent-{versions.NODE_MONITORING_AGENT_VERSION}"
+LWS = f"lws-{versions.LWS_VERSION}"
 
 
 def workloads(cfg: StackConfig) -> list[SystemWorkload]:
@@ -161,6 +162,9 @@ def workloads(cfg: StackConfig) -> list[SystemWorkload]:
                 (NODE_MONITORING_AGENT, ("nodeAgent", "resources", "requests")),
             )
         )
+    if any(m.multi_node for m in cfg.models):
+        # the EFA device plugin runs on the EFA pools' nodes only (builders/efa.py)
+        rows.append(_row("lws-controller-manager", "Deployment", 1, "1", "1Gi", f"chart {LWS} resources", (LWS, ("resources", "requests"))))
     if exposed_models(cfg):
         rows.append(_row("aws-load-balancer-controller", "Deployment", 2, "0", "0", "chart 3.5.0: no default requests"))
     rows += gateway_rows(cfg)

@@ -80,6 +80,28 @@ GATEWAY_CRDS: Final = (
 """The CRDs the router needs, read at deploy time from the pinned tags (the chart ships none): the
 Endpoint Picker watches InferencePools and the llm-d.ai objectives and rewrites."""
 
+# Replicas that span nodes (../shared/reference/wave3-facts.md Part A 4.1, 4.3). LeaderWorkerSet's chart is an OCI
+# artifact versioned without the "v"; its git values default the image to `main` / Always, so the tag is pinned here.
+# Its CRDs are read from the tag (as the router's): Helm never upgrades a chart's crds/, and an upgrade across the
+# release that moved them deleted them with every LeaderWorkerSet (kubernetes-sigs/lws#880, #883).
+LWS_VERSION: Final = "v0.10.0"
+LWS: Final = Chart("oci://registry.k8s.io/lws/charts/lws", LWS_VERSION.removeprefix("v"))
+LWS_IMAGE_TAG: Final = LWS_VERSION
+LWS_CRDS: Final = tuple(
+    (
+        crd,
+        f"https://raw.githubusercontent.com/kubernetes-sigs/lws/{LWS_VERSION}/config/crd/bases/{group}_{crd}.yaml",
+    )
+    for group, crd in (
+        ("leaderworkerset.x-k8s.io", "leaderworkersets"),
+        # the controller of v0.10.0 always runs the DisaggregatedSet controller too (chart values enableDisaggregatedSet)
+        ("disaggregatedset.x-k8s.io", "disaggregatedsets"),
+        ("disaggregatedset.x-k8s.io", "disaggregatedsetrolescalers"),
+    )
+)
+EFA_DEVICE_PLUGIN_VERSION: Final = "0.5.30"  # aws/eks-charts stable/aws-efa-k8s-device-plugin
+EFA_DEVICE_PLUGIN: Final = Chart("aws-efa-k8s-device-plugin", EFA_DEVICE_PLUGIN_VERSION, AWS_LOAD_BALANCER_CONTROLLER_REPOSITORY)
+
 VLLM_IMAGE_REPOSITORY: Final = "vllm/vllm-openai"
 VLLM_IMAGE_TAG: Final = "v0.33.0"  # metric vllm:kv_cache_usage_perc; entrypoint `vllm serve`
 # The oldest vLLM release known to support every flag and metric the program uses:

@@ -233,6 +233,12 @@ class GpuPool(ConfigModel):
         description="Accept that this pool launches in one zone only (a type offered in one zone): in prod a pool needs "
         "two zones to survive a zone outage, and this opts out, by name. Preflight then warns instead of failing.",
     )
+    efa: bool = Field(
+        default=False,
+        description="Nodes with Elastic Fabric Adapter interfaces on every network card, in a cluster placement group "
+        "and a security group open to itself, with the EFA device plugin: for models whose replicas span nodes "
+        "(pipelineParallelSize above 1). Needs one zone (zones) and instance types with EFA.",
+    )
     labels: dict[str, str] = Field(default_factory=dict, description="Extra node labels.")
     taints: list[Taint] = Field(
         default_factory=list,

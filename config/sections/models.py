@@ -39,6 +39,12 @@ MANAGED_FLAGS = {
     "--port": "the platform serves on port 8000",
     "--tensor-parallel-size": "set tensorParallelSize",
     "-tp": "set tensorParallelSize",
+    "--pipeline-parallel-size": "set pipelineParallelSize",
+    "-pp": "set pipelineParallelSize",
+    "--nnodes": "a multi-node replica's group size is pipelineParallelSize",
+    "--node-rank": "each pod of a multi-node replica takes its rank from the LeaderWorkerSet",
+    "--master-addr": "each pod of a multi-node replica finds its leader through the LeaderWorkerSet",
+    "--headless": "the workers of a multi-node replica run headless, its leader serves",
     "--max-model-len": "set maxModelLen",
     "--gpu-memory-utilization": "set gpuMemoryUtilization",
     "--max-num-seqs": "set maxNumSeqs",
@@ -396,7 +402,17 @@ class ModelConfig(ConfigModel):
     image: Image = Field(default_factory=Image, description="vLLM image.")
     weights: ModelWeights = Field(default_factory=ModelWeights, description="Where the weights come from: S3 or Hugging Face.")
     pool: K8sName = Field(description="Name of the gpuPools entry the model runs on.")
-    tensor_parallel_size: int = Field(default=1, ge=1, le=8, description="GPUs per replica (vLLM --tensor-parallel-size).")
+    tensor_parallel_size: int = Field(
+        default=1, ge=1, le=8, description="GPUs per replica, per node of a multi-node replica (vLLM --tensor-parallel-size)."
+    )
+    pipeline_parallel_size: int = Field(
+        default=1,
+        ge=1,
+        le=8,
+        description="Nodes per replica (vLLM --pipeline-parallel-size, one stage per node: tensor parallel inside a node, "
+        "pipeline parallel across nodes). Above 1 a replica is a LeaderWorkerSet group of that many pods, each on a whole "
+        "node of an `efa` pool, with tensorParallelSize every GPU of the node.",
+    )
     max_model_len: int = Field(ge=256, le=1_048_576, description="Longest sequence (prompt + output) in tokens.")
     gpu_memory_utilization: float = Field(
         default=0.92, gt=0.05, le=0.98, description="Fraction of each GPU's memory vLLM may use (vLLM's default is 0.92)."
@@ -460,7 +476,13 @@ class ModelConfig(ConfigModel):
         return self.weights.source == "s3"
 
     @property
+    def multi_node(self) -> bool:
+        """Whether a replica spans nodes (a LeaderWorkerSet group instead of a Deployment's pod)."""
+        return self.pipeline_parallel_size > 1
+
+    @property
     def compile_cache_used(self) -> bool:
         """Whether replicas start from the compile cache a warm-up Job leaves: it is on, there is something to
-        compile (no --enforce-eager), and a bucket to keep it in (weights from S3)."""
-        return self.engine.compile_cache and self.streams_from_s3 and "--enforce-eager" not in self.extra_args
+        compile (no --enforce-eager), a bucket to keep it in (weights from S3), and a replica the one-pod warm-up
+        can stand for (not a multi-node group: each pipeline stage compiles its own layers)."""
+        return self.engine.compile_cache and self.streams_from_s3 and "--enforce-eager" not in self.extra_args and not self.multi_node

@@ -24,6 +24,7 @@ from config.derived import state
 from config.facts.conventions import POOL_LABEL
 from offline import harness
 from tests.conftest import FIXTURES, PROD, fixture_run, parse, stack_data, values
+from tests.support import workloads
 
 REPO, REV = "meta-llama/Llama-3.1-8B-Instruct", "a" * 40
 REPOSITORY = f"models/{REPO}/"
@@ -281,8 +282,7 @@ def test_each_gpu_type_gets_a_warmup_running_the_replicas_engine(stack: str) -> 
     run, cfg = fixture_run(stack), parse(stack_data(stack))
     derived = state.of(cfg)
     for model in cfg.models:
-        deployment = next(d for d in _by_kind(run, "Deployment", model.name) if d["metadata"]["name"] == model.name)
-        pod = deployment["spec"]["template"]["spec"]
+        pod = workloads.model_pod(run, model.name)
         vllm = pod["containers"][0]
         jobs = [j for j in _by_kind(run, "Job", model.name) if j["metadata"]["labels"]["app.kubernetes.io/name"] == "compile-warmup"]
         if not model.compile_cache_used:

@@ -22,6 +22,7 @@ from config.facts import versions
 from config.facts.conventions import PROJECT
 from config.sections.models import MANAGED_FLAGS
 from offline import harness, render
+from policy.checks import LEADER_WORKER_SET, pod_templates
 from tests.conftest import DEV, FIXTURES, fixture_input, fixture_run, parse, problems_after, shared_path, stack_data, values
 from tests.validators import helm_values
 
@@ -32,13 +33,14 @@ VLLM_CONTAINER = "vllm"
 REFUSED_NOT_EMITTED = {
     "--model": "the model is the positional argument the platform passes first",
     "-tp": "the short form of --tensor-parallel-size",
+    "-pp": "the short form of --pipeline-parallel-size",
     "-q": "the short form of --quantization",
     "--api-key": "the key reaches vLLM as VLLM_API_KEY from a Secret, never in args",
     "--hf-token": "the token is mounted as a file (HF_TOKEN_PATH), never in args",
     "--disable-log-stats": "it also turns off the Prometheus metrics KEDA scales on",
 }
 """MANAGED_FLAGS entries the builders never emit, and why each is refused all the same."""
-SHORT_FORMS = {"-tp": "--tensor-parallel-size", "-q": "--quantization"}
+SHORT_FORMS = {"-tp": "--tensor-parallel-size", "-pp": "--pipeline-parallel-size", "-q": "--quantization"}
 
 WHEN_SET = {"--kv-cache-dtype": ("kvCacheDtype", "fp8"), "--max-num-seqs": ("maxNumSeqs", 64)}
 """Flags emitted only when a model sets a field no fixture sets: flag -> (field, value)."""
@@ -95,16 +97,19 @@ def platform_args(stack: str) -> dict[str, list[str]]:
 
 
 def _platform_args(run: harness.RunResult, extra: dict[str, list[str]]) -> dict[str, list[str]]:
-    found = {}
-    for r in run.of_type(DEPLOYMENT):
+    found: dict[str, list[str]] = {}
+    for r in [*run.of_type(DEPLOYMENT), *run.of_type(LEADER_WORKER_SET)]:
         doc = values(r)
         name = doc["metadata"]["name"]
-        for container in doc["spec"]["template"]["spec"]["containers"]:
-            if container["name"] != VLLM_CONTAINER:
-                continue
-            args, tail = container["args"], extra[name]
-            assert args[len(args) - len(tail) :] == tail, f"{name}: extraArgs are not passed last"
-            found[name] = args[: len(args) - len(tail)]
+        # a LeaderWorkerSet's leader, then its workers: the workers' own flags are added to the leader's
+        for template in pod_templates(doc):
+            for container in template["spec"]["containers"]:
+                if container["name"] != VLLM_CONTAINER:
+                    continue
+                args, tail = container["args"], extra[name]
+                assert args[len(args) - len(tail) :] == tail, f"{name}: extraArgs are not passed last"
+                before = found.setdefault(name, [])
+                found[name] = [*before, *(a for a in args[: len(args) - len(tail)] if a not in before)]
     return found
 
 

@@ -17,6 +17,7 @@ from builders.gateway import envoy, router
 from config.derived import engine
 from config.facts import speed
 from offline.mocks import Registration
+from policy.checks import LEADER_WORKER_SET, pod_templates
 from tests.conftest import FIXTURES, PROD, fixture_run, parse, stack_data, values
 from tests.support.iam import s3_allows
 from tests.support.program import run_patched
@@ -70,13 +71,13 @@ def envoy_picker_tls(stack: str, regs: list[Registration]) -> list[str]:
 
 # -- the replicas -------------------------------------------------------------------------------------------
 def _vllm(stack: str, regs: list[Registration]) -> list[tuple[Any, dict[str, Any], dict[str, Any]]]:
-    """(model config, Deployment, vLLM container) of each model."""
+    """(model config, Deployment or LeaderWorkerSet, vLLM container of the serving pods) of each model."""
     cfg = parse(stack_data(stack))
     out = []
-    for doc in _of(regs, "kubernetes:apps/v1:Deployment"):
+    for doc in [*_of(regs, "kubernetes:apps/v1:Deployment"), *_of(regs, LEADER_WORKER_SET)]:
         model = next((m for m in cfg.models if m.name == doc["metadata"]["name"] and doc["metadata"]["namespace"] == m.name), None)
         if model is not None:
-            (container,) = [c for c in doc["spec"]["template"]["spec"]["containers"] if c["name"] == "vllm"]
+            (container,) = [c for c in pod_templates(doc)[0]["spec"]["containers"] if c["name"] == "vllm"]
             out.append((model, doc, container))
     assert out
     return out
@@ -109,9 +110,16 @@ def drain_and_rollout(stack: str, regs: list[Registration]) -> list[str]:
         drain = model.drain
         if sleep is None or sleep < drain.pre_stop_sleep_seconds or sleep < 5:
             found.append(f"{model.name}: preStop sleeps {sleep}")
-        grace = doc["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
-        if grace < (sleep or 0) + drain.shutdown_timeout_seconds:
-            found.append(f"{model.name}: grace {grace} s under preStop {sleep} s + shutdown {drain.shutdown_timeout_seconds} s")
+        for template in pod_templates(doc):  # a group's workers too
+            grace = template["spec"]["terminationGracePeriodSeconds"]
+            if grace < (sleep or 0) + drain.shutdown_timeout_seconds:
+                found.append(f"{model.name}: grace {grace} s under preStop {sleep} s + shutdown {drain.shutdown_timeout_seconds} s")
+        if doc["kind"] == "LeaderWorkerSet":  # a group per replica: a whole new group first
+            strategy = doc["spec"]["rolloutStrategy"]
+            rolling = strategy.get("rollingUpdateConfiguration") or {}
+            if strategy["type"] != "RollingUpdate" or rolling.get("maxUnavailable") != 0 or rolling.get("maxSurge", 0) < 1:
+                found.append(f"{model.name}: a rollout may remove a serving group first ({strategy})")
+            continue
         strategy = doc["spec"]["strategy"]
         if strategy["type"] != "RollingUpdate" or strategy["rollingUpdate"]["maxUnavailable"] != 0:
             found.append(f"{model.name}: a rollout may remove a serving replica first ({strategy})")

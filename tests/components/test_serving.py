@@ -20,6 +20,7 @@ from offline import harness, render
 from offline.mocks import Registration, unwrap_secrets
 from tests.conftest import DEV, FIXTURES, PROD, fixture_run, parse, shared_path, stack_data, values
 from tests.support.workloads import model_pod as _pod
+from tests.support.workloads import running_pods
 from tests.validators import crds, helm_values, promtool
 
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
@@ -396,25 +397,34 @@ def test_selectors_are_consistent(stack: str) -> None:
             for d in _model_objects(run, model.name).values()
             if d["kind"] != "NetworkPolicy" and d["metadata"]["name"] == model.name
         }
-        pod_labels = objects["Deployment"]["spec"]["template"]["metadata"]["labels"]
-        container_ports = objects["Deployment"]["spec"]["template"]["spec"]["containers"][0]["ports"]
+        workload = objects.get("Deployment") or objects["LeaderWorkerSet"]
+        # the serving pods (a group's leaders, with the labels LeaderWorkerSet adds), and a group's workers
+        (_, serving), *workers = running_pods(workload)
+        pod_labels = serving["metadata"]["labels"]
+        container_ports = serving["spec"]["containers"][0]["ports"]
         ports, port_names = {p["containerPort"] for p in container_ports}, {p["name"] for p in container_ports}
-        assert _labels_match(objects["Deployment"]["spec"]["selector"]["matchLabels"], pod_labels)
+        if workload["kind"] == "Deployment":
+            assert _labels_match(workload["spec"]["selector"]["matchLabels"], pod_labels)
         assert _labels_match(objects["Service"]["spec"]["selector"], pod_labels)
         assert objects["Service"]["spec"]["type"] == "ClusterIP"
         # numeric and equal to the Service port, as the network policy controller needs to admit its address
         assert objects["Service"]["spec"]["ports"][0]["targetPort"] in ports
         assert objects["Service"]["spec"]["ports"][0]["targetPort"] == objects["Service"]["spec"]["ports"][0]["port"]
-        assert _labels_match(objects["PodDisruptionBudget"]["spec"]["selector"]["matchLabels"], pod_labels)
+        # one disruption at a time over every pod of the model: a group's worker is one of its replica's pods
+        for _, pod in [("serving", serving), *workers]:
+            assert _labels_match(objects["PodDisruptionBudget"]["spec"]["selector"]["matchLabels"], pod["metadata"]["labels"])
         assert objects["PodDisruptionBudget"]["spec"]["maxUnavailable"] == 1
         assert objects["ScaledObject"]["spec"]["scaleTargetRef"] == {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "name": objects["Deployment"]["metadata"]["name"],
+            "apiVersion": workload["apiVersion"],
+            "kind": workload["kind"],
+            "name": workload["metadata"]["name"],
         }
-        # the shared PodMonitor scrapes these pods on a port they have
+        # the shared PodMonitor scrapes these pods on a port they have; a group's headless workers have none
         assert _labels_match(monitor["selector"]["matchLabels"], pod_labels)
         assert monitor["podMetricsEndpoints"][0]["port"] in port_names
+        for _, worker in workers:
+            assert not _labels_match(objects["Service"]["spec"]["selector"], worker["metadata"]["labels"])
+            assert "ports" not in worker["spec"]["containers"][0]
 
 
 def test_network_policies(dev_run: harness.RunResult) -> None:

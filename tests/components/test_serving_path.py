@@ -21,6 +21,7 @@ from config.facts.conventions import API_KEY_FINGERPRINT_ANNOTATION
 from config.sections.models import ModelConfig
 from offline import harness, render
 from offline.mocks import Registration, is_secret
+from policy.checks import LEADER_WORKER_SET, pod_templates
 from tests.conftest import DEV, FIXTURES, PROD, fixture_input, fixture_run, new_problems_after, parse, stack_data, values
 
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
@@ -29,11 +30,18 @@ TLS = "internet-facing-tls"
 
 
 def _deployment(run: harness.RunResult, model: str) -> Registration:
-    return run.one(DEPLOYMENT, f"model-{model}-deployment")
+    """The model's Deployment, or its LeaderWorkerSet where its replicas span nodes."""
+    found = [
+        r
+        for r in [*run.of_type(DEPLOYMENT), *run.of_type(LEADER_WORKER_SET)]
+        if r.name in (f"model-{model}-deployment", f"model-{model}-leaderworkerset")
+    ]
+    assert len(found) == 1, [r.name for r in found]
+    return found[0]
 
 
 def _args(run: harness.RunResult, model: str) -> dict[str, str]:
-    args = values(_deployment(run, model))["spec"]["template"]["spec"]["containers"][0]["args"]
+    args = pod_templates(values(_deployment(run, model)))[0]["spec"]["containers"][0]["args"]
     return dict(zip(args[1::2], args[2::2], strict=False))
 
 
@@ -216,7 +224,7 @@ def test_an_explicit_kv_cache_on_time_sliced_pools_and_by_default(stack: str) ->
             assert "--kv-cache-memory-bytes" not in args
             continue
         kv = int(args["--kv-cache-memory-bytes"])  # per GPU (vLLM's CacheConfig), so per tensor-parallel rank
-        tp = model.tensor_parallel_size
+        tp = model.tensor_parallel_size * model.pipeline_parallel_size  # every rank, of every pipeline stage
         device = capacity.smallest_device(model, pool)
         assert device is not None
         # the fit check's budget (this replica's share of the smallest GPU on every rank less weights and overhead)
@@ -276,7 +284,7 @@ def test_a_model_at_zero_boots_no_replica_on_its_first_deploy() -> None:
 def test_nothing_else_carries_ignore_changes_on_a_model(prod_run: harness.RunResult) -> None:
     # the option hides drift: only the HPA-owned count may carry it
     for r in prod_run.registrations:
-        if r.parent and r.parent.startswith("llmplatform:index:VllmModel::") and r.type != DEPLOYMENT:
+        if r.parent and r.parent.startswith("llmplatform:index:VllmModel::") and r.type not in (DEPLOYMENT, LEADER_WORKER_SET):
             assert r.ignore_changes == [], r.name
 
 

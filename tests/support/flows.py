@@ -32,15 +32,18 @@ from typing import Any
 
 import yaml
 
+from builders import lws
 from builders import network_policies as netpol
 from builders.network import subnet_plan
 from config import stack_file
-from config.facts.conventions import KEDA_NAMESPACE, VLLM_PORT
+from config.facts.conventions import KEDA_NAMESPACE, LWS_WORKER_INDEX_LABEL, VLLM_PORT
 from config.sections.network import ExistingVpc
 from config.sections.stack import StackConfig
 from offline import harness
+from policy.checks import LEADER_WORKER_SET
 from tests.conftest import FIXTURES, fixture_input, fixture_run, parse, stack_data, values
 from tests.support import gateway as gw
+from tests.support.workloads import model_pod, running_pods
 from tests.validators.netpol import Cluster, Endpoint, Service, selects
 
 NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
@@ -73,6 +76,10 @@ CHART_PODS: list[tuple[str, str, dict[str, str]]] = [
     ("stranger", "default", {"app": "stranger"}),
 ]
 """Pods the platform installs through charts (not rendered here), and one it does not know."""
+TORCH_MASTER_PORT = 29501
+"""vLLM's default --master-port (vllm/engine/arg_utils.py): a group's workers meet their leader there."""
+NCCL_BOOTSTRAP_PORT = 45123
+"""A port NCCL might pick for its bootstrap sockets (an ephemeral one: the group's policy must admit them all)."""
 DCGM_HOST_ENGINE_PORT = 5555
 """nv-hostengine on every GPU node (the node monitoring agent's dcgm-server, host port 5555)."""
 CHART_PORTS = {"gpu-metrics": 9400, "http-metrics": 8080}
@@ -279,14 +286,18 @@ def build_world(stack: str, policies: list[dict[str, Any]] | None = None) -> Wor
         ports[name] = dict(named or {})
         n += 1
 
-    for r in [*run.of_type("kubernetes:apps/v1:Deployment"), *run.of_type("kubernetes:batch/v1:Job")]:
+    workloads = [*run.of_type("kubernetes:apps/v1:Deployment"), *run.of_type(LEADER_WORKER_SET), *run.of_type("kubernetes:batch/v1:Job")]
+    for r in workloads:
         doc = values(r)
-        ns, template = doc["metadata"]["namespace"], doc["spec"]["template"]
-        named = {p["name"]: int(p["containerPort"]) for c in template["spec"]["containers"] for p in c.get("ports") or [] if "name" in p}
-        labels = template["metadata"]["labels"]
-        # the platform's proxies stand for the chart's (kept at zero): the world names them as the chart does
-        key = f"{ns}/{labels['llm-d-router-proxy']}" if "llm-d-router-proxy" in labels else f"{ns}/{doc['metadata']['name']}"
-        add(key, ns, labels, named)
+        ns = doc["metadata"]["namespace"]
+        for pod, template in running_pods(doc):
+            named = {
+                p["name"]: int(p["containerPort"]) for c in template["spec"]["containers"] for p in c.get("ports") or [] if "name" in p
+            }
+            labels = template["metadata"]["labels"]
+            # the platform's proxies stand for the chart's (kept at zero): the world names them as the chart does
+            key = f"{ns}/{labels['llm-d-router-proxy']}" if "llm-d-router-proxy" in labels else f"{ns}/{pod}"
+            add(key, ns, labels, named)
     services: dict[str, Service] = {}
     gateways: dict[str, Gateway] = {}
     for release in (values(r) for r in gw.router_releases(run).values()):
@@ -312,6 +323,9 @@ def build_world(stack: str, policies: list[dict[str, Any]] | None = None) -> Wor
             continue  # it reads the node monitoring agent's host engine at localhost: on the host network (a GPU node)
         ns = {"@monitoring": cfg.observability.namespace, "@gpu-operator": cfg.gpu_operator.namespace}.get(ns, ns)
         add(name, ns, labels)
+    if any(m.multi_node for m in cfg.models):
+        # the LeaderWorkerSet controller (its namespace's policies select every pod of it)
+        add("lws-controller", lws.NAMESPACE, {"app.kubernetes.io/name": "lws"})
     for client in sorted({ns for m in cfg.models for ns in m.client_namespaces}):
         add(f"client:{client}", client, {"app": "client"})
     alb_subnet = netpol.load_balancer_sources(cfg)[0]
@@ -344,8 +358,7 @@ def _models(world: World) -> Iterator[tuple[Any, Endpoint]]:
 
 def kv_events_port(world: World, model_name: str) -> int | None:
     """vLLM's KV-event port, read from its `--kv-events-config` (precise prefix-cache routing), else None."""
-    doc = values(world.run.one("kubernetes:apps/v1:Deployment", f"model-{model_name}-deployment"))
-    for container in doc["spec"]["template"]["spec"]["containers"]:
+    for container in model_pod(world.run, model_name)["containers"]:
         args = container.get("args") or []
         if "--kv-events-config" in args:
             endpoint = json.loads(args[args.index("--kv-events-config") + 1])["endpoint"]
@@ -364,7 +377,20 @@ def vllm_admits(world: World, model: Any) -> set[str]:
     """Who may open vLLM's port of a model (world pod names): Prometheus and the model's gateway (proxies
     and pickers), at zero as at any other size. Nothing else, no address outside the cluster."""
     gateway = gateway_of(world, model.name)
-    return {"prometheus", gateway.proxy, gateway.picker}
+    return {"prometheus", gateway.proxy, gateway.picker, *group_workers(world, model)}
+
+
+def group_workers(world: World, model: Any) -> set[str]:
+    """The headless workers of a multi-node model's groups (world pod names): pods of the replica itself, which
+    reach their leader on every port (torch.distributed's rendezvous, NCCL's bootstrap), its API port among them."""
+    leader = world.pods[f"{model.name}/{model.name}"]
+    return {
+        name
+        for name, pod in world.pods.items()
+        if pod.namespace == model.name
+        and pod.labels.get(LWS_WORKER_INDEX_LABEL, "0") != "0"
+        and pod.labels.get("app.kubernetes.io/instance") == leader.labels.get("app.kubernetes.io/instance")
+    }
 
 
 def _scrape_targets(world: World, selector: dict[str, Any], namespaces: dict[str, Any]) -> list[Endpoint]:
@@ -387,6 +413,11 @@ def needed_flows(world: World) -> Iterator[tuple[str, Endpoint, Endpoint, int, s
         assert targets, f"PodMonitor {doc['metadata']['name']} selects no pod of the world"
         for endpoint in doc["spec"]["podMetricsEndpoints"]:
             for pod in targets:
+                if pod.labels.get(LWS_WORKER_INDEX_LABEL, "0") != "0":
+                    # a LeaderWorkerSet's worker runs headless, without the port: the operator makes no target of
+                    # a pod without the endpoint's named port
+                    assert endpoint["port"] not in world.ports[pod.name], pod.name
+                    continue
                 port = world.ports[pod.name].get(endpoint["port"])
                 assert port is not None, f"PodMonitor {doc['metadata']['name']} scrapes port {endpoint['port']}, which {pod.name} lacks"
                 yield f"Prometheus scrapes {pod.name} on {port}", prometheus, pod, port, "TCP"
@@ -464,15 +495,26 @@ def needed_flows(world: World) -> Iterator[tuple[str, Endpoint, Endpoint, int, s
         yield f"{model.name} fetches weights over HTTPS", pod, h["internet"], 443, "TCP"
         yield f"{model.name} resolves names", pod, p["coredns"], 53, "UDP"
         if model.streams_from_s3:
-            yield f"{model.name} gets S3 credentials", pod, h["pod-identity-agent"], 80, "TCP"
-            endpoints = netpol.interface_endpoints(world.cfg)
-            s3 = Endpoint("s3-interface-endpoint", _host(endpoints[0], 10)) if endpoints else h["internet"]
-            yield f"{model.name} streams from S3 ({s3.name})", pod, s3, 443, "TCP"
+            yield from _streams(world, model.name, pod)
+            s3 = _s3(world)
             for name, job in world.pods.items():
                 if name.startswith(f"{model.name}/{model.name}-weights-"):
                     yield f"{name} downloads from Hugging Face", job, h["internet"], 443, "TCP"
                     yield f"{name} writes to S3 ({s3.name})", job, s3, 443, "TCP"
                     yield f"{name} gets S3 credentials", job, h["pod-identity-agent"], 80, "TCP"
+    # a multi-node model's groups: each worker reaches its leader's rendezvous, the leader each worker (NCCL's
+    # bootstrap, on a port NCCL picks), and every worker reads its stage's weights as its leader does
+    for model, leader in _models(world):
+        for name in sorted(group_workers(world, model)):
+            worker = p[name]
+            yield f"{name} joins its leader's rendezvous", worker, leader, TORCH_MASTER_PORT, "TCP"
+            yield f"{model.name} bootstraps NCCL with {name}", leader, worker, NCCL_BOOTSTRAP_PORT, "TCP"
+            yield f"{name} resolves names", worker, p["coredns"], 53, "UDP"
+            if model.streams_from_s3:
+                yield from _streams(world, name, worker)
+    if "lws-controller" in p:
+        yield "lws-controller calls the API server", p["lws-controller"], h["api-service"], 443, "TCP"
+        yield "control plane calls the LeaderWorkerSet webhook", h["control-plane"], p["lws-controller"], lws.WEBHOOK_PORT, "TCP"
     # controllers
     for name in ("karpenter", *(["alb-controller"] if world.run.of_type(INGRESS) else [])):
         yield f"{name} calls the API server", p[name], h["api-service"], 443, "TCP"
@@ -483,6 +525,19 @@ def needed_flows(world: World) -> Iterator[tuple[str, Endpoint, Endpoint, int, s
         yield "control plane calls the load balancer webhook", h["control-plane"], p["alb-controller"], 9443, "TCP"
     for name in ("gpu-operator", "keda-operator", "prometheus-operator"):
         yield f"{name} calls the API server", p[name], h["api-service"], 443, "TCP"
+
+
+def _s3(world: World) -> Endpoint:
+    """Where S3 is reached: an existing VPC's interface endpoint, else S3's public address (through the gateway endpoint)."""
+    endpoints = netpol.interface_endpoints(world.cfg)
+    return Endpoint("s3-interface-endpoint", _host(endpoints[0], 10)) if endpoints else world.hosts["internet"]
+
+
+def _streams(world: World, who: str, pod: Endpoint) -> Iterator[tuple[str, Endpoint, Endpoint, int, str]]:
+    """A pod that streams its weights from S3: its credentials from the Pod Identity agent, then S3."""
+    yield f"{who} gets S3 credentials", pod, world.hosts["pod-identity-agent"], 80, "TCP"
+    s3 = _s3(world)
+    yield f"{who} streams from S3 ({s3.name})", pod, s3, 443, "TCP"
 
 
 def ingress_targets(world: World, namespace: str, backend: dict[str, Any]) -> list[tuple[Endpoint, int]]:

@@ -15,6 +15,7 @@ from builders.helm import deep_merge
 from config.facts import versions
 from offline import harness
 from offline.mocks import Registration
+from policy.checks import pod_templates
 from tests.conftest import DEV, fixture_input, shared_path, stack_data, values
 from tests.support.mutations import m0
 from tests.validators import helm_values
@@ -22,6 +23,7 @@ from tests.validators import helm_values
 RELEASE = "kubernetes:helm.sh/v3:Release"
 CONFIG_FILE = "kubernetes:yaml/v2:ConfigFile"
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
+LEADER_WORKER_SET = "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet"
 NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
 DEPRECATED_TOP_LEVEL = ("inferenceExtension", "inferencePool", "inferenceObjectives", "experimentalHttpRoute")
 """GIE-chart names the router charts refuse at render time (routerlib `_helpers.tpl`, `llm-d-router.validations.deprecations`)."""
@@ -45,10 +47,10 @@ def release_values(r: Registration) -> dict[str, Any]:
 
 
 def model_deployment(run: harness.RunResult, model: str) -> dict[str, Any]:
-    """The model's vLLM Deployment (the one Deployment its component creates)."""
+    """The model's vLLM workload: the one Deployment its component creates, or its LeaderWorkerSet."""
     found = [
         values(r)
-        for r in run.of_type(DEPLOYMENT)
+        for r in [*run.of_type(DEPLOYMENT), *run.of_type(LEADER_WORKER_SET)]
         if r.parent == f"llmplatform:index:VllmModel::model-{model}" and values(r)["metadata"]["name"] == model
     ]
     assert len(found) == 1, [d["metadata"]["name"] for d in found]
@@ -56,7 +58,8 @@ def model_deployment(run: harness.RunResult, model: str) -> dict[str, Any]:
 
 
 def vllm_container(deployment: dict[str, Any]) -> dict[str, Any]:
-    containers = [c for c in deployment["spec"]["template"]["spec"]["containers"] if c["name"] == "vllm"]
+    """The vLLM container of a model's serving pods (a LeaderWorkerSet's leaders)."""
+    containers = [c for c in pod_templates(deployment)[0]["spec"]["containers"] if c["name"] == "vllm"]
     assert len(containers) == 1
     return containers[0]
 

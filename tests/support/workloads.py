@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from builders.serving.workload import API_KEY_SECRET
+from config.facts.conventions import LWS_WORKER_INDEX_LABEL
 from offline.mocks import Registration
 from policy import checks
 from tests.conftest import values
@@ -16,28 +18,29 @@ WORKLOAD_KINDS = (*checks.WORKLOADS, CRON_JOB, POD)
 """Deployments, StatefulSets, DaemonSets, Jobs, CronJobs and bare Pods: every kind that runs containers."""
 
 
-def _template(kind: str, doc: dict[str, Any]) -> dict[str, Any]:
+def _templates(kind: str, doc: dict[str, Any]) -> list[dict[str, Any]]:
     if kind == POD:
-        return doc
+        return [doc]
     if kind == CRON_JOB:
-        return doc["spec"]["jobTemplate"]["spec"]["template"]  # type: ignore[no-any-return]
-    return doc["spec"]["template"]  # type: ignore[no-any-return]
+        return [doc["spec"]["jobTemplate"]["spec"]["template"]]
+    return checks.pod_templates(doc)
 
 
 def pods(regs: list[Registration]) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
-    """(namespace/name, pod metadata, pod spec) of every workload the program renders, of every kind."""
+    """(namespace/name, pod metadata, pod spec) of every workload the program renders, of every kind (a
+    LeaderWorkerSet's leader and worker templates each)."""
     found = []
     for r in regs:
         if r.type in WORKLOAD_KINDS:
             doc = values(r)
-            template = _template(r.type, doc)
-            found.append(
-                (
-                    f"{doc['metadata'].get('namespace', 'default')}/{doc['metadata']['name']}",
-                    template.get("metadata") or {},
-                    template["spec"],
+            for template in _templates(r.type, doc):
+                found.append(
+                    (
+                        f"{doc['metadata'].get('namespace', 'default')}/{doc['metadata']['name']}",
+                        template.get("metadata") or {},
+                        template["spec"],
+                    )
                 )
-            )
     return found
 
 
@@ -115,7 +118,11 @@ def _is_the_api_key(kind: str, container: dict[str, Any], env: dict[str, Any]) -
     name, secret, key = KEY_IN_ENV
     # vLLM reads its key from the environment: the replicas' engine, and the compile warm-up's, which runs the
     # replica's exact environment (builders/serving/warmup.py: vLLM's compile cache is keyed by it)
-    engine = (kind, container.get("name")) in {("kubernetes:apps/v1:Deployment", "vllm"), ("kubernetes:batch/v1:Job", "warm")}
+    engine = (kind, container.get("name")) in {
+        ("kubernetes:apps/v1:Deployment", "vllm"),
+        (checks.LEADER_WORKER_SET, "vllm"),
+        ("kubernetes:batch/v1:Job", "warm"),
+    }
     return engine and env.get("name") == name and set(env) == {"name", "valueFrom"} and (ref.get("name"), ref.get("key")) == (secret, key)
 
 
@@ -127,29 +134,64 @@ def secret_env_findings(regs: list[Registration]) -> list[str]:
     for r in regs:
         if r.type not in WORKLOAD_KINDS:
             continue
-        ((name, _, pod),) = pods([r])
-        for c in containers(pod):
-            where = f"{name}/{c['name']}"
-            for env in c.get("env") or []:
-                var = str(env.get("name", ""))
-                from_secret = "secretKeyRef" in (env.get("valueFrom") or {})
-                if _is_the_api_key(r.type, c, env):
-                    continue
-                if from_secret:
-                    ref = env["valueFrom"]["secretKeyRef"]
-                    out.append(f"{where} reads Secret {ref.get('name')}/{ref.get('key')} into env {var}: mount it as a file")
-                elif SECRET_NAME.search(var) and not var.endswith("_PATH"):
-                    out.append(f"{where} sets {var} in its environment: mount the Secret as a file")
-            for source in c.get("envFrom") or []:
-                if "secretRef" in source:
-                    out.append(f"{where} loads Secret {source['secretRef'].get('name')} into its environment (envFrom)")
-            for arg in [*(c.get("args") or []), *(c.get("command") or [])]:
-                if str(arg).split("=", 1)[0] in checks.SECRET_FLAGS:
-                    out.append(f"{where} passes {str(arg).split('=', 1)[0]} on the command line")
+        for name, _, pod in pods([r]):
+            for c in containers(pod):
+                where = f"{name}/{c['name']}"
+                for env in c.get("env") or []:
+                    var = str(env.get("name", ""))
+                    from_secret = "secretKeyRef" in (env.get("valueFrom") or {})
+                    if _is_the_api_key(r.type, c, env):
+                        continue
+                    if from_secret:
+                        ref = env["valueFrom"]["secretKeyRef"]
+                        out.append(f"{where} reads Secret {ref.get('name')}/{ref.get('key')} into env {var}: mount it as a file")
+                    elif SECRET_NAME.search(var) and not var.endswith("_PATH"):
+                        out.append(f"{where} sets {var} in its environment: mount the Secret as a file")
+                for source in c.get("envFrom") or []:
+                    if "secretRef" in source:
+                        out.append(f"{where} loads Secret {source['secretRef'].get('name')} into its environment (envFrom)")
+                for arg in [*(c.get("args") or []), *(c.get("command") or [])]:
+                    if str(arg).split("=", 1)[0] in checks.SECRET_FLAGS:
+                        out.append(f"{where} passes {str(arg).split('=', 1)[0]} on the command line")
     return out
 
 
 def model_pod(run: Any, model: str) -> dict[str, Any]:
-    """The pod spec of a model's replicas (its Deployment's template), from an offline run."""
-    spec: dict[str, Any] = values(run.one(DEPLOYMENT, f"model-{model}-deployment"))["spec"]["template"]["spec"]
-    return spec
+    """The pod spec of a model's replicas (its Deployment's template, or its LeaderWorkerSet's leader's), from an
+    offline run."""
+    return model_template(run, model)["spec"]  # type: ignore[no-any-return]
+
+
+def model_workload(run: Any, model: str) -> dict[str, Any]:
+    """A model's Deployment, or its LeaderWorkerSet where its replicas span nodes, from an offline run."""
+    found = [*run.of_type(DEPLOYMENT), *run.of_type(checks.LEADER_WORKER_SET)]
+    (doc,) = [values(r) for r in found if r.name in (f"model-{model}-deployment", f"model-{model}-leaderworkerset")]
+    return doc  # type: ignore[no-any-return]
+
+
+LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
+
+
+def running_pods(doc: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(pod name, template with the labels its controller adds) of a Deployment, Job or LeaderWorkerSet as it would
+    run: one pod per template, a LeaderWorkerSet's leader (`<name>`) and one worker (`<name>-worker`), labelled by
+    LeaderWorkerSet v0.10.0 with their set's name and their index in the group ("0" the leader)."""
+    name = doc["metadata"]["name"]
+    templates = checks.pod_templates(doc)
+    if "leaderWorkerTemplate" not in (doc.get("spec") or {}):
+        return [(name, templates[0])]
+    out = []
+    for index, (pod, template) in enumerate(zip((name, f"{name}-worker"), templates, strict=True)):
+        labelled = copy.deepcopy(template)
+        labelled.setdefault("metadata", {})["labels"] = {
+            **(template.get("metadata") or {}).get("labels", {}),
+            LWS_NAME_LABEL: name,
+            LWS_WORKER_INDEX_LABEL: str(index),
+        }
+        out.append((pod, labelled))
+    return out
+
+
+def model_template(run: Any, model: str) -> dict[str, Any]:
+    """The pod template of a model's replicas: its Deployment's, or the leader's of its groups."""
+    return checks.pod_templates(model_workload(run, model))[0]
