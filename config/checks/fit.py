@@ -221,7 +221,7 @@ def rule_gpu_limits(cfg: StackConfig) -> Iterator[Problem]:
                 path,
                 f"gpuLimit ({limit}) is below the {need} GPUs of the nodes {m.name} alone needs at maximum replicas "
                 f"({ms.gpus_at_max}) plus a rolling update's surge of {capacity.ROLLOUT_MAX_SURGE} replica ({ms.surge_gpus}), "
-                f"in whole nodes ({ms.replicas_per_node[host.name]} per {host.name}); Karpenter would stop at the limit and "
+                f"in whole nodes ({ms.packing(host)}); Karpenter would stop at the limit and "
                 f"its scale-out or rollout would stall. Fix: {fix}",
             )
         at_deploy = sum(ms.gpus_at_deploy for _, ms in models)

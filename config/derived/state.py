@@ -98,6 +98,13 @@ class ModelState:
     worth per compile warm-up Job (each a replica's engine), placed like replicas on the cheapest host (a shared
     node's free slice takes a warm-up as it would a replica)."""
 
+    def packing(self, host: catalog.InstanceType) -> str:
+        """How replicas fill a host: `2 per g6.12xlarge`, or a multi-node replica's `2 x p5.48xlarge per replica`."""
+        nodes = self.nodes_per_replica.get(host.name, 1.0)
+        if nodes > 1:
+            return f"{round(nodes)} x {host.name} per replica"
+        return f"{self.replicas_per_node[host.name]} per {host.name}"
+
 
 @dataclass(frozen=True)
 class WarmNodes:
@@ -322,7 +329,7 @@ def _pool(cfg: StackConfig, pool: GpuPool, in_order: list[ModelState]) -> PoolSt
         instance_classes=tuple(sorted({instance_class(t) for t in types})),
         purchase_options=tuple(o for o in PURCHASE_OPTIONS if o in pool.capacity_types),
         nodepool_limit=pool.gpu_limit * (pool.sharing.time_slicing.replicas if pool.sharing.time_slicing else 1),
-        packing=tuple(f"{f.name}: {f.replicas_per_node[f.peak_host.name]} per {f.peak_host.name}" for f in facts if f.peak_host),
+        packing=tuple(f"{f.name}: {f.packing(f.peak_host)}" for f in facts if f.peak_host),
     )
 
 

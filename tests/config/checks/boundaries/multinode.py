@@ -118,4 +118,13 @@ PAIRS = [
         stack=STACK,
         severity="warning",
     ),
+    Pair(
+        "fit.rule_gpu_limits",
+        "gpuLimit one GPU below a group of two 8-GPU nodes plus a surge group (31 vs 32)",
+        bad=_pool(gpuLimit=31),
+        good=_pool(gpuLimit=32),
+        path=f"{POOL}.gpuLimit",
+        fix="(2 x p5.48xlarge per replica)",
+        stack=STACK,
+    ),
 ]
