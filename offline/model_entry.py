@@ -329,14 +329,7 @@ def summary(choice: Choice) -> str:
     )
 
 
-def _yaml() -> Any:
-    from ruamel.yaml import YAML
-
-    rt = YAML()
-    rt.preserve_quotes = True
-    rt.indent(mapping=2, sequence=4, offset=2)
-    rt.width = 4096
-    return rt
+_yaml = stack_file.round_trip_yaml
 
 
 def _item(new: dict[str, Any]) -> Any:
