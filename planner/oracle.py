@@ -24,7 +24,7 @@ from config.derived import state
 from config.sections.models import ModelConfig
 from config.sections.stack import StackConfig
 from planner import nodepool, prices, traffic
-from planner.serving import performance
+from planner.serving import Measured, performance
 from planner.simulate import Options, floors, simulate
 from planner.traffic import Requests
 
@@ -44,7 +44,9 @@ TRIAL_STEPS = 8
 """Bisection steps between 0 and the saturated rate: within 0.4 % of it."""
 
 
-def replicas_needed(cfg: StackConfig, requests: dict[str, Requests], seconds: int) -> dict[str, np.ndarray]:
+def replicas_needed(
+    cfg: StackConfig, requests: dict[str, Requests], seconds: int, measured: dict[str, Measured] | None = None
+) -> dict[str, np.ndarray]:
     """Per model and minute: ceil(arrival rate / what a saturated replica completes per second), its
     requests' shared prefixes all cached."""
     out = {}
@@ -56,7 +58,8 @@ def replicas_needed(cfg: StackConfig, requests: dict[str, Requests], seconds: in
         if reqs is not None and len(reqs):
             # every shared prefix a hit (no routing does better): the prefill that is left to compute
             fresh = reqs.prompt - reqs.prefix_tokens if reqs.prefix_tokens is not None else reqs.prompt
-            rate = performance(m, pool).saturated_requests_per_second(float(fresh.mean()), float(reqs.output.mean()))
+            perf = performance(m, pool, measured=(measured or {}).get(m.name))
+            rate = perf.saturated_requests_per_second(float(fresh.mean()), float(reqs.output.mean()))
             # capped at max: beyond it the deployed fleet cannot go either, so the comparison stays fair
             out[m.name] = np.minimum(np.ceil(counts / MINUTE / rate), m.replicas.max)
         else:
@@ -79,7 +82,7 @@ def slo_replicas_needed(cfg: StackConfig, requests: dict[str, Requests], seconds
     return out
 
 
-def slo_rate(cfg: StackConfig, model: ModelConfig, requests: Requests, seed: int = 0) -> float:
+def slo_rate(cfg: StackConfig, model: ModelConfig, requests: Requests, seed: int = 0, measured: Measured | None = None) -> float:
     """Requests per second one replica answers with the P99 of its time to first token within the
     model's objective (`slo.ttftP99Seconds`), none shed or refused: constant Poisson traffic with the
     model's own prompt and output lengths (and shared prefixes), replayed through the same gateway and
@@ -94,7 +97,9 @@ def slo_rate(cfg: StackConfig, model: ModelConfig, requests: Requests, seed: int
     bounds = model.replicas.model_copy(update={"min": 1, "max": 1})
     one = model.model_copy(update={"replicas": bounds, "autoscaling": model.autoscaling.model_copy(update={"schedules": []})})
     alone = cfg.model_copy(update={"models": [one]})
-    high = performance(model, pool).saturated_requests_per_second(float(requests.prompt.mean()), float(requests.output.mean()))
+    high = performance(model, pool, measured=measured).saturated_requests_per_second(
+        float(requests.prompt.mean()), float(requests.output.mean())
+    )
     draws = [
         _draw(requests, traffic.stream(seed, f"slo:{model.name}:{k}"), math.ceil(1.1 * high * TRIAL_SECONDS) + 1_000)
         for k in range(TRIAL_DRAWS)
@@ -106,7 +111,10 @@ def slo_rate(cfg: StackConfig, model: ModelConfig, requests: Requests, seed: int
             arrival = unit / rate  # the same draw at every rate (common random numbers)
             n = int(np.searchsorted(arrival, seconds))
             trial = _head(sample, arrival, n)
-            result = simulate(alone, {model.name: trial}, Options(seconds + 600, static_replicas={model.name: 1}, seed=seed))
+            options = Options(
+                seconds + 600, static_replicas={model.name: 1}, seed=seed, measured={model.name: measured} if measured else None
+            )
+            result = simulate(alone, {model.name: trial}, options)
             s = result.models[model.name]
             judged = trial.arrival >= TRIAL_WARMUP_SECONDS
             ttft = np.where(s.served, np.nan_to_num(s.ttft, nan=np.inf), np.inf)[judged]

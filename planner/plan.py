@@ -30,7 +30,7 @@ from config.facts import catalog
 from config.sections.stack import StackConfig
 from config.validate import parse_stack_config
 from planner import oracle, prices, report, traffic
-from planner.serving import performance
+from planner.serving import Measured, performance
 from planner.simulate import MINUTE, ROUTINGS, Options, Result, minute_p99, simulate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -131,7 +131,9 @@ def clock(minute: int) -> str:
     return f"day {minute // 1440 + 1} {minute % 1440 // 60:02d}:{minute % 60:02d} UTC"
 
 
-def summarize(cfg: StackConfig, result: Result, static: Result, bounds: Bounds) -> dict[str, Any]:
+def summarize(
+    cfg: StackConfig, result: Result, static: Result, bounds: Bounds, measured: dict[str, Measured] | None = None
+) -> dict[str, Any]:
     seconds = result.seconds
     needed = bounds.needed
     hours_per_month = catalog.HOURS_PER_MONTH
@@ -143,7 +145,7 @@ def summarize(cfg: StackConfig, result: Result, static: Result, bounds: Bounds) 
         assert pool is not None
         slo = m.slo or cfg.observability.slo
         ready = np.array(result.series[name]["ready"]) if result.series[name]["ready"] else np.zeros(1)
-        perf = performance(m, pool)
+        perf = performance(m, pool, measured=(measured or {}).get(name))
         prompt = float(s.requests.prompt.mean()) if len(s.requests) else 512.0
         output = float(s.requests.output.mean()) if len(s.requests) else 256.0
         st = static.models[name]
@@ -256,6 +258,7 @@ def run(
     sweep: bool = False,
     progress: bool = False,
     gpu_failures: float = 0.0,
+    measured: dict[str, Measured] | None = None,
 ) -> tuple[dict[str, Any], Result, Result]:
     if days is None:
         days = traffic.trace_days(traffic_path) if traffic_path.suffix == ".csv" else 1.0
@@ -271,25 +274,28 @@ def run(
     bar = _progress(seconds) if progress else None
     step = bar.update if bar else None
     fixed = {m.name: static_replicas or m.replicas.max for m in cfg.models}
-    static_options = Options(seconds, spot_availability, fixed, seed, routing=routing, gpu_failures=gpu_failures)
+    static_options = Options(seconds, spot_availability, fixed, seed, routing=routing, gpu_failures=gpu_failures, measured=measured)
+    mine = measured or {}
     # A second process finds every other model's SLO rate, then replays the static baseline, while this
     # one finds the rest, the bounds, and replays the autoscaled fleet: all are deterministic, so where
     # they run changes nothing but the wall time.
     with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
-        there = {m.name: pool.submit(oracle.slo_rate, cfg, m, requests[m.name], seed) for m in cfg.models[1::2]}
+        there = {m.name: pool.submit(oracle.slo_rate, cfg, m, requests[m.name], seed, mine.get(m.name)) for m in cfg.models[1::2]}
         pending = pool.submit(simulate, cfg, requests, static_options)
-        here = {m.name: oracle.slo_rate(cfg, m, requests[m.name], seed) for m in cfg.models[::2]}
+        here = {m.name: oracle.slo_rate(cfg, m, requests[m.name], seed, mine.get(m.name)) for m in cfg.models[::2]}
         rates = {**here, **{name: f.result() for name, f in there.items()}}
-        bounds = lower_bounds(cfg, requests, seconds, {m.name: rates[m.name] for m in cfg.models})
+        bounds = lower_bounds(cfg, requests, seconds, {m.name: rates[m.name] for m in cfg.models}, measured)
         # the replay starts as the stack would be running at that hour: the replicas the first minute's
         # traffic keeps within the objective (a model at zero at midnight with night traffic is awake)
         start = None if cold_start else {name: int(need[0]) for name, need in bounds.slo_needed.items() if len(need)}
-        options = Options(seconds, spot_availability, None, seed, start_replicas=start, routing=routing, gpu_failures=gpu_failures)
+        options = Options(
+            seconds, spot_availability, None, seed, start_replicas=start, routing=routing, gpu_failures=gpu_failures, measured=measured
+        )
         result = simulate(cfg, requests, options, step)
         static = pending.result()
     if bar:
         bar.close()
-    plan = summarize(cfg, result, static, bounds)
+    plan = summarize(cfg, result, static, bounds, measured)
     if sweep:
         groups = prefix.groups if prefix is not None else traffic.SharedPrefix().groups
         plan["routingSweep"] = routing_sweep(cfg, traffic_path, seconds, seed, spot_availability, start, groups)
@@ -367,9 +373,15 @@ def with_traffic(cfg: StackConfig, requests: dict[str, traffic.Requests], source
     return cfg.model_copy(update={"models": [m for m in cfg.models if m not in quiet]}), warnings
 
 
-def lower_bounds(cfg: StackConfig, requests: dict[str, traffic.Requests], seconds: int, rates: dict[str, float]) -> Bounds:
+def lower_bounds(
+    cfg: StackConfig,
+    requests: dict[str, traffic.Requests],
+    seconds: int,
+    rates: dict[str, float],
+    measured: dict[str, Measured] | None = None,
+) -> Bounds:
     """Both lower bounds, from each model's SLO rate (`oracle.slo_rate`)."""
-    needed = oracle.replicas_needed(cfg, requests, seconds)
+    needed = oracle.replicas_needed(cfg, requests, seconds, measured)
     slo_needed = oracle.slo_replicas_needed(cfg, requests, seconds, rates)
     return Bounds(needed, oracle.cost_per_minute(cfg, needed), rates, slo_needed, oracle.cost_per_minute(cfg, slo_needed))
 
@@ -381,6 +393,17 @@ def _prefix(share: float | None, groups: int) -> traffic.SharedPrefix | None:
         return traffic.SharedPrefix(share=share, groups=groups)
     except ValueError as err:
         raise ValueError(f"--prefix-share {share} / --prefix-groups {groups}: give a share from 0 to 0.99 and 1 or more groups") from err
+
+
+def _measured(path: Path | None) -> dict[str, Measured] | None:
+    """`--measured`: the fitted replica `make measure` wrote (planner/measure.py), by model."""
+    if path is None:
+        return None
+    data = json.loads(path.read_text())
+    try:
+        return {data["model"]: Measured(**data["measured"])}
+    except (KeyError, TypeError) as err:
+        raise ValueError(f"{path.name} is not a `make measure` result (its `model` and `measured` are missing)") from err
 
 
 def _progress(total: int) -> Any:
@@ -418,6 +441,7 @@ def main(argv: list[str] | None = None) -> int:
         help="GPU node failures per node per day (default 0): each cuts what its replicas serve; with karpenter.nodeRepair "
         "the node is replaced after 10 minutes, its replicas through a new node (a miss)",
     )
+    parser.add_argument("--measured", type=Path, help="a model's replica as `make measure` fitted it (its JSON)")
     parser.add_argument("--out", type=Path, default=ROOT / "build")
     args = parser.parse_args(argv)
     try:
@@ -443,8 +467,9 @@ def main(argv: list[str] | None = None) -> int:
             sweep=args.routing_sweep,
             progress=True,
             gpu_failures=args.gpu_failures,
+            measured=_measured(args.measured),
         )
-    except (ValueError, ConfigError) as err:
+    except (ValueError, ConfigError, OSError) as err:
         print(f"{traffic_path.name}: {err}", file=sys.stderr)
         return 2
     out = args.out / args.stack / "plan"

@@ -16,6 +16,7 @@ tests/planner/test_engine.py keeps that arithmetic close to the step-level engin
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -186,8 +187,38 @@ def _shares(model: ModelConfig, pool: GpuPool, gpu: catalog.Gpu) -> tuple[float,
     return 1.0, 1.0
 
 
-def performance(model: ModelConfig, pool: GpuPool, efficiency: Efficiency | None = None) -> ReplicaPerformance:
-    """The replica's performance on the pool's smallest device it may land on."""
+@dataclass(frozen=True)
+class Measured:
+    """A replica measured on the stack's own cluster (`make measure`, planner/measure.py), in place of what the
+    published figures predict: its weight-read step, prefill compute per token, per-request overhead and, where
+    the sweep saturated it, the sequences it runs at once; what each further sequence adds to a step."""
+
+    weights_step_seconds: float
+    compute_seconds_per_token: float
+    request_overhead: float
+    max_num_seqs: int | None = None
+    kv_step_seconds_per_token: float | None = None
+    sequence_overhead: float | None = None
+
+    def apply(self, perf: ReplicaPerformance) -> ReplicaPerformance:
+        kv = perf.kv_step_seconds_per_token if self.kv_step_seconds_per_token is None else self.kv_step_seconds_per_token
+        return dataclasses.replace(
+            perf,
+            weights_step_seconds=self.weights_step_seconds,
+            compute_seconds_per_token=self.compute_seconds_per_token,
+            request_overhead=self.request_overhead,
+            max_num_seqs=self.max_num_seqs or perf.max_num_seqs,
+            kv_step_seconds_per_token=kv,
+            sequence_overhead=perf.sequence_overhead if self.sequence_overhead is None else self.sequence_overhead,
+        )
+
+
+def performance(
+    model: ModelConfig, pool: GpuPool, efficiency: Efficiency | None = None, measured: Measured | None = None
+) -> ReplicaPerformance:
+    """The replica's performance on the pool's smallest device it may land on; measured, where it was."""
+    if measured is not None:
+        return measured.apply(performance(model, pool, efficiency))
     eff = efficiency or Efficiency()
     hosts = capacity.replica_hosts(model, pool) or pool.resolved_instance_types()
     host = min(hosts, key=lambda t: (capacity.device_for(pool, t).gib, t.price_per_hour))

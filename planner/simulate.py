@@ -66,7 +66,7 @@ from config.sections.stack import StackConfig
 from config.sections.types import duration_seconds
 from planner import hpa
 from planner.fleet import Node, Pool
-from planner.serving import ReplicaPerformance, performance
+from planner.serving import Measured, ReplicaPerformance, performance
 from planner.traffic import DAY_SECONDS, REPLAY_START, Requests, stream
 
 PROMETHEUS = "http://prometheus.monitoring.svc:9090"
@@ -239,6 +239,8 @@ class Options:
     node_repair: bool | None = None
     """Whether Karpenter repairs a failed node; None: the stack's karpenter.nodeRepair. Either way only with the node
     monitoring agent (nodeMonitoring.enabled), whose condition the repair acts on. Off, the node stays failed."""
+    measured: dict[str, Measured] | None = None
+    """Per model, its replica as measured on the stack's cluster (`make measure`) in place of the prediction."""
 
 
 @dataclass
@@ -597,7 +599,7 @@ class Replay:
             raise ValueError(f"{m.name}: scales to zero without the {scaling.GATEWAY_REQUESTS_TRIGGER} trigger that wakes it")
         reqs = requests.get(m.name) or Requests(np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
         hold = (self.options.holds or {}).get(m.name, derived.hold)
-        perf = performance(m, pool)
+        perf = performance(m, pool, measured=(self.options.measured or {}).get(m.name))
         if self.options.routing not in ROUTINGS:
             raise ValueError(f"routing {self.options.routing!r}: use one of {', '.join(ROUTINGS)}")
         weights = scorer_weights(m, hold)
