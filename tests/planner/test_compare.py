@@ -43,3 +43,21 @@ def test_a_model_without_traffic_is_not_planned_not_removed() -> None:
     assert "Removed" not in text
     assert "Not planned (no traffic; their floors are not in the cost): b" in text
     assert "Removed: b" in compare.markdown(base, _plan(90.0, 0.5, ("a",)))
+
+
+def test_a_change_that_moves_a_model_off_the_objective_says_so() -> None:
+    met = _plan(100.0, 0.5)
+    met["days"] = 1.0
+    missed = json.loads(json.dumps(met))
+    missed["models"]["chat"] = {**missed["models"]["chat"], "minutesOverSlo": 15}  # 1 % of 1,440 minutes is 14
+    text = compare.markdown(met, missed)
+    assert "| 0 -> 15 |" in text
+    assert "**chat no longer meets its objective**" in text
+    # the other way round, or still within the 1 %, nothing is said
+    assert "no longer meets" not in compare.markdown(missed, met)
+    within = json.loads(json.dumps(met))
+    within["models"]["chat"]["minutesOverSlo"] = 14
+    assert "no longer meets" not in compare.markdown(met, within)
+    lower = json.loads(json.dumps(met))
+    lower["models"]["chat"]["sloAttainment"] = 0.989
+    assert "no longer meets" in compare.markdown(met, lower)
