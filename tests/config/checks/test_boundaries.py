@@ -3,29 +3,17 @@ the rule's problem (its path, its fix, its severity), the good case one step ins
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
-
 import pytest
 
 from config.checks.registry import RULES
-from tests.config.checks import boundaries
-from tests.config.checks.boundaries import Pair, findings
+from tests.config.checks.boundaries import Pair, findings, load_pairs
 
-
-def _pairs() -> list[Pair]:
-    found: list[Pair] = []
-    for module in pkgutil.iter_modules(boundaries.__path__):
-        found += importlib.import_module(f"{boundaries.__name__}.{module.name}").PAIRS
-    return found
-
-
-PAIRS = _pairs()
+PAIRS = load_pairs()
 
 
 def test_every_rule_of_the_registry_has_a_boundary_pair() -> None:
     missing = sorted({r.name for r in RULES} - {p.rule for p in PAIRS})
-    assert missing == [], "add a boundary pair for each (tests/config/checks/boundaries/<topic>.py)"
+    assert missing == [], "add a boundary pair for each (tests/config/checks/boundaries/<topic>.yaml)"
     assert {p.rule for p in PAIRS} <= {r.name for r in RULES}, "a pair names a rule the registry does not have"
 
 
