@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from tests.config.checks import bad_inputs_gateway as gateway
 from tests.config.checks import test_bad_inputs_classes as classes
 from tests.conftest import new_problems_after
 from tests.support.mutations import EXISTING_VPC, m0, p0
@@ -508,12 +509,12 @@ EXPECTED: dict[str, list[str]] = {
 }
 
 
-ALL_CASES = {**CASES, **classes.CASES}
-ALL_EXPECTED = {**EXPECTED, **classes.EXPECTED}
+ALL_CASES = {**CASES, **classes.CASES, **gateway.CASES}
+ALL_EXPECTED = {**EXPECTED, **classes.EXPECTED, **gateway.EXPECTED}
 
 
 def test_every_case_has_an_expectation() -> None:
-    assert not set(CASES) & set(classes.CASES)
+    assert len(ALL_CASES) == len(CASES) + len(classes.CASES) + len(gateway.CASES)  # no name taken twice
     assert set(ALL_CASES) == set(ALL_EXPECTED)
 
 
