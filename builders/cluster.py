@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from builders.iam import policy_document
 from config.facts import versions
 from config.facts.conventions import eks_access_policy_arn
 from config.sections.cluster import ClusterConfig
@@ -105,26 +106,23 @@ def kms_key_policy(account_id: str, partition: str, region: str, log_group: str)
 
     One key encrypts both the cluster's Secrets (EKS envelope encryption) and its audit trail."""
     log_group_arn = f"arn:{partition}:logs:{region}:{account_id}:log-group:{log_group}"
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Sid": "AccountAdministersTheKeyThroughIam",
-                "Effect": "Allow",
-                "Principal": {"AWS": f"arn:{partition}:iam::{account_id}:root"},
-                "Action": "kms:*",
-                "Resource": "*",
-            },
-            {
-                "Sid": "CloudWatchLogsEncryptsTheControlPlaneLogs",
-                "Effect": "Allow",
-                "Principal": {"Service": f"logs.{region}.amazonaws.com"},
-                "Action": ["kms:Encrypt*", "kms:Decrypt*", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:Describe*"],
-                "Resource": "*",
-                "Condition": {"ArnEquals": {"kms:EncryptionContext:aws:logs:arn": log_group_arn}},
-            },
-        ],
-    }
+    return policy_document(
+        {
+            "Sid": "AccountAdministersTheKeyThroughIam",
+            "Effect": "Allow",
+            "Principal": {"AWS": f"arn:{partition}:iam::{account_id}:root"},
+            "Action": "kms:*",
+            "Resource": "*",
+        },
+        {
+            "Sid": "CloudWatchLogsEncryptsTheControlPlaneLogs",
+            "Effect": "Allow",
+            "Principal": {"Service": f"logs.{region}.amazonaws.com"},
+            "Action": ["kms:Encrypt*", "kms:Decrypt*", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:Describe*"],
+            "Resource": "*",
+            "Condition": {"ArnEquals": {"kms:EncryptionContext:aws:logs:arn": log_group_arn}},
+        },
+    )
 
 
 @dataclass(frozen=True)

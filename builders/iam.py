@@ -8,18 +8,20 @@ from typing import Any
 PolicyDocument = dict[str, Any]
 
 
+def policy_document(*statements: dict[str, Any]) -> PolicyDocument:
+    """An IAM policy document of these statements, in the current policy language (version 2012-10-17)."""
+    return {"Version": "2012-10-17", "Statement": list(statements)}
+
+
 def ec2_trust_policy(partition_dns_suffix: str = "amazonaws.com") -> PolicyDocument:
     """Trust policy of a node role: EC2 instances assume it."""
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Effect": "Allow",
-                "Principal": {"Service": f"ec2.{partition_dns_suffix}"},
-                "Action": "sts:AssumeRole",
-            }
-        ],
-    }
+    return policy_document(
+        {
+            "Effect": "Allow",
+            "Principal": {"Service": f"ec2.{partition_dns_suffix}"},
+            "Action": "sts:AssumeRole",
+        }
+    )
 
 
 POD_IDENTITY_PRINCIPAL = "pods.eks.amazonaws.com"
@@ -42,23 +44,20 @@ def pod_identity_trust_policy(cluster_name: str, namespace: str, service_account
     for what, value in (("cluster name", cluster_name), ("namespace", namespace), ("service account", service_account)):
         if not value or any(c in value for c in "*?$"):
             raise ValueError(f"pod_identity_trust_policy: the {what} {value!r} must be one exact name (no wildcard, not empty)")
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Effect": "Allow",
-                "Principal": {"Service": POD_IDENTITY_PRINCIPAL},
-                "Action": ["sts:AssumeRole", "sts:TagSession"],
-                "Condition": {
-                    "StringEquals": {
-                        "aws:RequestTag/eks-cluster-name": cluster_name,
-                        "aws:RequestTag/kubernetes-namespace": namespace,
-                        "aws:RequestTag/kubernetes-service-account": service_account,
-                    }
-                },
-            }
-        ],
-    }
+    return policy_document(
+        {
+            "Effect": "Allow",
+            "Principal": {"Service": POD_IDENTITY_PRINCIPAL},
+            "Action": ["sts:AssumeRole", "sts:TagSession"],
+            "Condition": {
+                "StringEquals": {
+                    "aws:RequestTag/eks-cluster-name": cluster_name,
+                    "aws:RequestTag/kubernetes-namespace": namespace,
+                    "aws:RequestTag/kubernetes-service-account": service_account,
+                }
+            },
+        }
+    )
 
 
 def pod_identity_trust_json(cluster_name: str, namespace: str, service_account: str) -> str:
@@ -68,19 +67,16 @@ def pod_identity_trust_json(cluster_name: str, namespace: str, service_account: 
 
 def irsa_trust_policy(oidc_provider_arn: str, oidc_issuer: str, namespace: str, service_account: str) -> PolicyDocument:
     """Trust policy of a role assumed through IRSA, scoped to one service account (its `sub`) and STS (`aud`)."""
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Effect": "Allow",
-                "Principal": {"Federated": oidc_provider_arn},
-                "Action": "sts:AssumeRoleWithWebIdentity",
-                "Condition": {
-                    "StringEquals": {
-                        f"{oidc_issuer}:sub": f"system:serviceaccount:{namespace}:{service_account}",
-                        f"{oidc_issuer}:aud": "sts.amazonaws.com",
-                    }
-                },
-            }
-        ],
-    }
+    return policy_document(
+        {
+            "Effect": "Allow",
+            "Principal": {"Federated": oidc_provider_arn},
+            "Action": "sts:AssumeRoleWithWebIdentity",
+            "Condition": {
+                "StringEquals": {
+                    f"{oidc_issuer}:sub": f"system:serviceaccount:{namespace}:{service_account}",
+                    f"{oidc_issuer}:aud": "sts.amazonaws.com",
+                }
+            },
+        }
+    )

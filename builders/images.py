@@ -3,26 +3,23 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
-PolicyDocument = dict[str, Any]
+from builders.iam import PolicyDocument, policy_document
+
 UNTAGGED_EXPIRY_DAYS = 14
 
 
 def node_import_policy(partition: str, region: str, account: str, prefixes: list[str]) -> PolicyDocument:
     """Node roles pull through the cache: importing an image on its first pull, and creating its
     repository then (docs/upstream-facts.md#image-cache, item 3; not granted by AmazonEC2ContainerRegistryPullOnly with certainty)."""
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Sid": "PullThroughCacheImport",
-                "Effect": "Allow",
-                "Action": ["ecr:BatchImportUpstreamImage", "ecr:CreateRepository"],
-                "Resource": [f"arn:{partition}:ecr:{region}:{account}:repository/{p}/*" for p in sorted(prefixes)],
-            }
-        ],
-    }
+    return policy_document(
+        {
+            "Sid": "PullThroughCacheImport",
+            "Effect": "Allow",
+            "Action": ["ecr:BatchImportUpstreamImage", "ecr:CreateRepository"],
+            "Resource": [f"arn:{partition}:ecr:{region}:{account}:repository/{p}/*" for p in sorted(prefixes)],
+        }
+    )
 
 
 def repository_lifecycle_policy() -> str:

@@ -13,28 +13,25 @@ from __future__ import annotations
 
 from typing import Any
 
+from builders.iam import PolicyDocument, policy_document
 from builders.serving import weights_script
 from config.sections.weights import repository_prefix, revision_prefix
 
-PolicyDocument = dict[str, Any]
 INCOMPLETE_UPLOAD_DAYS = 1
 
 
 def bucket_policy(bucket_arn: str) -> PolicyDocument:
     """TLS only: any request over plain HTTP is denied, whoever makes it."""
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Sid": "DenyInsecureTransport",
-                "Effect": "Deny",
-                "Principal": "*",
-                "Action": "s3:*",
-                "Resource": [bucket_arn, f"{bucket_arn}/*"],
-                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
-            }
-        ],
-    }
+    return policy_document(
+        {
+            "Sid": "DenyInsecureTransport",
+            "Effect": "Deny",
+            "Principal": "*",
+            "Action": "s3:*",
+            "Resource": [bucket_arn, f"{bucket_arn}/*"],
+            "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+        }
+    )
 
 
 def lifecycle_rules() -> list[dict[str, Any]]:
@@ -51,6 +48,17 @@ def lifecycle_rules() -> list[dict[str, Any]]:
     ]
 
 
+def _list_repository(sid: str, bucket_arn: str, repository: str) -> dict[str, Any]:
+    """Listing the bucket under the repository's prefix (every revision of it)."""
+    return {
+        "Sid": sid,
+        "Effect": "Allow",
+        "Action": "s3:ListBucket",
+        "Resource": bucket_arn,
+        "Condition": {"StringLike": {"s3:prefix": f"{repository}*"}},
+    }
+
+
 def reader_policy(bucket_arn: str, hugging_face_id: str, revision: str) -> PolicyDocument:
     """A model's replicas: list and read every revision of their own repository, write nothing
     (docs/upstream-facts.md#s3-weights, item 7). Not one revision: `pulumi up` updates this policy
@@ -60,64 +68,43 @@ def reader_policy(bucket_arn: str, hugging_face_id: str, revision: str) -> Polic
     populate policy's. Two models of one repository (other revisions, other namespaces) may read
     each other's copies of that checkpoint, nothing of another repository."""
     repository = repository_prefix(hugging_face_id)
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Sid": "ListOwnRepository",
-                "Effect": "Allow",
-                "Action": "s3:ListBucket",
-                "Resource": bucket_arn,
-                "Condition": {"StringLike": {"s3:prefix": f"{repository}*"}},
-            },
-            {"Sid": "ReadOwnRepository", "Effect": "Allow", "Action": "s3:GetObject", "Resource": f"{bucket_arn}/{repository}*"},
-        ],
-    }
+    return policy_document(
+        _list_repository("ListOwnRepository", bucket_arn, repository),
+        {"Sid": "ReadOwnRepository", "Effect": "Allow", "Action": "s3:GetObject", "Resource": f"{bucket_arn}/{repository}*"},
+    )
 
 
 def warmup_policy(bucket_arn: str, hugging_face_id: str, revision: str) -> PolicyDocument:
     """A model's compile warm-up Jobs: read the repository as the replicas do (the engine streams the
     weights), and write the compile cache of their own revision only (weights_script.cache_prefix)."""
     repository = repository_prefix(hugging_face_id)
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            *reader_policy(bucket_arn, hugging_face_id, revision)["Statement"],
-            {
-                "Sid": "WriteOwnCompileCache",
-                "Effect": "Allow",
-                "Action": ["s3:PutObject", "s3:AbortMultipartUpload"],
-                "Resource": f"{bucket_arn}/{weights_script.cache_prefix(repository, revision)}*",
-            },
-        ],
-    }
+    return policy_document(
+        *reader_policy(bucket_arn, hugging_face_id, revision)["Statement"],
+        {
+            "Sid": "WriteOwnCompileCache",
+            "Effect": "Allow",
+            "Action": ["s3:PutObject", "s3:AbortMultipartUpload"],
+            "Resource": f"{bucket_arn}/{weights_script.cache_prefix(repository, revision)}*",
+        },
+    )
 
 
 def populate_policy(bucket_arn: str, hugging_face_id: str, revision: str) -> PolicyDocument:
     """A model's populate Job: write its revision; list and tag the repository's other revisions."""
     repository = repository_prefix(hugging_face_id)
     prefix = revision_prefix(hugging_face_id, revision)
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Sid": "ListRepository",
-                "Effect": "Allow",
-                "Action": "s3:ListBucket",
-                "Resource": bucket_arn,
-                "Condition": {"StringLike": {"s3:prefix": f"{repository}*"}},
-            },
-            {
-                "Sid": "WriteOwnRevision",
-                "Effect": "Allow",
-                "Action": ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"],
-                "Resource": f"{bucket_arn}/{prefix}/*",
-            },
-            {
-                "Sid": "RetireOtherRevisions",
-                "Effect": "Allow",
-                "Action": ["s3:GetObjectTagging", "s3:PutObjectTagging", "s3:DeleteObjectTagging", "s3:DeleteObject"],
-                "Resource": f"{bucket_arn}/{repository}*",
-            },
-        ],
-    }
+    return policy_document(
+        _list_repository("ListRepository", bucket_arn, repository),
+        {
+            "Sid": "WriteOwnRevision",
+            "Effect": "Allow",
+            "Action": ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"],
+            "Resource": f"{bucket_arn}/{prefix}/*",
+        },
+        {
+            "Sid": "RetireOtherRevisions",
+            "Effect": "Allow",
+            "Action": ["s3:GetObjectTagging", "s3:PutObjectTagging", "s3:DeleteObjectTagging", "s3:DeleteObject"],
+            "Resource": f"{bucket_arn}/{repository}*",
+        },
+    )

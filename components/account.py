@@ -97,11 +97,32 @@ class _Reader:
 
 
 def read_account(cfg: StackConfig) -> AccountFile:
-    """The account's answers through pulumi-aws data sources (read-only); a refused read is recorded in `unread`."""
+    """The account's answers through pulumi-aws data sources (read-only); a refused read is recorded in `unread`.
+    The answers are read in the order written here."""
     r = _Reader()
-    zones = r.read("zones", "ec2:DescribeAvailabilityZones", _zones, dict[str, str]())
     types = sorted({t.name for p in cfg.gpu_pools for t in p.resolved_instance_types()})
-    offerings = r.read("offerings", "ec2:DescribeInstanceTypeOfferings", functools.partial(_offerings, types), dict[str, list[str]]())
+    return AccountFile(
+        zones=r.read("zones", "ec2:DescribeAvailabilityZones", _zones, dict[str, str]()),
+        offerings=r.read("offerings", "ec2:DescribeInstanceTypeOfferings", functools.partial(_offerings, types), dict[str, list[str]]()),
+        quotas=_quotas(r),
+        ami_releases=_ami_releases(r, cfg),
+        addon_versions=_addon_versions(r, cfg),
+        roles=[arn for arn in cfg.cluster.principal_arns() if _principal_exists(r, arn)],
+        certificates=_certificates(r, cfg),
+        cluster_exists=r.read("clusterExists", "eks:DescribeCluster", functools.partial(_cluster_exists, cfg.cluster.name), None),
+        spot_service_linked_role=r.exists(
+            "spotServiceLinkedRole", "iam:GetRole", lambda: aws.iam.get_role(name=SPOT_ROLE), f"role {SPOT_ROLE}"
+        ),
+        vpcs=_existing_vpcs(r, cfg),
+        subnets=_existing_subnets(r, cfg),
+        caller=aws.get_caller_identity().arn,  # sts:GetCallerIdentity needs no permission
+        region=cfg.region,
+        unread=r.unread,
+    )
+
+
+def _quotas(r: _Reader) -> dict[str, float]:
+    """The EC2 quotas preflight checks, by code (one refused or missing is left out)."""
     quotas: dict[str, float] = {}
     for code in quota_codes():
         value = r.read(
@@ -112,13 +133,22 @@ def read_account(cfg: StackConfig) -> AccountFile:
         )
         if value is not None:
             quotas[code] = value
-    families = sorted({p.ami_family for p in state.of(cfg).pools.values()})
+    return quotas
+
+
+def _ami_releases(r: _Reader, cfg: StackConfig) -> dict[str, list[str]]:
+    """By AMI family of the pools, the pinned release when its SSM parameter exists (else none)."""
     ami_releases: dict[str, list[str]] = {}
-    for family in families:
+    for family in sorted({p.ami_family for p in state.of(cfg).pools.values()}):
         release = str(getattr(cfg.karpenter.ami_versions, family))
         name = ami_parameter(family, cfg.cluster.kubernetes_version, release)
         found = r.exists("amiReleases", "ssm:GetParameter", functools.partial(aws.ssm.get_parameter, name=name), f"AMI parameter {name}")
         ami_releases[family] = [release] if found else []
+    return ami_releases
+
+
+def _addon_versions(r: _Reader, cfg: StackConfig) -> dict[str, list[str]]:
+    """By pinned EKS add-on, the version EKS offers for the cluster's Kubernetes version (one refused is left out)."""
     addon_versions: dict[str, list[str]] = {}
     for addon in versions.EKS_ADDON_VERSIONS:
         version = r.read(
@@ -131,37 +161,24 @@ def read_account(cfg: StackConfig) -> AccountFile:
         )
         if version is not None:
             addon_versions[addon] = [version]
-    roles = [arn for arn in cfg.cluster.principal_arns() if _principal_exists(r, arn)]
-    certificates = _certificates(r, cfg)
-    cluster_exists = r.read("clusterExists", "eks:DescribeCluster", functools.partial(_cluster_exists, cfg.cluster.name), None)
-    spot = r.exists("spotServiceLinkedRole", "iam:GetRole", lambda: aws.iam.get_role(name=SPOT_ROLE), f"role {SPOT_ROLE}")
-    vpcs: list[Vpc] = []
-    subnets: list[Subnet] = []
-    if isinstance(cfg.network, ExistingVpc):
-        net = cfg.network
-        described = r.read("vpcs", "ec2:DescribeVpcs", functools.partial(_vpc, net.vpc_id), None)
-        if described is not None:
-            vpcs.append(described)
-        for subnet_id in [*net.private_subnet_ids, *net.public_subnet_ids]:
-            subnet = r.read("subnets", "ec2:DescribeSubnets", functools.partial(_subnet, subnet_id), None)
-            if subnet is not None:
-                subnets.append(subnet)
-    return AccountFile(
-        caller=aws.get_caller_identity().arn,  # sts:GetCallerIdentity needs no permission
-        cluster_exists=cluster_exists,
-        region=cfg.region,
-        zones=zones,
-        quotas=quotas,
-        offerings=offerings,
-        ami_releases=ami_releases,
-        addon_versions=addon_versions,
-        roles=roles,
-        certificates=certificates,
-        spot_service_linked_role=spot,
-        vpcs=vpcs,
-        subnets=subnets,
-        unread=r.unread,
-    )
+    return addon_versions
+
+
+def _existing_vpcs(r: _Reader, cfg: StackConfig) -> list[Vpc]:
+    """The existing VPC a stack names, when it exists (none for a new VPC)."""
+    if not isinstance(cfg.network, ExistingVpc):
+        return []
+    described = r.read("vpcs", "ec2:DescribeVpcs", functools.partial(_vpc, cfg.network.vpc_id), None)
+    return [] if described is None else [described]
+
+
+def _existing_subnets(r: _Reader, cfg: StackConfig) -> list[Subnet]:
+    """The existing subnets a stack names that exist (none for a new VPC)."""
+    if not isinstance(cfg.network, ExistingVpc):
+        return []
+    subnet_ids = [*cfg.network.private_subnet_ids, *cfg.network.public_subnet_ids]
+    found = [r.read("subnets", "ec2:DescribeSubnets", functools.partial(_subnet, subnet_id), None) for subnet_id in subnet_ids]
+    return [subnet for subnet in found if subnet is not None]
 
 
 # The quota data source asks for AWS's default first (GetAWSDefaultServiceQuota), then the account's value, and
@@ -169,15 +186,19 @@ def read_account(cfg: StackConfig) -> AccountFile:
 QUOTA_READS = "servicequotas:GetAWSDefaultServiceQuota, servicequotas:GetServiceQuota"
 
 
-def _cluster_exists(name: str) -> bool:
-    """Whether the stack's cluster exists: not-found means this `up` creates it."""
+def _unless_missing(call: Callable[[], T]) -> T | None:
+    """What a data source read, or None when it says the thing does not exist (any other failure is raised)."""
     try:
-        aws.eks.get_cluster(name=name)
+        return call()
     except Exception as error:
         if any(marker in str(error) for marker in NOT_FOUND):
-            return False
+            return None
         raise
-    return True
+
+
+def _cluster_exists(name: str) -> bool:
+    """Whether the stack's cluster exists: not-found means this `up` creates it."""
+    return _unless_missing(lambda: aws.eks.get_cluster(name=name)) is not None
 
 
 def _zones() -> dict[str, str]:
@@ -199,12 +220,9 @@ def _offerings(types: list[str]) -> dict[str, list[str]]:
 
 def _vpc(vpc_id: str) -> Vpc | None:
     """The VPC, or None when it does not exist."""
-    try:
-        described = aws.ec2.get_vpc(id=vpc_id)
-    except Exception as error:
-        if any(marker in str(error) for marker in NOT_FOUND):
-            return None
-        raise
+    described = _unless_missing(lambda: aws.ec2.get_vpc(id=vpc_id))
+    if described is None:
+        return None
     primary = described.cidr_block
     associated = [a.cidr_block for a in described.cidr_block_associations or [] if a.state == "associated"]
     return Vpc(id=vpc_id, cidr=primary, secondary_cidrs=[b for b in associated if b != primary])
@@ -212,12 +230,9 @@ def _vpc(vpc_id: str) -> Vpc | None:
 
 def _subnet(subnet_id: str) -> Subnet | None:
     """The subnet, or None when it does not exist."""
-    try:
-        s = aws.ec2.get_subnet(id=subnet_id)
-    except Exception as error:
-        if any(marker in str(error) for marker in NOT_FOUND):
-            return None
-        raise
+    s = _unless_missing(lambda: aws.ec2.get_subnet(id=subnet_id))
+    if s is None:
+        return None
     return Subnet(id=subnet_id, vpc_id=s.vpc_id, zone=s.availability_zone, cidr=s.cidr_block, tags=dict(s.tags or {}))
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
@@ -103,18 +104,17 @@ class Network(pulumi.ComponentResource):
         for plan in subnet_plan(cfg.cidr, cfg.az_count):
             i = plan.index
             az = zones[i]
-            # A named zone id places the subnet in the same physical zone in every account.
             by_id = cfg.availability_zones is not None and is_zone_id(cfg.availability_zones[i])
             suffix = chr(ord("a") + i)
-            public = aws.ec2.Subnet(
+            public = _zone_subnet(
                 f"{name}-public-{suffix}",
-                vpc_id=vpc.id,
-                cidr_block=plan.public_cidr,
-                availability_zone=None if by_id else az,
-                availability_zone_id=az if by_id else None,
+                vpc.id,
+                plan.public_cidr,
+                az,
+                by_id,
+                lambda z: public_subnet_tags(cluster, z, tags),
+                child,
                 map_public_ip_on_launch=False,
-                tags=az.apply(lambda z: public_subnet_tags(cluster, z, tags)),
-                opts=child,
             )
             aws.ec2.RouteTableAssociation(f"{name}-public-{suffix}", subnet_id=public.id, route_table_id=public_rt.id, opts=child)
             public_ids.append(public.id)
@@ -128,14 +128,8 @@ class Network(pulumi.ComponentResource):
                     opts=pulumi.ResourceOptions(parent=self, depends_on=[igw]),
                 )
                 nat_ids.append(nat.id)
-            private = aws.ec2.Subnet(
-                f"{name}-private-{suffix}",
-                vpc_id=vpc.id,
-                cidr_block=plan.private_cidr,
-                availability_zone=None if by_id else az,
-                availability_zone_id=az if by_id else None,
-                tags=az.apply(lambda z: private_subnet_tags(cluster, z, tags)),
-                opts=child,
+            private = _zone_subnet(
+                f"{name}-private-{suffix}", vpc.id, plan.private_cidr, az, by_id, lambda z: private_subnet_tags(cluster, z, tags), child
             )
             # Inline routes only (never aws.ec2.Route on these tables): the table owns its whole route set, so the
             # routes back to the deploy network and the clients are declared here, and an update keeps them.
@@ -166,3 +160,27 @@ class Network(pulumi.ComponentResource):
         self.vpc_id = vpc.id
         self.private_subnet_ids = pulumi.Output.all(*private_ids).apply(list)
         self.public_subnet_ids = pulumi.Output.all(*public_ids).apply(list)
+
+
+def _zone_subnet(
+    name: str,
+    vpc_id: pulumi.Input[str],
+    cidr: str,
+    zone: pulumi.Output[str],
+    by_id: bool,
+    tagged: Callable[[str], dict[str, str]],
+    opts: pulumi.ResourceOptions,
+    **extra: Any,
+) -> aws.ec2.Subnet:
+    """A subnet in one zone, tagged for it: placed by the zone's id when the stack names ids (the same physical
+    zone in every account), else by its name."""
+    return aws.ec2.Subnet(
+        name,
+        vpc_id=vpc_id,
+        cidr_block=cidr,
+        availability_zone=None if by_id else zone,
+        availability_zone_id=zone if by_id else None,
+        **extra,
+        tags=zone.apply(tagged),
+        opts=opts,
+    )

@@ -193,17 +193,25 @@ def stack_config(stack: str, path: Path) -> StackConfig:
     return cfg
 
 
+def read_stack(stack: str, file: str | None) -> tuple[Path, StackConfig | None]:
+    """The stack file (`file`, else Pulumi.<stack>.yaml) and its validated config; None when it is not
+    valid, its problems printed to stderr."""
+    path = Path(file) if file else harness.ROOT / f"Pulumi.{stack}.yaml"
+    try:
+        return path, stack_config(stack, path)
+    except ConfigError as err:
+        print(f"{path.name}: {err.report()}", file=sys.stderr)
+        return path, None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("stack", help="stack name: reads Pulumi.<stack>.yaml")
     parser.add_argument("--out", required=True, help="account file to write")
     parser.add_argument("--file", help="stack file to read instead of Pulumi.<stack>.yaml")
     args = parser.parse_args(argv)
-    path = Path(args.file) if args.file else harness.ROOT / f"Pulumi.{args.stack}.yaml"
-    try:
-        cfg = stack_config(args.stack, path)
-    except ConfigError as err:
-        print(f"{path.name}: {err.report()}", file=sys.stderr)
+    _, cfg = read_stack(args.stack, args.file)
+    if cfg is None:
         return 2
     import boto3  # type: ignore[import-untyped]
 

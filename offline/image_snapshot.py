@@ -12,14 +12,10 @@ Nothing here calls AWS; it prints what to run with your credentials.
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
 from config.derived import state
-from config.errors import ConfigError
 from config.sections.stack import StackConfig
-from offline import harness
-from offline.account_capture import stack_config
+from offline.account_capture import read_stack
 
 
 def qualified(reference: str) -> str:
@@ -86,11 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("stack", help="stack name: reads Pulumi.<stack>.yaml")
     parser.add_argument("--file", help="stack file to read instead of Pulumi.<stack>.yaml")
     args = parser.parse_args(argv)
-    path = Path(args.file) if args.file else harness.ROOT / f"Pulumi.{args.stack}.yaml"
-    try:
-        cfg = stack_config(args.stack, path)
-    except ConfigError as err:
-        print(f"{path.name}: " + err.report(), file=sys.stderr)
+    path, cfg = read_stack(args.stack, args.file)
+    if cfg is None:
         return 2
     lines = commands(cfg)
     if not lines:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,24 +60,25 @@ def is_secret(value: Any) -> bool:
     return isinstance(value, dict) and value.get(SECRET_SIG) == SECRET_VALUE_SIG
 
 
+def _rebuilt(value: Any, leaf: Callable[[Any], Any]) -> Any:
+    """The value with its mappings and lists rebuilt, and `leaf` of everything else (of a secret as a whole)."""
+    if is_secret(value):
+        return leaf(value)
+    if isinstance(value, dict):
+        return {k: _rebuilt(v, leaf) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rebuilt(v, leaf) for v in value]
+    return leaf(value)
+
+
 def unwrap_secrets(value: Any) -> Any:
     """The value with secret wrappers removed (for tests that read a secret's content)."""
-    if is_secret(value):
-        return unwrap_secrets(value["value"])
-    if isinstance(value, dict):
-        return {k: unwrap_secrets(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [unwrap_secrets(v) for v in value]
-    return value
+    return _rebuilt(value, lambda v: unwrap_secrets(v["value"]) if is_secret(v) else v)
 
 
 def _mask(value: Any) -> Any:
-    """A secret's shape with every leaf replaced: keys of a secret map stay visible."""
-    if isinstance(value, dict):
-        return {k: _mask(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_mask(v) for v in value]
-    return REDACTED
+    """A secret's shape (unwrapped) with every leaf replaced: keys of a secret map stay visible."""
+    return _rebuilt(value, lambda _: REDACTED)
 
 
 def redact(value: Any) -> Any:
@@ -84,12 +86,12 @@ def redact(value: Any) -> Any:
 
     Pulumi sends every number as a float; manifests and JSON read better with `replicas: 2`.
     """
+    return _rebuilt(value, _redacted)
+
+
+def _redacted(value: Any) -> Any:
     if is_secret(value):
         return _mask(unwrap_secrets(value))
-    if isinstance(value, dict):
-        return {k: redact(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [redact(v) for v in value]
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if value is rpc.UNKNOWN:

@@ -1,12 +1,14 @@
 """Published vLLM measurements the serving model is calibrated against, and the fit. Pure.
 
-Each measurement names its source, GPU, model, lengths, load and what was measured: saturated
-throughput (all requests sent at once), time to first token and time per output token under a
-Poisson rate or a fixed client concurrency, or the KV cache vLLM's profiling left. `predict` asks
-the same question of the step-level engine (planner/engine.py) on the serving model's roofline
-(planner/serving.py); a request alone and the KV cache are answered by the roofline directly. A third of the measurements (every third by name) is held out of the fit;
-tests/planner/test_calibration.py checks the held-out third against the target (75 % within ±30 %
-for throughput, TTFT and TPOT each) and keeps every measurement within a loose bound.
+The measurements are a table beside this module, planner/calibration.yaml. Each names its source,
+GPU, model, lengths, load and what was measured: saturated throughput (all requests sent at once),
+time to first token and time per output token under a Poisson rate or a fixed client concurrency,
+or the KV cache vLLM's profiling left. `predict` asks the same question of the step-level engine
+(planner/engine.py) on the serving model's roofline (planner/serving.py); a request alone and the
+KV cache are answered by the roofline directly. A third of the measurements (every third by name)
+is held out of the fit; tests/planner/test_calibration.py checks the held-out third against the
+target (75 % within ±30 % for throughput, TTFT and TPOT each) and keeps every measurement within a
+loose bound.
 
 `python -m planner.calibration` prints every prediction and the error table by metric and GPU;
 `--fit` searches the efficiencies (coordinate descent on the mean absolute log error of the
@@ -14,9 +16,10 @@ training two-thirds; a few minutes) and prints what serving.py should carry.
 
 Models are described by their published model cards (parameters, layers, KV heads, head size).
 Measurements come from vLLM 0.2-era forks to 0.23 (the pinned engine is 0.33; no published set at
-0.33 with these GPUs was found): each names its version where its source does. Lengths are the means the source gives; a dataset
-without stated means (ShareGPT in sglang's sampler) takes GPUStack's measured ShareGPT means
-(217 in, 201 out: 'Total input tokens: 217393' over 1,000 requests).
+0.33 with these GPUs was found): each names its version where its source does. Lengths are the
+means the source gives; a dataset without stated means (ShareGPT in sglang's sampler) takes
+GPUStack's measured ShareGPT means (217 in, 201 out: 'Total input tokens: 217393' over 1,000
+requests).
 """
 
 from __future__ import annotations
@@ -25,9 +28,11 @@ import argparse
 import dataclasses
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
+import yaml
 
 from config.sections.gpu_pools import GpuPool
 from config.sections.models import ModelConfig
@@ -95,118 +100,51 @@ class Measurement:
         return not self.excluded and peers.index(self.name) % 3 == 2
 
 
-_SGL = "sgl-project/sglang benchmark/benchmark_vllm_060/README.md @120affb (vLLM 0.6.0, --num-scheduler-steps 10, max_model_len 4096, ShareGPT)"
-_GPUSTACK = "gpustack/gpustack docs/performance-lab/{} (vLLM v0.11.0 defaults, `vllm bench serve`)"
-_LLMPERF = "llmperf 'Benchmark: Llama 3 8b Instruct on NVIDIA A10G' (g5.2xlarge, vllm-openai v0.4.3, mean 550 in / 150 out)"
-_MEMORY = "llm-d/llm-d-benchmark config_explorer/empirical-vllm-memory-results.md @2593348 (H100 79.18 GiB, util 0.9, max-model-len 16000)"
-_WMX = "ai.wmx.dev/benchmarks serving/raw-vllm (1x L4 g2-standard-4, vLLM v0.23.0, util 0.6, max-model-len 8192, 256 in / 128 out, closed loop)"
+MODELS: dict[str, Model] = {
+    "LLAMA_8B": LLAMA_8B,
+    "LLAMA_70B": LLAMA_70B,
+    "LLAMA2_7B": LLAMA2_7B,
+    "QWEN3_8B": QWEN3_8B,
+    "QWEN3_14B": QWEN3_14B,
+    "QWEN3_32B": QWEN3_32B,
+    "QWEN2_7B": QWEN2_7B,
+    "QWEN25_05B": QWEN25_05B,
+}
+"""The models calibration.yaml names, by name."""
+DATA = Path(__file__).with_name("calibration.yaml")
 
-_FASTER_THAN_PEAK = (
-    "prefilling 550 tokens in well under 137 ms means over 65 TFLOPS on an A10G measured at 69.5 (matmul), against "
-    "the same GPU's offline throughput and single-stream decode, which fit: llmperf's token counts (its own tokenizer) "
-    "are the likely cause"
-)
-_GPUS_UNSTATED = (
-    "the page names no GPU count and its command no tensor parallelism, yet one H100 cannot hold Qwen3-32B at its "
-    "default context (the llm-d memory study: 4.45 GiB of KV at 16,000, a failed start at 32,000)"
-)
-_API_BOUND = "4-token answers at 44 a second bound by the API server's per-request work, which the serving model does not have"
 
-MEASUREMENTS: tuple[Measurement, ...] = (
-    # -- A10G (g5) ------------------------------------------------------------------------------------------
-    Measurement("a10g-llama3-8b-alone", "awsdocs/amazon-eks-user-guide ml-realtime-inference-llm-inference-vllm.adoc (GuideLLM, max_num_seqs=1, 256/128)",
-                "g5.2xlarge", LLAMA_8B, 1, 256, 128, "alone", 1, "tpot", 0.0340, "mean"),
-    Measurement("a10g-llama3-8b-c1-itl", f"{_LLMPERF}: concurrency 1, 'Inter Token Latency (ms/token) 30.65'",
-                "g5.2xlarge", LLAMA_8B, 1, 550, 150, "concurrency", 1, "tpot", 0.03065, "mean"),
-    Measurement("a10g-llama3-8b-c1-ttft", f"{_LLMPERF}: concurrency 1, 'First Time To Token (ms) 137.29'",
-                "g5.2xlarge", LLAMA_8B, 1, 550, 150, "concurrency", 1, "ttft", 0.13729, "mean", excluded=_FASTER_THAN_PEAK),
-    Measurement("a10g-llama3-8b-c4-ttft", f"{_LLMPERF}: concurrency 4, 'First Time To Token (ms) | 171.3956358'",
-                "g5.2xlarge", LLAMA_8B, 1, 550, 150, "concurrency", 4, "ttft", 0.1714, "mean", excluded=_FASTER_THAN_PEAK),
-    Measurement("a10g-llama3-8b-c4-itl", f"{_LLMPERF}: concurrency 4, 'Inter Token Latency (ms/token) | 33.88657168'",
-                "g5.2xlarge", LLAMA_8B, 1, 550, 150, "concurrency", 4, "tpot", 0.03389, "mean"),
-    Measurement("a10g-llama3-8b-c16-ttft", f"{_LLMPERF}: concurrency 16, 'First Time To Token (ms) | 302.7480913'",
-                "g5.2xlarge", LLAMA_8B, 1, 550, 150, "concurrency", 16, "ttft", 0.3027, "mean", excluded=_FASTER_THAN_PEAK),
-    Measurement("a10g-llama3-8b-c16-itl", f"{_LLMPERF}: concurrency 16, 'Inter Token Latency (ms/token) | 42.66842311'",
-                "g5.2xlarge", LLAMA_8B, 1, 550, 150, "concurrency", 16, "tpot", 0.04267, "mean"),
-    Measurement("a10g-llama3-8b-c16-tput", f"{_LLMPERF}: concurrency 16, 'Througput (token/sec) | 289.873427'",
-                "g5.2xlarge", LLAMA_8B, 1, 550, 150, "concurrency", 16, "outputTokensPerSecond", 289.87, "total"),
-    Measurement("a10g-llama3-8b-offline", "vllm-project/llm-compressor examples/benchmarking/offline_batch/README.md: 'Results on A10G' "
-                "fp16, 1,000 generations, avg 545.05 prompt / 225.47 generation tokens, 'Generation Tok / Sec: 488.13'",
-                "g5.2xlarge", LLAMA_8B, 1, 545, 225, "burst", 1000, "outputTokensPerSecond", 488.13, "total"),
-    Measurement("a10g-llama2-7b-offline", "neuralmagic/nm-vllm benchmark comment on c13b5c2 ('NVIDIA A10G x 1', benchmark_throughput "
-                "input-len 256, output-len 128, 1,000 prompts, max_model_len 4096): request throughput 3.8028",
-                "g5.2xlarge", LLAMA2_7B, 1, 256, 128, "burst", 1000, "requestsPerSecond", 3.8028, "total", {"maxModelLen": 4096}),
-    # -- L4 (g6) ------------------------------------------------------------------------------------------------
-    Measurement("l4-qwen25-05b-c8-ttft", f"{_WMX}: concurrency 8, TTFT p50 60.9 ms",
-                "g6.xlarge", QWEN25_05B, 1, 256, 128, "concurrency", 8, "ttft", 0.0609, "median", {"gpuMemoryUtilization": 0.6}),
-    Measurement("l4-qwen25-05b-c16-itl", f"{_WMX}: concurrency 16, ITL p50 6.0 ms",
-                "g6.xlarge", QWEN25_05B, 1, 256, 128, "concurrency", 16, "tpot", 0.0060, "median", {"gpuMemoryUtilization": 0.6}),
-    Measurement("l4-qwen25-05b-c32-rps", f"{_WMX}: concurrency 32, 29.5 req/s",
-                "g6.xlarge", QWEN25_05B, 1, 256, 128, "concurrency", 32, "requestsPerSecond", 29.5, "total", {"gpuMemoryUtilization": 0.6}),
-    Measurement("l4-qwen25-05b-c32-ttft", f"{_WMX}: concurrency 32, TTFT p50 135.3 ms",
-                "g6.xlarge", QWEN25_05B, 1, 256, 128, "concurrency", 32, "ttft", 0.1353, "median", {"gpuMemoryUtilization": 0.6}),
-    # -- A100 (p4d/p4de) ------------------------------------------------------------------------------------------
-    Measurement("a100-40gb-llama31-8b-alone", "johnmusgrave.com 'vLLM throughput/latency sweep' (vLLM 0.23, A100 40GB, 1024/128): "
-                "one request decodes at about 75 tokens/s", "p4d.24xlarge", LLAMA_8B, 1, 1024, 128, "alone", 1, "tpot", 1 / 75, "mean"),
-    Measurement("a100-llama31-8b-saturated", f"{_SGL}: 1 x A100 80G, rate inf, 5,000 prompts: 21.27 req/s",
-                "p4de.24xlarge", LLAMA_8B, 1, *SHAREGPT, "burst", 5000, "requestsPerSecond", 21.27, "total", {"maxModelLen": 4096}, scheduler_steps=10),
-    Measurement("a100-llama31-8b-rps4-ttft", f"{_SGL}: 1 x A100 80G, request rate 4: median TTFT 100.48 ms",
-                "p4de.24xlarge", LLAMA_8B, 1, *SHAREGPT, "rate", 4, "ttft", 0.10048, "median", {"maxModelLen": 4096}, scheduler_steps=10),
-    Measurement("a100-llama31-8b-rps4-tpot", f"{_SGL}: 1 x A100 80G, request rate 4: median TPOT 14.14 ms",
-                "p4de.24xlarge", LLAMA_8B, 1, *SHAREGPT, "rate", 4, "tpot", 0.01414, "median", {"maxModelLen": 4096}, scheduler_steps=10),
-    Measurement("a100-llama31-8b-rps8-ttft", f"{_SGL}: 1 x A100 80G, request rate 8: median TTFT 120.39 ms",
-                "p4de.24xlarge", LLAMA_8B, 1, *SHAREGPT, "rate", 8, "ttft", 0.12039, "median", {"maxModelLen": 4096}, scheduler_steps=10),
-    Measurement("a100-llama31-8b-rps8-tpot", f"{_SGL}: 1 x A100 80G, request rate 8: median TPOT 17.09 ms",
-                "p4de.24xlarge", LLAMA_8B, 1, *SHAREGPT, "rate", 8, "tpot", 0.01709, "median", {"maxModelLen": 4096}, scheduler_steps=10),
-    Measurement("a100-qwen3-14b-sharegpt", _GPUSTACK.format("qwen3-14b/a100.md") + ": ShareGPT 1,000 at once, 'Request throughput (req/s): 9.36'",
-                "p4de.24xlarge", QWEN3_14B, 1, *SHAREGPT, "burst", 1000, "requestsPerSecond", 9.36, "total"),
-    Measurement("a100-qwen3-14b-2000-100", _GPUSTACK.format("qwen3-14b/a100.md") + ": random 2000/100, 500 at once, 2.85 req/s",
-                "p4de.24xlarge", QWEN3_14B, 1, 2000, 100, "burst", 500, "requestsPerSecond", 2.85, "total"),
-    Measurement("a100-qwen3-14b-128-4", _GPUSTACK.format("qwen3-14b/a100.md") + ": random 128/4, 1,000 at once, 37.33 req/s",
-                "p4de.24xlarge", QWEN3_14B, 1, 128, 4, "burst", 1000, "requestsPerSecond", 37.33, "total"),
-    Measurement("a100-qwen3-32b-sharegpt", _GPUSTACK.format("qwen3-32b/a100.md") + ": single A100 SXM 80GB, --max-model-len 32768, "
-                "ShareGPT 1,000 at once, 4.13 req/s", "p4de.24xlarge", QWEN3_32B, 1, *SHAREGPT, "burst", 1000, "requestsPerSecond", 4.13, "total",
-                {"maxModelLen": 32768}),
-    Measurement("a100-qwen3-32b-128-4", _GPUSTACK.format("qwen3-32b/a100.md") + ": random 128/4, 1,000 at once, 20.17 req/s",
-                "p4de.24xlarge", QWEN3_32B, 1, 128, 4, "burst", 1000, "requestsPerSecond", 20.17, "total", {"maxModelLen": 32768}),
-    Measurement("a100-qwen2-7b-kv-util050", "dennislee22/vLLM-benchmarking log/vllm-7B-1gpuA10080GB-0.5GRAM.log (vLLM 0.10.1.1, util 0.5, "
-                "max_model_len 16384): 'GPU KV cache size: 464,848 tokens'", "p4de.24xlarge", QWEN2_7B, 1, 0, 0, "idle", 0, "kvTokens", 464_848,
-                "total", {"gpuMemoryUtilization": 0.5, "maxModelLen": 16384}),
-    Measurement("a100-qwen2-7b-kv-util025", "dennislee22/vLLM-benchmarking log/vllm-7B-1gpuA10080GB-0.25GRAM.log (util 0.25): "
-                "'GPU KV cache size: 93,872 tokens'", "p4de.24xlarge", QWEN2_7B, 1, 0, 0, "idle", 0, "kvTokens", 93_872, "total",
-                {"gpuMemoryUtilization": 0.25, "maxModelLen": 16384}),
-    # -- H100 (p5) -------------------------------------------------------------------------------------------------
-    Measurement("h100-llama31-8b-alone", "yobitelcomm.github.io/bench/recipes/concurrency-sweep (vLLM 0.21, H100 80GB HBM3, concurrency 1): "
-                "TPOT p50 6.48 ms", "p5.48xlarge", LLAMA_8B, 1, 256, 256, "alone", 1, "tpot", 0.00648),
-    Measurement("h100-qwen3-8b-c4-ttft", _GPUSTACK.format("qwen3-8b/h100-latency.md") + ": ShareGPT, --max-concurrency 4, 'Mean TTFT (ms): 64.00'",
-                "p5.48xlarge", QWEN3_8B, 1, *SHAREGPT, "concurrency", 4, "ttft", 0.064, "mean"),
-    Measurement("h100-qwen3-8b-c4-tpot", _GPUSTACK.format("qwen3-8b/h100-latency.md") + ": --max-concurrency 4, 'Mean TPOT (ms): 7.38'",
-                "p5.48xlarge", QWEN3_8B, 1, *SHAREGPT, "concurrency", 4, "tpot", 0.00738, "mean"),
-    Measurement("h100-qwen3-14b-sharegpt", _GPUSTACK.format("qwen3-14b/h100.md") + ": single H100 SXM, ShareGPT 1,000 at once, 15.74 req/s",
-                "p5.48xlarge", QWEN3_14B, 1, *SHAREGPT, "burst", 1000, "requestsPerSecond", 15.74, "total"),
-    Measurement("h100-qwen3-14b-2000-100", _GPUSTACK.format("qwen3-14b/h100.md") + ": random 2000/100, 500 at once, 5.06 req/s",
-                "p5.48xlarge", QWEN3_14B, 1, 2000, 100, "burst", 500, "requestsPerSecond", 5.06, "total"),
-    Measurement("h100-qwen3-14b-128-4", _GPUSTACK.format("qwen3-14b/h100.md") + ": random 128/4, 1,000 at once, 44.02 req/s",
-                "p5.48xlarge", QWEN3_14B, 1, 128, 4, "burst", 1000, "requestsPerSecond", 44.02, "total", excluded=_API_BOUND),
-    Measurement("h100-qwen3-32b-sharegpt", _GPUSTACK.format("qwen3-32b/h100.md") + ": one H100 (no -tp), ShareGPT 1,000 at once, 5.62 req/s",
-                "p5.48xlarge", QWEN3_32B, 1, *SHAREGPT, "burst", 1000, "requestsPerSecond", 5.62, "total", excluded=_GPUS_UNSTATED),
-    Measurement("h100-qwen3-32b-2000-100", _GPUSTACK.format("qwen3-32b/h100.md") + ": random 2000/100, 500 at once, 1.52 req/s",
-                "p5.48xlarge", QWEN3_32B, 1, 2000, 100, "burst", 500, "requestsPerSecond", 1.52, "total", excluded=_GPUS_UNSTATED),
-    Measurement("h100x4-llama31-70b-saturated", f"{_SGL}: 4 x H100 80G TP4, rate inf, 5,000 prompts: 19.04 req/s",
-                "p5.48xlarge", LLAMA_70B, 4, *SHAREGPT, "burst", 5000, "requestsPerSecond", 19.04, "total", {"maxModelLen": 4096}, scheduler_steps=10),
-    Measurement("h100x4-llama31-70b-rps4-ttft", f"{_SGL}: 4 x H100 80G TP4, request rate 4: median TTFT 179.15 ms",
-                "p5.48xlarge", LLAMA_70B, 4, *SHAREGPT, "rate", 4, "ttft", 0.17915, "median", {"maxModelLen": 4096}, scheduler_steps=10),
-    Measurement("h100x4-llama31-70b-rps4-tpot", f"{_SGL}: 4 x H100 80G TP4, request rate 4: median TPOT 23.58 ms",
-                "p5.48xlarge", LLAMA_70B, 4, *SHAREGPT, "rate", 4, "tpot", 0.02358, "median", {"maxModelLen": 4096}, scheduler_steps=10),
-    Measurement("h100x4-llama31-70b-rps8-ttft", f"{_SGL}: 4 x H100 80G TP4, request rate 8: median TTFT 207.12 ms",
-                "p5.48xlarge", LLAMA_70B, 4, *SHAREGPT, "rate", 8, "ttft", 0.20712, "median", {"maxModelLen": 4096}, scheduler_steps=10),
-    Measurement("h100x4-llama31-70b-rps8-tpot", f"{_SGL}: 4 x H100 80G TP4, request rate 8: median TPOT 29.15 ms",
-                "p5.48xlarge", LLAMA_70B, 4, *SHAREGPT, "rate", 8, "tpot", 0.02915, "median", {"maxModelLen": 4096}, scheduler_steps=10),
-    Measurement("h100-llama31-8b-kv", f"{_MEMORY}: Llama-3.1-8B TP1 'Available KV cache memory: 51.38 GiB' (= 420,925 tokens of 128 KiB)",
-                "p5.48xlarge", LLAMA_8B, 1, 0, 0, "idle", 0, "kvTokens", 420_925, "total", {"gpuMemoryUtilization": 0.9, "maxModelLen": 16000}),
-    Measurement("h100-qwen3-32b-kv", f"{_MEMORY}: Qwen3-32B TP1 KV 4.45 GiB (= 18,227 tokens of 256 KiB)",
-                "p5.48xlarge", QWEN3_32B, 1, 0, 0, "idle", 0, "kvTokens", 18_227, "total", {"gpuMemoryUtilization": 0.9, "maxModelLen": 16000}),
-)  # fmt: skip
+def load(path: Path = DATA) -> tuple[Measurement, ...]:
+    """The measurements of calibration.yaml: a source's {name} is the shared source of that name (its {page},
+    the measurement's page), lengths ShareGPT are SHAREGPT, an exclusion names its reason."""
+    data = yaml.safe_load(path.read_text())
+    out = []
+    for row in data["measurements"]:
+        prompt, output = SHAREGPT if row.get("lengths") == "ShareGPT" else (row["prompt"], row["output"])
+        sources = {name: text.format(page=row.get("page")) for name, text in data["sources"].items()}
+        out.append(
+            Measurement(
+                name=row["name"],
+                source=row["source"].format(**sources),
+                instance=row["instance"],
+                model=MODELS[row["model"]],
+                tensor_parallel=row["tensorParallel"],
+                prompt=prompt,
+                output=output,
+                load=row["load"],
+                amount=row["amount"],
+                metric=row["metric"],
+                value=row["value"],
+                statistic=row["statistic"],
+                settings=row.get("settings", {}),
+                scheduler_steps=row.get("schedulerSteps", 1),
+                excluded=data["excluded"][row["excluded"]] if "excluded" in row else "",
+            )
+        )
+    return tuple(out)
+
+
+MEASUREMENTS = load()
 
 
 def setup(m: Measurement) -> tuple[ModelConfig, GpuPool]:
@@ -334,8 +272,8 @@ def main(argv: list[str] | None = None) -> int:
     for m in MEASUREMENTS:
         predicted = predict(m, eff)
         print(
-            f"{'held-out' if m.held_out else 'excluded' if m.excluded else 'fit     '} {m.name:34s} {m.metric:22s} measured {m.value:12.4f} predicted {predicted:12.4f} "
-            f"({predicted / m.value - 1:+.0%})"
+            f"{'held-out' if m.held_out else 'excluded' if m.excluded else 'fit     '} {m.name:34s} {m.metric:22s} "
+            f"measured {m.value:12.4f} predicted {predicted:12.4f} ({predicted / m.value - 1:+.0%})"
         )
     print("held-out, share within ±30 % (n):")
     for metric, by_gpu in table(eff).items():

@@ -12,7 +12,7 @@ controller, checked case by case against upstream's tests (tests/planner/test_hp
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -155,30 +155,47 @@ def _period_start(current: int, up_events: list[ScaleEvent], down_events: list[S
     )
 
 
-def scale_up_limit(current: int, up_events: list[ScaleEvent], down_events: list[ScaleEvent], rules: Rules, now: float) -> int:
-    """The most replicas the scale-up policies allow now (calculateScaleUpLimitWithScalingRules)."""
+def _policy_limit(
+    current: int,
+    up_events: list[ScaleEvent],
+    down_events: list[ScaleEvent],
+    rules: Rules,
+    now: float,
+    proposed: Callable[[int, Policy], int],
+    widest: Callable[[int, int], int],
+    narrowest: Callable[[int, int], int],
+) -> int:
+    """The limit a direction's policies set now: each policy proposes a count from the replicas at the start of
+    its period; selectPolicy Max takes the widest proposal (the most replicas up, the fewest down), Min the
+    narrowest, Disabled keeps the current count (as do no policies)."""
     if rules.select_policy == "Disabled":
         return current
-    pick = min if rules.select_policy == "Min" else max
+    pick = narrowest if rules.select_policy == "Min" else widest
     result: int | None = None
     for p in rules.policies:
-        start = _period_start(current, up_events, down_events, p.period_seconds, now)
-        proposed = start + p.value if p.kind == "Pods" else math.ceil(start * (1 + p.value / 100))
-        result = proposed if result is None else pick(result, proposed)
+        count = proposed(_period_start(current, up_events, down_events, p.period_seconds, now), p)
+        result = count if result is None else pick(result, count)
     return current if result is None else result
+
+
+def scale_up_limit(current: int, up_events: list[ScaleEvent], down_events: list[ScaleEvent], rules: Rules, now: float) -> int:
+    """The most replicas the scale-up policies allow now (calculateScaleUpLimitWithScalingRules)."""
+    return _policy_limit(current, up_events, down_events, rules, now, _added, widest=max, narrowest=min)
+
+
+def _added(start: int, p: Policy) -> int:
+    """A scale-up policy's proposal from the count at its period's start: its pods more, or its percent more (the count rounded up)."""
+    return start + p.value if p.kind == "Pods" else math.ceil(start * (1 + p.value / 100))
 
 
 def scale_down_limit(current: int, up_events: list[ScaleEvent], down_events: list[ScaleEvent], rules: Rules, now: float) -> int:
     """The fewest replicas the scale-down policies allow now (calculateScaleDownLimitWithBehaviors)."""
-    if rules.select_policy == "Disabled":
-        return current
-    pick = max if rules.select_policy == "Min" else min
-    result: int | None = None
-    for p in rules.policies:
-        start = _period_start(current, up_events, down_events, p.period_seconds, now)
-        proposed = start - p.value if p.kind == "Pods" else int(start * (1 - p.value / 100))
-        result = proposed if result is None else pick(result, proposed)
-    return current if result is None else result
+    return _policy_limit(current, up_events, down_events, rules, now, _removed, widest=min, narrowest=max)
+
+
+def _removed(start: int, p: Policy) -> int:
+    """A scale-down policy's proposal from the count at its period's start: its pods fewer, or its percent fewer (rounded down)."""
+    return start - p.value if p.kind == "Pods" else int(start * (1 - p.value / 100))
 
 
 @dataclass

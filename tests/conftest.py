@@ -102,6 +102,19 @@ def prod_run() -> harness.RunResult:
     return fixture_run(PROD)
 
 
+@pytest.fixture(scope="session")
+def dev_in_an_existing_vpc_run() -> harness.RunResult:
+    """The dev fixture in an existing VPC of two private subnets and no public one."""
+    existing = {
+        "mode": "existing",
+        "vpcId": "vpc-0123456789abcdef0",
+        "vpcCidr": "10.60.0.0/16",
+        "privateSubnetIds": ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"],
+        "publicSubnetIds": [],
+    }
+    return harness.run(fixture_input(DEV, overrides={"llm-platform:network": existing}))
+
+
 def edited(registrations: list[Any], type_token: str, name: str | None, mutate: Callable[[dict[str, Any]], object]) -> list[Any]:
     """A copy of the registrations with one resource's inputs changed (name None: the first of the type)."""
     import dataclasses

@@ -101,10 +101,28 @@ ENVOY_METRICS_PORT_NAME = "envoy-metrics"
 """The proxies' container port for /stats/prometheus (builders/gateway/router.py envoy_preset; a test ties the two)."""
 
 
-def _job(job: str) -> list[dict[str, Any]]:
-    """Relabel every target's `job` to one fixed name (the operator's own relabelings, which set `job` to
-    `<namespace>/<monitor>`, run first): the gateway's alerts select their targets by it."""
-    return [{"targetLabel": "job", "replacement": job}]
+def _gateway_pod_monitor(job: str, namespace: str, selector: dict[str, Any], port: str, path: str, interval: str) -> dict[str, Any]:
+    """A PodMonitor named after its job, of the pods the selector picks in any namespace, scraped at one port and
+    path. Every target's `job` is relabelled to that one name (the operator's own relabelings, which set `job`
+    to `<namespace>/<monitor>`, run first): the gateway's alerts select their targets by it."""
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PodMonitor",
+        "metadata": {"name": job, "namespace": namespace},
+        "spec": {
+            "namespaceSelector": {"any": True},
+            "selector": selector,
+            "podMetricsEndpoints": [
+                {
+                    "port": port,
+                    "path": path,
+                    "interval": interval,
+                    "scrapeTimeout": "5s",
+                    "relabelings": [{"targetLabel": "job", "replacement": job}],
+                }
+            ],
+        },
+    }
 
 
 def gateway_picker_pod_monitor(namespace: str, interval: str) -> dict[str, Any]:
@@ -114,48 +132,17 @@ def gateway_picker_pod_monitor(namespace: str, interval: str) -> dict[str, Any]:
     At the vLLM interval: the picker's endpoint count is compared with vLLM's readiness (EppCannotScrapePod)
     and its panels sit beside vLLM's."""
     key, value = router.MODE_LABEL
-    return {
-        "apiVersion": "monitoring.coreos.com/v1",
-        "kind": "PodMonitor",
-        "metadata": {"name": rules.GATEWAY_PICKER_JOB, "namespace": namespace},
-        "spec": {
-            "namespaceSelector": {"any": True},
-            "selector": {"matchLabels": {key: value}},
-            "podMetricsEndpoints": [
-                {
-                    "port": router.EPP_METRICS_PORT_NAME,
-                    "path": "/metrics",
-                    "interval": interval,
-                    "scrapeTimeout": "5s",
-                    "relabelings": _job(rules.GATEWAY_PICKER_JOB),
-                }
-            ],
-        },
-    }
+    return _gateway_pod_monitor(
+        rules.GATEWAY_PICKER_JOB, namespace, {"matchLabels": {key: value}}, router.EPP_METRICS_PORT_NAME, "/metrics", interval
+    )
 
 
 def gateway_proxy_pod_monitor(namespace: str, interval: str) -> dict[str, Any]:
     """One PodMonitor for every model's Envoy proxies: pods that carry the chart's proxy selector key (its
     value is the release's proxy name), in any namespace; /stats/prometheus on the metrics listener, the
     only path it serves (builders/gateway/envoy.py)."""
-    return {
-        "apiVersion": "monitoring.coreos.com/v1",
-        "kind": "PodMonitor",
-        "metadata": {"name": rules.GATEWAY_PROXY_JOB, "namespace": namespace},
-        "spec": {
-            "namespaceSelector": {"any": True},
-            "selector": {"matchExpressions": [{"key": router.PROXY_SELECTOR_KEY, "operator": "Exists"}]},
-            "podMetricsEndpoints": [
-                {
-                    "port": ENVOY_METRICS_PORT_NAME,
-                    "path": envoy.METRICS_PATH,
-                    "interval": interval,
-                    "scrapeTimeout": "5s",
-                    "relabelings": _job(rules.GATEWAY_PROXY_JOB),
-                }
-            ],
-        },
-    }
+    selector = {"matchExpressions": [{"key": router.PROXY_SELECTOR_KEY, "operator": "Exists"}]}
+    return _gateway_pod_monitor(rules.GATEWAY_PROXY_JOB, namespace, selector, ENVOY_METRICS_PORT_NAME, envoy.METRICS_PATH, interval)
 
 
 def _service_monitor(

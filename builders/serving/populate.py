@@ -16,8 +16,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from builders import network_policies as netpol
-from builders.serving import weights_script
+from builders.serving import script_job, weights_script
 from builders.serving.workload import (
     HF_TOKEN_DIR,
     RUN_AS_NAME,
@@ -27,16 +26,13 @@ from builders.serving.workload import (
     TMP_SIZE,
     Sources,
     aws_env,
-    container_security,
     hf_token_volume,
-    pod_security,
-    pool_tolerations,
     script_args,
     script_volume,
 )
 from config.derived import capacity
 from config.facts import speed
-from config.facts.conventions import MODEL_LABEL, POOL_LABEL, populate_job_name, populate_service_account
+from config.facts.conventions import MODEL_LABEL, populate_job_name, populate_service_account
 from config.sections.gpu_pools import GpuPool
 from config.sections.models import ModelConfig
 
@@ -86,12 +82,7 @@ def script_config_map(model: ModelConfig) -> dict[str, Any]:
 
 
 def service_account(model: ModelConfig) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "ServiceAccount",
-        "metadata": {"name": populate_service_account(model.name), "namespace": model.name, "labels": job_labels(model)},
-        "automountServiceAccountToken": False,
-    }
+    return script_job.service_account(model, populate_service_account(model.name), job_labels(model))
 
 
 def keep_revisions(model: ModelConfig, models: list[ModelConfig]) -> list[str]:
@@ -139,72 +130,21 @@ def job(
         *keep_revisions(model, models),
     ]
     requests = {**RESOURCES, "ephemeral-storage": f"{SCRATCH_GIB}Gi"}
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": populate_job_name(model.name, model.revision),
-            "namespace": model.name,
-            "labels": job_labels(model),
-            # A Job that failed in one `pulumi up` is replaced (run again) by the next.
-            "annotations": {"pulumi.com/replaceUnready": "true"},
-        },
-        "spec": {
-            "backoffLimit": BACKOFF_LIMIT,
-            "activeDeadlineSeconds": populate_seconds(model),
-            # Rules apply in order, the first match wins. Exit code 2 is a problem a retry cannot fix
-            # (no safetensors, a gated repository, an image without boto3): stop at once. A pod that
-            # a spot interruption, a drain or a preemption evicted (condition DisruptionTarget) is
-            # retried without counting against backoffLimit.
-            "podFailurePolicy": {
-                "rules": [
-                    {
-                        "action": "FailJob",
-                        "onExitCodes": {"containerName": "populate", "operator": "In", "values": [weights_script.PERMANENT]},
-                    },
-                    {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]},
-                ]
-            },
-            "template": {
-                "metadata": {"labels": job_labels(model)},
-                "spec": {
-                    "restartPolicy": "Never",
-                    # one try; a try stuck or slow past it fails and is retried within the Job's deadline
-                    "activeDeadlineSeconds": try_seconds(model),
-                    "serviceAccountName": populate_service_account(model.name),
-                    "automountServiceAccountToken": False,
-                    "enableServiceLinks": False,
-                    "securityContext": pod_security(),
-                    "nodeSelector": {POOL_LABEL: pool.name},
-                    "tolerations": pool_tolerations(pool),
-                    "containers": [
-                        {
-                            "name": "populate",
-                            "image": sources.image,
-                            "imagePullPolicy": "IfNotPresent",
-                            "command": command,
-                            "env": env,
-                            "resources": {"requests": requests, "limits": dict(requests)},
-                            "securityContext": container_security(),
-                            "volumeMounts": mounts,
-                        }
-                    ],
-                    "volumes": volumes,
-                },
-            },
-        },
-    }
+    return script_job.job(
+        model,
+        pool,
+        name=populate_job_name(model.name, model.revision),
+        labels=job_labels(model),
+        # A Job that failed in one `pulumi up` is replaced (run again) by the next.
+        annotations={"pulumi.com/replaceUnready": "true"},
+        deadlines=script_job.Deadlines(BACKOFF_LIMIT, populate_seconds(model), try_seconds(model)),
+        service_account=populate_service_account(model.name),
+        node_labels={},
+        container=script_job.Container("populate", sources.image, command, env, {"requests": requests, "limits": dict(requests)}, mounts),
+        volumes=volumes,
+    )
 
 
 def network_policy(model: ModelConfig, vpc_cidrs: list[str], interface_endpoints: list[str]) -> dict[str, Any]:
     """The Job takes no traffic; it reaches DNS, HTTPS (Hugging Face, S3) and the Pod Identity agent."""
-    return {
-        "apiVersion": "networking.k8s.io/v1",
-        "kind": "NetworkPolicy",
-        "metadata": {"name": f"{model.name}-weights", "namespace": model.name},
-        "spec": {
-            "podSelector": {"matchLabels": COMPONENT},
-            "policyTypes": ["Ingress", "Egress"],
-            "egress": [netpol.dns_egress(), *netpol.internet_https_egress(vpc_cidrs, interface_endpoints), netpol.pod_identity_egress()],
-        },
-    }
+    return script_job.network_policy(model, f"{model.name}-weights", COMPONENT, vpc_cidrs, interface_endpoints)

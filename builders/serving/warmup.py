@@ -30,17 +30,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from builders import network_policies as netpol
-from builders.serving import compile_cache, weights_script
+from builders.serving import compile_cache, script_job
 from builders.serving.workload import (
     CACHE_DIR,
     PORT,
     SCRIPT_DIR,
     Sources,
-    container_security,
     engine_volumes,
-    pod_security,
-    pool_tolerations,
     script_args,
     script_volume,
     vllm_args,
@@ -49,7 +45,7 @@ from builders.serving.workload import (
 )
 from config.derived import engine
 from config.facts import speed
-from config.facts.conventions import GPU_NAME_LABEL, MODEL_LABEL, POOL_LABEL, warmup_job_name, warmup_service_account
+from config.facts.conventions import GPU_NAME_LABEL, MODEL_LABEL, warmup_job_name, warmup_service_account
 from config.sections.gpu_pools import GpuPool
 from config.sections.models import ModelConfig
 
@@ -80,12 +76,7 @@ def job_labels(model: ModelConfig) -> dict[str, str]:
 
 
 def service_account(model: ModelConfig) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "ServiceAccount",
-        "metadata": {"name": warmup_service_account(model.name), "namespace": model.name, "labels": job_labels(model)},
-        "automountServiceAccountToken": False,
-    }
+    return script_job.service_account(model, warmup_service_account(model.name), job_labels(model))
 
 
 def engine_args(model: ModelConfig, pool: GpuPool, sources: Sources) -> list[str]:
@@ -121,69 +112,29 @@ def job(model: ModelConfig, pool: GpuPool, sources: Sources, *, gpu_label: str, 
         "serve",
         *engine_args(model, pool, sources),
     ]
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": warmup_job_name(model.name, gpu_label, key),
-            "namespace": model.name,
-            "labels": job_labels(model),
-            # `pulumi up` neither waits for it nor fails with it (the module's docstring)
-            "annotations": {"pulumi.com/skipAwait": "true"},
-        },
-        "spec": {
-            "backoffLimit": BACKOFF_LIMIT,
-            "activeDeadlineSeconds": job_seconds(model, pool),
-            # Finished Jobs and their pods leave after a day; the key in the name keeps a rerun from repeating one.
-            "ttlSecondsAfterFinished": 86400,
-            "podFailurePolicy": {
-                "rules": [
-                    {
-                        "action": "FailJob",
-                        "onExitCodes": {"containerName": "warm", "operator": "In", "values": [weights_script.PERMANENT]},
-                    },
-                    {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]},
-                ]
-            },
-            "template": {
-                "metadata": {"labels": job_labels(model)},
-                "spec": {
-                    "restartPolicy": "Never",
-                    "activeDeadlineSeconds": try_seconds(model, pool),
-                    "serviceAccountName": warmup_service_account(model.name),
-                    "automountServiceAccountToken": False,
-                    "enableServiceLinks": False,
-                    "securityContext": pod_security(),
-                    "nodeSelector": {POOL_LABEL: pool.name, GPU_NAME_LABEL: gpu_label},
-                    "tolerations": pool_tolerations(pool),
-                    "containers": [
-                        {
-                            "name": "warm",
-                            "image": sources.image,
-                            "imagePullPolicy": "IfNotPresent",
-                            "command": command,
-                            "env": engine_env(model, sources),
-                            "resources": vllm_resources(model, pool),
-                            "securityContext": container_security(),
-                            "volumeMounts": [*mounts, {"name": "script", "mountPath": SCRIPT_DIR, "readOnly": True}],
-                        }
-                    ],
-                    "volumes": [*volumes, script_volume()],
-                },
-            },
-        },
-    }
+    return script_job.job(
+        model,
+        pool,
+        name=warmup_job_name(model.name, gpu_label, key),
+        labels=job_labels(model),
+        # `pulumi up` neither waits for it nor fails with it (the module's docstring)
+        annotations={"pulumi.com/skipAwait": "true"},
+        # Finished Jobs and their pods leave after a day; the key in the name keeps a rerun from repeating one.
+        deadlines=script_job.Deadlines(BACKOFF_LIMIT, job_seconds(model, pool), try_seconds(model, pool), ttl_seconds=86400),
+        service_account=warmup_service_account(model.name),
+        node_labels={GPU_NAME_LABEL: gpu_label},
+        container=script_job.Container(
+            "warm",
+            sources.image,
+            command,
+            engine_env(model, sources),
+            vllm_resources(model, pool),
+            [*mounts, {"name": "script", "mountPath": SCRIPT_DIR, "readOnly": True}],
+        ),
+        volumes=[*volumes, script_volume()],
+    )
 
 
 def network_policy(model: ModelConfig, vpc_cidrs: list[str], interface_endpoints: list[str]) -> dict[str, Any]:
     """The warm-up takes no traffic; it reaches DNS, S3 over HTTPS and the Pod Identity agent."""
-    return {
-        "apiVersion": "networking.k8s.io/v1",
-        "kind": "NetworkPolicy",
-        "metadata": {"name": f"{model.name}-compile-warmup", "namespace": model.name},
-        "spec": {
-            "podSelector": {"matchLabels": COMPONENT},
-            "policyTypes": ["Ingress", "Egress"],
-            "egress": [netpol.dns_egress(), *netpol.internet_https_egress(vpc_cidrs, interface_endpoints), netpol.pod_identity_egress()],
-        },
-    }
+    return script_job.network_policy(model, f"{model.name}-compile-warmup", COMPONENT, vpc_cidrs, interface_endpoints)

@@ -9,14 +9,15 @@ exporter at start, so every DCGM_FI_ name here is one of go-dcgm v1.4601.1's (`p
 library the pinned exporter 4.6.0-4.8.3 is built on: its release notes, NVIDIA/dcgm-exporter#711), and the one
 DCGM_EXP_ name one the exporter computes itself (internal/pkg/counters/const.go).
 
-The first block is the exporter's default set at 4.5.3-4.8.2 (what the dashboards were built on), the
-second what the GPU fault alerts and the dashboard's health row add.
+The fields are listed in dcgm_counters.csv beside this module: first the exporter's default set at 4.5.3-4.8.2
+(what the dashboards were built on), then what the GPU fault alerts and the dashboard's health row add.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final, Literal
+from pathlib import Path
+from typing import Final, Literal, cast, get_args
 
 Kind = Literal["gauge", "counter", "label"]
 
@@ -29,53 +30,22 @@ class Field:
     """One CSV cell: no comma (the exporter splits each line on commas)."""
 
 
-DEFAULTS: Final = (
-    Field("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock (MHz)."),
-    Field("DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock (MHz)."),
-    Field("DCGM_FI_DEV_MEMORY_TEMP", "gauge", "Memory temperature (C)."),
-    Field("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (C)."),
-    Field("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (W)."),
-    Field("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter", "Energy since boot (mJ)."),
-    Field("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "PCIe retries."),
-    Field("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (%)."),
-    Field("DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory copy utilization (%)."),
-    Field("DCGM_FI_DEV_ENC_UTIL", "gauge", "Encoder utilization (%)."),
-    Field("DCGM_FI_DEV_DEC_UTIL", "gauge", "Decoder utilization (%)."),
-    Field("DCGM_FI_DEV_XID_ERRORS", "gauge", "The last XID error's code."),
-    Field("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer free (MiB)."),
-    Field("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer used (MiB)."),
-    Field("DCGM_FI_DEV_FB_RESERVED", "gauge", "Framebuffer reserved (MiB)."),
-    Field("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "counter", "NVLink bandwidth counters over all lanes."),
-    Field("DCGM_FI_DEV_VGPU_LICENSE_STATUS", "gauge", "vGPU license status."),
-    Field("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter", "Rows remapped for uncorrectable errors."),
-    Field("DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter", "Rows remapped for correctable errors."),
-    Field("DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "1 when a row remap failed."),
-    Field("DCGM_FI_DRIVER_VERSION", "label", "Driver version."),
-    Field("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge", "Share of time the graphics engine is active."),
-    Field("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge", "Share of cycles the tensor pipe is active."),
-    Field("DCGM_FI_PROF_DRAM_ACTIVE", "gauge", "Share of cycles device memory is sending or receiving."),
-    Field("DCGM_FI_PROF_PCIE_TX_BYTES", "gauge", "PCIe bytes sent per second (headers included)."),
-    Field("DCGM_FI_PROF_PCIE_RX_BYTES", "gauge", "PCIe bytes received per second (headers included)."),
-)
+COUNTERS: Final = Path(__file__).with_name("dcgm_counters.csv")
+"""The fields, one `field, kind, help` line each: the exporter's default set, then what the alerts add."""
 
-HEALTH: Final = (
-    # dcgm-exporter's own field: XIDs counted over a window (5 minutes, --xid-count-window-size) with the code as the
-    # `xid` label; DCGM_FI_DEV_XID_ERRORS holds the last code until the engine restarts (NVIDIA/DCGM#277), so
-    # alerts on it would never clear, and a repeat of the same code would not show (etc/default-counters.csv lists it)
-    Field("DCGM_EXP_XID_ERRORS_COUNT", "counter", "XID errors in the last window by code (label xid)."),
-    # DCGM field 310/311: volatile totals (since the driver loaded), so `increase` reads new errors
-    Field("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "counter", "Single-bit ECC errors since the driver loaded (corrected)."),
-    Field("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter", "Double-bit ECC errors since the driver loaded (uncorrectable)."),
-    # field 396: a row remap waits for a GPU reset (A100 and later remap rows instead of retiring pages)
-    Field("DCGM_FI_DEV_ROW_REMAP_PENDING", "gauge", "1 when a row remap waits for a GPU reset."),
-    # field 112, a bitmask of DCGM_CLOCKS_EVENT_REASON_* (dcgm_fields.h): why the clocks are below their maximum
-    Field("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "gauge", "Bitmask of why the clocks are held below their maximum."),
-    # fields 240/241, in ns (go-dcgm's field comments)
-    Field("DCGM_FI_DEV_POWER_VIOLATION", "counter", "Time held back by the power limit (ns)."),
-    Field("DCGM_FI_DEV_THERMAL_VIOLATION", "counter", "Time held back by the thermal limit (ns)."),
-)
 
-FIELDS: Final = DEFAULTS + HEALTH
+def _read(path: Path) -> tuple[Field, ...]:
+    fields = []
+    for line in path.read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, kind, help_ = line.split(", ", 2)
+            if kind not in get_args(Kind):
+                raise ValueError(f"{path.name}: {name} has kind {kind!r}, not one of {', '.join(get_args(Kind))}")
+            fields.append(Field(name, cast(Kind, kind), help_))
+    return tuple(fields)
+
+
+FIELDS: Final = _read(COUNTERS)
 
 CLOCKS_EVENT_FAULT_BITS: Final = {
     "HW slowdown": 0x8,

@@ -113,6 +113,13 @@ def _replica(tmp_path: Path, name: str = "replica") -> Path:
     return root
 
 
+def _copied_elsewhere(tmp_path: Path, s3: DirS3, key: str = "l4=k1") -> tuple[str, list[Path]]:
+    """A fresh replica with this key copies the cache (its GPU unknown): the outcome, and what its cache root holds then."""
+    root = _replica(tmp_path)
+    outcome = script.copy_cache(_args(root, key), s3, gpu_name=lambda: None, log=lambda _: None)
+    return outcome, list(root.iterdir())
+
+
 def test_a_warmed_cache_is_copied_into_a_replica_whole(tmp_path: Path) -> None:
     s3 = DirS3(tmp_path / "bucket")
     code, engine = _warm(tmp_path, s3)
@@ -157,9 +164,7 @@ def test_a_partial_or_altered_archive_is_not_used(tmp_path: Path, damage: str) -
         stored.write_bytes(buf.getvalue())
     else:
         s3._meta(script.cache_object(REPOSITORY, REV, "k1")).unlink()
-    root = _replica(tmp_path)
-    assert script.copy_cache(_args(root, "l4=k1"), s3, gpu_name=lambda: None, log=lambda _: None) == "partial"
-    assert list(root.iterdir()) == []
+    assert _copied_elsewhere(tmp_path, s3) == ("partial", [])
 
 
 def test_an_archive_that_does_not_extract_is_not_used(tmp_path: Path) -> None:
@@ -169,18 +174,14 @@ def test_an_archive_that_does_not_extract_is_not_used(tmp_path: Path) -> None:
     junk.write_bytes(b"not a tar archive")
     digest = script._digest(str(junk))
     s3.upload_file(str(junk), BUCKET, key, ExtraArgs={"Metadata": {"sha256": digest, "bytes": str(junk.stat().st_size)}})
-    root = _replica(tmp_path)
-    assert script.copy_cache(_args(root, "l4=k1"), s3, gpu_name=lambda: None, log=lambda _: None) == "partial"
-    assert list(root.iterdir()) == []
+    assert _copied_elsewhere(tmp_path, s3) == ("partial", [])
 
 
 def test_another_keys_archive_is_never_fetched(tmp_path: Path) -> None:
     """The replica's key differs from the one warmed (another image or flags): it finds nothing and compiles."""
     s3 = DirS3(tmp_path / "bucket")
     _warm(tmp_path, s3, key="l4=k1")
-    root = _replica(tmp_path)
-    assert script.copy_cache(_args(root, "l4=k2"), s3, gpu_name=lambda: None, log=lambda _: None) == "absent"
-    assert list(root.iterdir()) == []
+    assert _copied_elsewhere(tmp_path, s3, "l4=k2") == ("absent", [])
 
 
 def test_a_replica_picks_its_own_gpus_key_and_compiles_on_a_gpu_the_pool_has_no_key_for(tmp_path: Path) -> None:

@@ -19,8 +19,7 @@ from config.sections.models import ModelConfig
 from config.sections.observability import AlertTuning, Slo
 from offline import harness
 from tests.conftest import FIXTURES, PROD, fixture_run, parse, stack_data, values
-from tests.support.alerts import GROUPS, MODELS, NS
-from tests.validators import promtool
+from tests.support.alerts import GATEWAY_PANELS, GROUPS, MODELS, NS, AlertCase, check_alert, series
 
 POD_MONITOR = "kubernetes:monitoring.coreos.com/v1:PodMonitor"
 NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
@@ -193,17 +192,7 @@ def test_the_gateway_row_repeats_per_model() -> None:
     rows = [p for p in board["panels"] if p["type"] == "row"]
     assert [(r["title"], r.get("repeat")) for r in rows] == [("Gateway: $model", "model")]
     after = [p["title"] for p in board["panels"][board["panels"].index(rows[0]) + 1 :]]
-    assert after == [
-        "Requests picked per replica",
-        "Prefix-cache hit rate",
-        "Endpoint Picker scheduling latency",
-        "Request latency at the gateway",
-        "Gateway errors per second",
-        "Ready endpoints: the picker's view and vLLM's",
-        "Held by the gateway (flow control)",
-        "Flow control outcomes per second",
-        "Gateway replicas ready",
-    ]
+    assert after == GATEWAY_PANELS
     # the row spans the width below the vLLM panels; the panels under it restart in two columns
     (header,) = rows
     above = [p for p in board["panels"] if p["id"] < header["id"]]
@@ -232,15 +221,14 @@ def deployment_ready(deployment: str, values_: str) -> dict[str, str]:
     """kube_deployment_status_replicas_ready as Prometheus stores it: kube-prometheus-stack 88.5.3 scrapes
     kube-state-metrics with honorLabels (values.yaml kube-state-metrics.prometheus.monitor.http), so
     `namespace` is the Deployment's."""
-    return {
-        "series": f'kube_deployment_status_replicas_ready{{job="kube-state-metrics", namespace="{NS}", deployment="{deployment}"}}',
-        "values": values_,
-    }
+    return series(
+        f'kube_deployment_status_replicas_ready{{job="kube-state-metrics", namespace="{NS}", deployment="{deployment}"}}', values_
+    )
 
 
 def target(job: str, pod: str, values_: str) -> dict[str, str]:
     port = {rules.GATEWAY_PICKER_JOB: "metrics", rules.GATEWAY_PROXY_JOB: "envoy-metrics"}[job]
-    return {"series": f'up{{job="{job}", namespace="{NS}", pod="{pod}", endpoint="{port}", instance="{pod}:1"}}', "values": values_}
+    return series(f'up{{job="{job}", namespace="{NS}", pod="{pod}", endpoint="{port}", instance="{pod}:1"}}', values_)
 
 
 def healthy_picker(values_: str = "1x80") -> list[dict[str, str]]:
@@ -256,117 +244,91 @@ def healthy_proxies(values_: str = "2x80") -> list[dict[str, str]]:
 
 
 def vllm_ready(pod: str, values_: str) -> dict[str, str]:
-    return {
-        "series": f'kube_pod_container_status_ready{{job="kube-state-metrics", namespace="{NS}", pod="{pod}", container="vllm", uid="u-{pod}"}}',
-        "values": values_,
-    }
+    return series(
+        f'kube_pod_container_status_ready{{job="kube-state-metrics", namespace="{NS}", pod="{pod}", container="vllm", uid="u-{pod}"}}',
+        values_,
+    )
 
 
 def picker_sees(pod: str, values_: str) -> dict[str, str]:
-    return {
-        "series": f'llm_d_epp_ready_endpoints{{job="{rules.GATEWAY_PICKER_JOB}", namespace="{NS}", pod="{pod}", '
-        f'endpoint="metrics", name="{MODEL.name}"}}',
-        "values": values_,
-    }
+    labels = f'job="{rules.GATEWAY_PICKER_JOB}", namespace="{NS}", pod="{pod}", endpoint="metrics", name="{MODEL.name}"'
+    return series(f"llm_d_epp_ready_endpoints{{{labels}}}", values_)
 
 
 def flow_outcome(outcome: str, values_: str) -> dict[str, str]:
-    return {
-        "series": f'llm_d_epp_flow_control_requests_total{{job="{rules.GATEWAY_PICKER_JOB}", namespace="{NS}", pod="chat-epp-a", '
-        f'outcome="{outcome}", priority="0", inference_pool="{MODEL.name}"}}',
-        "values": values_,
-    }
+    labels = f'job="{rules.GATEWAY_PICKER_JOB}", namespace="{NS}", pod="chat-epp-a", outcome="{outcome}", priority="0", inference_pool="{MODEL.name}"'
+    return series(f"llm_d_epp_flow_control_requests_total{{{labels}}}", values_)
 
 
-GATEWAY_CASES: dict[str, list[dict[str, Any]]] = {
+GATEWAY_CASES: dict[str, list[AlertCase]] = {
     "GatewayShedding": [
-        {
+        AlertCase(
             # 20 min at 15 s: requests dispatched throughout; from minute 2 some are held past their TTL (429)
-            "interval": "15s",
-            "input_series": [flow_outcome("Dispatched", "0+10x80"), flow_outcome("EvictedTTL", "0x8 0+1x72")],
-            "alert_rule_test": [
-                {"eval_time": "2m", "alertname": "GatewayShedding", "exp_alerts": []},
-                {
-                    "eval_time": "12m",
-                    "alertname": "GatewayShedding",
-                    "exp_alerts": [
-                        expected(
-                            "GatewayShedding",
-                            None,
-                            summary=alert("GatewayShedding")["annotations"]["summary"].replace("{{ $value | humanize }}", "66.67m"),
-                        )
-                    ],
-                },
-            ],
-        },
-        {
+            [flow_outcome("Dispatched", "0+10x80"), flow_outcome("EvictedTTL", "0x8 0+1x72")],
+            {
+                "2m": [],
+                "12m": [
+                    expected(
+                        "GatewayShedding",
+                        None,
+                        summary=alert("GatewayShedding")["annotations"]["summary"].replace("{{ $value | humanize }}", "66.67m"),
+                    )
+                ],
+            },
+        ),
+        AlertCase(
             # everything dispatched: silent
-            "interval": "15s",
-            "input_series": [flow_outcome("Dispatched", "0+10x80"), flow_outcome("EvictedTTL", "0x80")],
-            "alert_rule_test": [{"eval_time": "19m", "alertname": "GatewayShedding", "exp_alerts": []}],
-        },
+            [flow_outcome("Dispatched", "0+10x80"), flow_outcome("EvictedTTL", "0x80")],
+            {"19m": []},
+        ),
     ],
     "GatewayUnavailable": [
-        {
+        AlertCase(
             # 20 min at 15 s. The proxies go unready after 2 min (say their /ready fails) and stay scraped.
-            "interval": "15s",
-            "input_series": [*healthy_picker(), deployment_ready(MODEL.proxy, "2x8 0x72"), *healthy_proxies()[1:]],
-            "alert_rule_test": [
-                {"eval_time": "4m", "alertname": "GatewayUnavailable", "exp_alerts": []},
-                {"eval_time": "6m", "alertname": "GatewayUnavailable", "exp_alerts": [expected("GatewayUnavailable", "proxy")]},
-            ],
-        },
-        {
+            [*healthy_picker(), deployment_ready(MODEL.proxy, "2x8 0x72"), *healthy_proxies()[1:]],
+            {"4m": [], "6m": [expected("GatewayUnavailable", "proxy")]},
+        ),
+        AlertCase(
             # the picker's Deployment is deleted after 2 min: its series go stale, no target is left
-            "interval": "15s",
-            "input_series": [
+            [
                 deployment_ready(MODEL.picker, "1x8 stale"),
                 target(rules.GATEWAY_PICKER_JOB, "chat-epp-a", "1x8 stale"),
                 *healthy_proxies(),
             ],
-            "alert_rule_test": [
-                {"eval_time": "4m", "alertname": "GatewayUnavailable", "exp_alerts": []},
-                {"eval_time": "8m", "alertname": "GatewayUnavailable", "exp_alerts": [expected("GatewayUnavailable", "picker")]},
-            ],
-        },
-        {
+            {"4m": [], "8m": [expected("GatewayUnavailable", "picker")]},
+        ),
+        AlertCase(
             # the picker is ready but Prometheus cannot scrape it (a NetworkPolicy): its targets down
-            "interval": "15s",
-            "input_series": [
+            [
                 deployment_ready(MODEL.picker, "1x80"),
                 target(rules.GATEWAY_PICKER_JOB, "chat-epp-a", "1x8 0x72"),
                 *healthy_proxies(),
             ],
-            "alert_rule_test": [
-                {"eval_time": "8m", "alertname": "GatewayUnavailable", "exp_alerts": [expected("GatewayUnavailable", "picker")]},
-            ],
-        },
-        {
+            {"8m": [expected("GatewayUnavailable", "picker")]},
+        ),
+        AlertCase(
             # healthy: one ready picker (a standby would be unready: leader election), two proxies, one
             # proxy restarting for a minute; and without kube-state-metrics nothing fires either
-            "interval": "15s",
-            "input_series": [
+            [
                 *healthy_picker(),
                 deployment_ready(MODEL.proxy, "2x20 1x4 2x56"),
                 target(rules.GATEWAY_PROXY_JOB, "chat-proxy-a", "1x20 0x4 1x56"),
                 target(rules.GATEWAY_PROXY_JOB, "chat-proxy-b", "1x80"),
             ],
-            "alert_rule_test": [{"eval_time": "19m", "alertname": "GatewayUnavailable", "exp_alerts": []}],
-        },
-        {
-            "interval": "15s",
-            "input_series": [
+            {"19m": []},
+        ),
+        AlertCase(
+            [
                 target(rules.GATEWAY_PICKER_JOB, "chat-epp-a", "1x80"),
                 target(rules.GATEWAY_PROXY_JOB, "chat-proxy-a", "1x80"),
             ],
-            "alert_rule_test": [{"eval_time": "19m", "alertname": "GatewayUnavailable", "exp_alerts": []}],
-        },
+            {"19m": []},
+        ),
     ],
     "EppCannotScrapePod": [
-        {
+        AlertCase(
             # three ready vLLM pods; after 2 min the picker (leader) sees two, the standby none
-            "interval": "15s",
-            "input_series": [
+            [
                 *healthy_picker(),
                 vllm_ready("chat-a", "1x80"),
                 vllm_ready("chat-b", "1x80"),
@@ -374,42 +336,32 @@ GATEWAY_CASES: dict[str, list[dict[str, Any]]] = {
                 picker_sees("chat-epp-a", "3x8 2x72"),
                 picker_sees("chat-epp-b", "0x80"),
             ],
-            "alert_rule_test": [
-                {"eval_time": "6m", "alertname": "EppCannotScrapePod", "exp_alerts": []},
-                {
-                    "eval_time": "9m",
-                    "alertname": "EppCannotScrapePod",
-                    "exp_alerts": [
-                        expected(
-                            "EppCannotScrapePod",
-                            summary="1 ready vLLM pods of model chat are not among its Endpoint Picker's endpoints",
-                        )
-                    ],
-                },
-            ],
-        },
-        {
+            {
+                "6m": [],
+                "9m": [
+                    expected(
+                        "EppCannotScrapePod",
+                        summary="1 ready vLLM pods of model chat are not among its Endpoint Picker's endpoints",
+                    )
+                ],
+            },
+        ),
+        AlertCase(
             # the picker is up and reports no endpoints at all (it has not found its pool): every ready pod
-            "interval": "15s",
-            "input_series": [*healthy_picker(), vllm_ready("chat-a", "1x80"), vllm_ready("chat-b", "1x80")],
-            "alert_rule_test": [
-                {
-                    "eval_time": "9m",
-                    "alertname": "EppCannotScrapePod",
-                    "exp_alerts": [
-                        expected(
-                            "EppCannotScrapePod",
-                            summary="2 ready vLLM pods of model chat are not among its Endpoint Picker's endpoints",
-                        )
-                    ],
-                }
-            ],
-        },
-        {
+            [*healthy_picker(), vllm_ready("chat-a", "1x80"), vllm_ready("chat-b", "1x80")],
+            {
+                "9m": [
+                    expected(
+                        "EppCannotScrapePod",
+                        summary="2 ready vLLM pods of model chat are not among its Endpoint Picker's endpoints",
+                    )
+                ]
+            },
+        ),
+        AlertCase(
             # healthy: a loading pod (not ready) is not expected among the endpoints; a pod the picker drops
             # for a minute while it drains is not an alert; a picker that is down is GatewayUnavailable's
-            "interval": "15s",
-            "input_series": [
+            [
                 *healthy_picker(),
                 vllm_ready("chat-a", "1x80"),
                 vllm_ready("chat-b", "1x80"),
@@ -417,13 +369,9 @@ GATEWAY_CASES: dict[str, list[dict[str, Any]]] = {
                 vllm_ready("chat-d", "1x40 0x40"),
                 picker_sees("chat-epp-a", "3x36 2x44"),
             ],
-            "alert_rule_test": [{"eval_time": "19m", "alertname": "EppCannotScrapePod", "exp_alerts": []}],
-        },
-        {
-            "interval": "15s",
-            "input_series": [vllm_ready("chat-a", "1x80"), deployment_ready(MODEL.picker, "0x80")],
-            "alert_rule_test": [{"eval_time": "19m", "alertname": "EppCannotScrapePod", "exp_alerts": []}],
-        },
+            {"19m": []},
+        ),
+        AlertCase([vllm_ready("chat-a", "1x80"), deployment_ready(MODEL.picker, "0x80")], {"19m": []}),
     ],
 }
 
@@ -435,8 +383,7 @@ def test_every_gateway_alert_has_unit_tests() -> None:
 
 @pytest.mark.parametrize("name", sorted(GATEWAY_CASES))
 def test_gateway_alert(name: str) -> None:
-    result = promtool.test_rules(GROUPS, GATEWAY_CASES[name])
-    assert result.returncode == 0, result.stdout + result.stderr
+    check_alert(name, GATEWAY_CASES[name])
 
 
 def test_a_model_at_zero_has_the_gateway_alerts_too() -> None:

@@ -12,20 +12,20 @@ from config.sections.observability import AlertTuning, Slo
 from offline import harness
 from tests.conftest import values
 from tests.support import gpu_faults
-from tests.support.alerts import GROUPS, MODELS, NS, all_expressions
+from tests.support.alerts import GROUPS, MODELS, NS, AlertCase, all_expressions, check_alert, raised, series
 from tests.validators import promtool
 
 POD_ENGINES = [("chat-a", "0"), ("chat-a", "1"), ("chat-b", "0"), ("chat-b", "1")]
 
 
-METRICS_ABSENT = {
-    "exp_labels": {"severity": "critical", "namespace": NS, "model_name": "chat"},
-    "exp_annotations": {
-        "summary": "No vLLM metrics for model chat",
-        "description": "Model chat reports no metrics: no replica is running, or its served name or monitor is wrong. "
-        "Autoscaling is blind until it returns.",
-    },
-}
+CHAT_WARNING = {"severity": "warning", "namespace": NS, "model_name": "chat"}
+"""The labels of a warning about the model `chat`."""
+
+METRICS_ABSENT = raised(
+    {"severity": "critical", "namespace": NS, "model_name": "chat"},
+    "No vLLM metrics for model chat",
+    "Model chat reports no metrics: no replica is running, or its served name or monitor is wrong. Autoscaling is blind until it returns.",
+)
 """The alert VllmMetricsAbsent raises for the model `chat`."""
 
 
@@ -52,18 +52,17 @@ def histogram(metric: str, bucket_with_mass: str, bounds: tuple[str, ...]) -> li
 def target(pod: str, *, up: str, ready: str) -> list[dict[str, str]]:
     """A vLLM pod as the PodMonitor's `up` and kube-state-metrics' container readiness see it."""
     return [
-        {"series": f'up{{{TARGET_LABELS}, pod="{pod}", instance="{pod}:8000"}}', "values": up},
-        {
-            "series": f'kube_pod_container_status_ready{{job="kube-state-metrics", namespace="{NS}", pod="{pod}", '
-            f'container="vllm", uid="uid-{pod}"}}',
-            "values": ready,
-        },
+        series(f'up{{{TARGET_LABELS}, pod="{pod}", instance="{pod}:8000"}}', up),
+        series(
+            f'kube_pod_container_status_ready{{job="kube-state-metrics", namespace="{NS}", pod="{pod}", container="vllm", uid="uid-{pod}"}}',
+            ready,
+        ),
     ]
 
 
 TARGET_LABELS = f'job="vllm", namespace="{NS}", container="vllm", endpoint="http"'
-TARGET_DOWN_B = {
-    "exp_labels": {
+TARGET_DOWN_B = raised(
+    {
         "severity": "warning",
         "job": "vllm",
         "namespace": NS,
@@ -72,12 +71,10 @@ TARGET_DOWN_B = {
         "endpoint": "http",
         "instance": "chat-b:8000",
     },
-    "exp_annotations": {
-        "summary": "vLLM pod chat-b in chat is ready but not scrapeable",
-        "description": "Prometheus cannot scrape /metrics of this ready vLLM pod (a NetworkPolicy, the PodMonitor or a slow "
-        "/metrics): it serves requests that the queue and cache sums KEDA scales on leave out.",
-    },
-}
+    "vLLM pod chat-b in chat is ready but not scrapeable",
+    "Prometheus cannot scrape /metrics of this ready vLLM pod (a NetworkPolicy, the PodMonitor or a slow "
+    "/metrics): it serves requests that the queue and cache sums KEDA scales on leave out.",
+)
 """The alert VllmTargetDown raises for the ready, unscrapeable pod chat-b."""
 
 
@@ -89,7 +86,30 @@ def keda_errors(trigger: str, values_: str) -> dict[str, str]:
         f'exported_namespace="{NS}", scaledObject="chat", scaler="prometheusScaler", triggerIndex="{trigger}", '
         f'metric="s{trigger}-prometheus", type="scaledobject"'
     )
-    return {"series": f"keda_scaler_detail_errors_total{{{labels}}}", "values": values_}
+    return series(f"keda_scaler_detail_errors_total{{{labels}}}", values_)
+
+
+def disrupted(reason: str, nodepool: str, capacity_type: str, values_: str) -> dict[str, str]:
+    """Karpenter's count of a pool's NodeClaims it disrupted for this reason."""
+    return series(
+        f'karpenter_nodeclaims_disrupted_total{{reason="{reason}", nodepool="{nodepool}", capacity_type="{capacity_type}"}}', values_
+    )
+
+
+def pending(pod: str, container: str, resource: str) -> list[dict[str, str]]:
+    """A pod Pending for the 30 minutes, and its container's request of this resource (kube-state-metrics)."""
+    return [
+        series(f'kube_pod_status_phase{{namespace="{NS}", pod="{pod}", phase="Pending"}}', "1x30"),
+        series(
+            f'kube_pod_container_resource_requests{{namespace="{NS}", pod="{pod}", container="{container}", resource="{resource}"}}', "1x30"
+        ),
+    ]
+
+
+def initialized(nodeclaim: str, status: str, values_: str) -> dict[str, str]:
+    """How long (seconds) a NodeClaim's Initialized condition has had this status."""
+    labels = f'name="{nodeclaim}", type="Initialized", status="{status}"'
+    return series(f"operator_nodeclaim_status_condition_current_status_seconds{{{labels}}}", values_)
 
 
 def alert_names(groups: list[dict[str, Any]]) -> set[str]:
@@ -102,397 +122,239 @@ def run_tests(tests: list[dict[str, Any]]) -> None:
 
 
 # Every alert: a case where it fires, a case where it stays silent.
-CASES: dict[str, list[dict[str, Any]]] = {
+CASES: dict[str, list[AlertCase]] = {
     "VllmTargetDown": [
-        {
+        AlertCase(
             # 15 min at 15 s. chat-a loads for 10 min (not scrapeable, not ready), then serves;
             # chat-b is ready and stops being scrapeable after 30 s (a NetworkPolicy, say);
             # chat-c hangs: /health fails with /metrics, readiness takes it out, liveness's business.
-            "interval": "15s",
-            "input_series": [
+            [
                 *target("chat-a", up="0x40 1x20", ready="0x40 1x20"),
                 *target("chat-b", up="1 1 0x58", ready="1x60"),
                 *target("chat-c", up="1x7 0x53", ready="1x9 0x51"),
             ],
-            "alert_rule_test": [
-                {"eval_time": "2m", "alertname": "VllmTargetDown", "exp_alerts": []},
-                {"eval_time": "7m", "alertname": "VllmTargetDown", "exp_alerts": [TARGET_DOWN_B]},
-                {"eval_time": "12m", "alertname": "VllmTargetDown", "exp_alerts": [TARGET_DOWN_B]},
-            ],
-        },
-        {
+            {"2m": [], "7m": [TARGET_DOWN_B], "12m": [TARGET_DOWN_B]},
+        ),
+        AlertCase(
             # the old rule's false alarm: a load longer than `for`, with no kube-state-metrics readiness yet
-            "interval": "15s",
-            "input_series": [{"series": 'up{job="vllm", namespace="chat", pod="chat-a"}', "values": "0x60"}],
-            "alert_rule_test": [{"eval_time": "14m", "alertname": "VllmTargetDown", "exp_alerts": []}],
-        },
+            [series('up{job="vllm", namespace="chat", pod="chat-a"}', "0x60")],
+            {"14m": []},
+        ),
     ],
     "VllmRequestsRefused": [
-        {
+        AlertCase(
             # 15 min at 15 s: refusals start after 5 minutes on every pod and engine (the bound is per replica)
-            "interval": "15s",
-            "input_series": vllm("vllm:admission_rejections_total", "0x20 0+3x40"),
-            "alert_rule_test": [
-                {"eval_time": "5m", "alertname": "VllmRequestsRefused", "exp_alerts": []},
-                {
-                    "eval_time": "14m",
-                    "alertname": "VllmRequestsRefused",
-                    "exp_alerts": [
-                        {
-                            "exp_labels": {"severity": "warning", "namespace": NS, "model_name": "chat"},
-                            "exp_annotations": {
-                                "summary": "chat refuses 0.80 requests/s (HTTP 503)",
-                                "description": "Replicas are at their admission bound (--max-num-queued-reqs: the running "
-                                "batch plus maxWaitingRequests) and answer 503: the model is at replicas.max, or new replicas "
-                                "are still starting.",
-                            },
-                        }
-                    ],
-                },
-            ],
-        },
-        {
+            vllm("vllm:admission_rejections_total", "0x20 0+3x40"),
+            {
+                "5m": [],
+                "14m": [
+                    raised(
+                        CHAT_WARNING,
+                        "chat refuses 0.80 requests/s (HTTP 503)",
+                        "Replicas are at their admission bound (--max-num-queued-reqs: the running "
+                        "batch plus maxWaitingRequests) and answer 503: the model is at replicas.max, or new replicas "
+                        "are still starting.",
+                    )
+                ],
+            },
+        ),
+        AlertCase(
             # a counter that stands still (refusals long ago) pages nobody
-            "interval": "15s",
-            "input_series": vllm("vllm:admission_rejections_total", "7x60"),
-            "alert_rule_test": [{"eval_time": "14m", "alertname": "VllmRequestsRefused", "exp_alerts": []}],
-        },
+            vllm("vllm:admission_rejections_total", "7x60"),
+            {"14m": []},
+        ),
     ],
     "KarpenterNodeRegistrationTimeouts": [
-        {
+        AlertCase(
             # a MIG pool whose nodes miss the 15-minute registration twice in an hour; another pool's one miss is noise
-            "interval": "1m",
-            "input_series": [
-                {
-                    "series": 'karpenter_nodeclaims_disrupted_total{reason="registration_timeout", nodepool="gpu-a100-mig", '
-                    'capacity_type="on-demand"}',
-                    "values": "0x10 1x20 2x30",
-                },
-                {
-                    "series": 'karpenter_nodeclaims_disrupted_total{reason="registration_timeout", nodepool="gpu-l4", '
-                    'capacity_type="spot"}',
-                    "values": "0x10 1x50",
-                },
+            [
+                disrupted("registration_timeout", "gpu-a100-mig", "on-demand", "0x10 1x20 2x30"),
+                disrupted("registration_timeout", "gpu-l4", "spot", "0x10 1x50"),
             ],
-            "alert_rule_test": [
-                {"eval_time": "20m", "alertname": "KarpenterNodeRegistrationTimeouts", "exp_alerts": []},
-                {
-                    "eval_time": "40m",
-                    "alertname": "KarpenterNodeRegistrationTimeouts",
-                    "exp_alerts": [
-                        {
-                            "exp_labels": {"severity": "warning", "nodepool": "gpu-a100-mig"},
-                            "exp_annotations": {
-                                "summary": "NodePool gpu-a100-mig: 2 nodes did not register within Karpenter's 15 minutes in the last hour",
-                                "description": "Karpenter terminates and relaunches them. On a MIG pool the boot-time "
-                                "partitioning (a reboot included) may not fit in 15 minutes: see docs/upstream-facts.md "
-                                "(NVIDIA GPU operator, item 7).",
-                            },
-                        }
-                    ],
-                },
-            ],
-        },
+            {
+                "20m": [],
+                "40m": [
+                    raised(
+                        {"severity": "warning", "nodepool": "gpu-a100-mig"},
+                        "NodePool gpu-a100-mig: 2 nodes did not register within Karpenter's 15 minutes in the last hour",
+                        "Karpenter terminates and relaunches them. On a MIG pool the boot-time "
+                        "partitioning (a reboot included) may not fit in 15 minutes: see docs/upstream-facts.md "
+                        "(NVIDIA GPU operator, item 7).",
+                    )
+                ],
+            },
+            interval="1m",
+        ),
     ],
     "KarpenterNodeRepaired": [
-        {
+        AlertCase(
             # one repair is worth a look (streams were cut); a registration timeout is not a repair
-            "interval": "1m",
-            "input_series": [
-                {
-                    "series": 'karpenter_nodeclaims_disrupted_total{reason="unhealthy", nodepool="gpu-h100", capacity_type="on-demand"}',
-                    "values": "0x10 1x20",
-                },
-                {
-                    "series": 'karpenter_nodeclaims_disrupted_total{reason="registration_timeout", nodepool="gpu-l4", '
-                    'capacity_type="spot"}',
-                    "values": "0x10 1x20",
-                },
+            [
+                disrupted("unhealthy", "gpu-h100", "on-demand", "0x10 1x20"),
+                disrupted("registration_timeout", "gpu-l4", "spot", "0x10 1x20"),
             ],
-            "alert_rule_test": [
-                {"eval_time": "5m", "alertname": "KarpenterNodeRepaired", "exp_alerts": []},
-                {
-                    "eval_time": "15m",
-                    "alertname": "KarpenterNodeRepaired",
-                    "exp_alerts": [
-                        {
-                            "exp_labels": {"severity": "warning", "nodepool": "gpu-h100"},
-                            "exp_annotations": {
-                                "summary": "NodePool gpu-h100: 1 unhealthy nodes repaired in the last hour",
-                                "description": "Karpenter deleted them (karpenter.nodeRepair; on 1.14.1 with no drain: their "
-                                "in-flight requests were cut) and launched new ones. Look at the node's conditions before it "
-                                "went (AcceleratedHardwareReady, Ready) and at the GPU's XID errors; repeated repairs of one "
-                                "pool point at its instance type or AMI.",
-                            },
-                        }
-                    ],
-                },
-            ],
-        },
+            {
+                "5m": [],
+                "15m": [
+                    raised(
+                        {"severity": "warning", "nodepool": "gpu-h100"},
+                        "NodePool gpu-h100: 1 unhealthy nodes repaired in the last hour",
+                        "Karpenter deleted them (karpenter.nodeRepair; on 1.14.1 with no drain: their "
+                        "in-flight requests were cut) and launched new ones. Look at the node's conditions before it "
+                        "went (AcceleratedHardwareReady, Ready) and at the GPU's XID errors; repeated repairs of one "
+                        "pool point at its instance type or AMI.",
+                    )
+                ],
+            },
+            interval="1m",
+        ),
     ],
     "VllmMetricsAbsent": [
-        {
-            "interval": "15s",
-            "input_series": [
-                {"series": 'vllm:num_requests_running{namespace="other", model_name="other", pod="x", engine="0"}', "values": "1x60"}
-            ],
-            "alert_rule_test": [
-                {"eval_time": "5m", "alertname": "VllmMetricsAbsent", "exp_alerts": []},
-                {
-                    "eval_time": "11m",
-                    "alertname": "VllmMetricsAbsent",
-                    "exp_alerts": [METRICS_ABSENT],
-                },
-            ],
-        },
-        {
-            "interval": "15s",
-            "input_series": vllm("vllm:num_requests_running", "1x60"),
-            "alert_rule_test": [{"eval_time": "12m", "alertname": "VllmMetricsAbsent", "exp_alerts": []}],
-        },
+        AlertCase(
+            [series('vllm:num_requests_running{namespace="other", model_name="other", pod="x", engine="0"}', "1x60")],
+            {"5m": [], "11m": [METRICS_ABSENT]},
+        ),
+        AlertCase(vllm("vllm:num_requests_running", "1x60"), {"12m": []}),
     ],
     "VllmQueueBacklog": [
-        {
+        AlertCase(
             # 4 series x 12.5 waiting = 50 over 2 pods = 25 per replica > 10
-            "interval": "15s",
-            "input_series": vllm("vllm:num_requests_waiting", "12.5x60") + vllm("vllm:num_requests_running", "8x60"),
-            "alert_rule_test": [
-                {"eval_time": "3m", "alertname": "VllmQueueBacklog", "exp_alerts": []},
-                {
-                    "eval_time": "7m",
-                    "alertname": "VllmQueueBacklog",
-                    "exp_alerts": [
-                        {
-                            "exp_labels": {"severity": "warning", "namespace": NS, "model_name": "chat"},
-                            "exp_annotations": {
-                                "summary": "chat has 25.0 waiting requests per replica",
-                                "description": "The queue stays long: autoscaling is at its maximum, capacity is short, or new replicas cannot start.",
-                            },
-                        }
-                    ],
-                },
-            ],
-        },
-        {
+            vllm("vllm:num_requests_waiting", "12.5x60") + vllm("vllm:num_requests_running", "8x60"),
+            {
+                "3m": [],
+                "7m": [
+                    raised(
+                        CHAT_WARNING,
+                        "chat has 25.0 waiting requests per replica",
+                        "The queue stays long: autoscaling is at its maximum, capacity is short, or new replicas cannot start.",
+                    )
+                ],
+            },
+        ),
+        AlertCase(
             # 4 x 2.5 = 10 over 2 pods = 5 per replica: under the threshold
-            "interval": "15s",
-            "input_series": vllm("vllm:num_requests_waiting", "2.5x60") + vllm("vllm:num_requests_running", "8x60"),
-            "alert_rule_test": [{"eval_time": "10m", "alertname": "VllmQueueBacklog", "exp_alerts": []}],
-        },
+            vllm("vllm:num_requests_waiting", "2.5x60") + vllm("vllm:num_requests_running", "8x60"),
+            {"10m": []},
+        ),
     ],
     "VllmKvCacheSaturated": [
-        {
-            "interval": "15s",
-            "input_series": vllm("vllm:kv_cache_usage_perc", "0.97x60"),
-            "alert_rule_test": [
-                {"eval_time": "5m", "alertname": "VllmKvCacheSaturated", "exp_alerts": []},
-                {
-                    "eval_time": "12m",
-                    "alertname": "VllmKvCacheSaturated",
-                    "exp_alerts": [
-                        {
-                            "exp_labels": {"severity": "warning", "namespace": NS, "model_name": "chat"},
-                            "exp_annotations": {
-                                "summary": "chat KV cache is 97% full",
-                                "description": "Requests are being preempted or queued for KV-cache space; add replicas or shorten contexts.",
-                            },
-                        }
-                    ],
-                },
-            ],
-        },
-        {
-            "interval": "15s",
-            "input_series": vllm("vllm:kv_cache_usage_perc", "0.8x60"),
-            "alert_rule_test": [{"eval_time": "14m", "alertname": "VllmKvCacheSaturated", "exp_alerts": []}],
-        },
+        AlertCase(
+            vllm("vllm:kv_cache_usage_perc", "0.97x60"),
+            {
+                "5m": [],
+                "12m": [
+                    raised(
+                        CHAT_WARNING,
+                        "chat KV cache is 97% full",
+                        "Requests are being preempted or queued for KV-cache space; add replicas or shorten contexts.",
+                    )
+                ],
+            },
+        ),
+        AlertCase(vllm("vllm:kv_cache_usage_perc", "0.8x60"), {"14m": []}),
     ],
     "VllmTtftSloBreach": [
-        {
-            "interval": "15s",
-            "input_series": histogram("vllm:time_to_first_token_seconds", "5", ("0.5", "1", "2.5", "5")),
-            "alert_rule_test": [
-                {"eval_time": "5m", "alertname": "VllmTtftSloBreach", "exp_alerts": []},
-                {
-                    "eval_time": "17m",
-                    "alertname": "VllmTtftSloBreach",
-                    "exp_alerts": [
-                        {
-                            "exp_labels": {"severity": "warning", "namespace": NS, "model_name": "chat"},
-                            "exp_annotations": {
-                                "summary": "chat p99 time to first token is 4.975s, over its SLO",
-                                "description": "Time to first token p99 over 5 minutes exceeds the model's objective from the stack config.",
-                            },
-                        }
-                    ],
-                },
-            ],
-        },
-        {
-            "interval": "15s",
-            "input_series": histogram("vllm:time_to_first_token_seconds", "0.5", ("0.5", "1", "2.5", "5")),
-            "alert_rule_test": [{"eval_time": "17m", "alertname": "VllmTtftSloBreach", "exp_alerts": []}],
-        },
+        AlertCase(
+            histogram("vllm:time_to_first_token_seconds", "5", ("0.5", "1", "2.5", "5")),
+            {
+                "5m": [],
+                "17m": [
+                    raised(
+                        CHAT_WARNING,
+                        "chat p99 time to first token is 4.975s, over its SLO",
+                        "Time to first token p99 over 5 minutes exceeds the model's objective from the stack config.",
+                    )
+                ],
+            },
+        ),
+        AlertCase(histogram("vllm:time_to_first_token_seconds", "0.5", ("0.5", "1", "2.5", "5")), {"17m": []}),
     ],
     "VllmE2eLatencySloBreach": [
-        {
-            "interval": "15s",
-            "input_series": histogram("vllm:e2e_request_latency_seconds", "120", ("10", "30", "60", "120")),
-            "alert_rule_test": [
-                {
-                    "eval_time": "17m",
-                    "alertname": "VllmE2eLatencySloBreach",
-                    "exp_alerts": [
-                        {
-                            "exp_labels": {"severity": "warning", "namespace": NS, "model_name": "chat"},
-                            "exp_annotations": {
-                                "summary": "chat p99 end-to-end latency is 1m 59s, over its SLO",
-                                "description": "End-to-end request latency p99 over 5 minutes exceeds the model's objective from the stack config.",
-                            },
-                        }
-                    ],
-                },
-            ],
-        },
-        {
-            "interval": "15s",
-            "input_series": histogram("vllm:e2e_request_latency_seconds", "30", ("10", "30", "60", "120")),
-            "alert_rule_test": [{"eval_time": "17m", "alertname": "VllmE2eLatencySloBreach", "exp_alerts": []}],
-        },
+        AlertCase(
+            histogram("vllm:e2e_request_latency_seconds", "120", ("10", "30", "60", "120")),
+            {
+                "17m": [
+                    raised(
+                        CHAT_WARNING,
+                        "chat p99 end-to-end latency is 1m 59s, over its SLO",
+                        "End-to-end request latency p99 over 5 minutes exceeds the model's objective from the stack config.",
+                    )
+                ]
+            },
+        ),
+        AlertCase(histogram("vllm:e2e_request_latency_seconds", "30", ("10", "30", "60", "120")), {"17m": []}),
     ],
     "KedaScalerErrors": [
-        {
-            "interval": "15s",
-            "input_series": [keda_errors("0", "0+1x60"), keda_errors("1", "3x60")],
-            "alert_rule_test": [
-                {"eval_time": "3m", "alertname": "KedaScalerErrors", "exp_alerts": []},
-                {
-                    "eval_time": "11m",
-                    "alertname": "KedaScalerErrors",
-                    "exp_alerts": [
-                        {
-                            "exp_labels": {
-                                "severity": "warning",
-                                "exported_namespace": NS,
-                                "scaledObject": "chat",
-                                "scaler": "prometheusScaler",
-                            },
-                            # the model's namespace, not KEDA's own ("keda/chat")
-                            "exp_annotations": {
-                                "summary": "KEDA scaler prometheusScaler of chat/chat is failing",
-                                "description": "KEDA cannot read its trigger metric; the ScaledObject runs on its fallback replica count.",
-                            },
-                        }
-                    ],
-                },
-            ],
-        },
-        {
-            "interval": "15s",
-            "input_series": [keda_errors("0", "3x60")],
-            "alert_rule_test": [{"eval_time": "14m", "alertname": "KedaScalerErrors", "exp_alerts": []}],
-        },
+        AlertCase(
+            [keda_errors("0", "0+1x60"), keda_errors("1", "3x60")],
+            {
+                "3m": [],
+                "11m": [
+                    raised(
+                        # the model's namespace, not KEDA's own ("keda/chat")
+                        {"severity": "warning", "exported_namespace": NS, "scaledObject": "chat", "scaler": "prometheusScaler"},
+                        "KEDA scaler prometheusScaler of chat/chat is failing",
+                        "KEDA cannot read its trigger metric; the ScaledObject runs on its fallback replica count.",
+                    )
+                ],
+            },
+        ),
+        AlertCase([keda_errors("0", "3x60")], {"14m": []}),
     ],
     "GpuPodsPending": [
-        {
-            "interval": "1m",
-            "input_series": [
-                {"series": f'kube_pod_status_phase{{namespace="{NS}", pod="chat-x", phase="Pending"}}', "values": "1x30"},
-                {
-                    "series": f'kube_pod_container_resource_requests{{namespace="{NS}", pod="chat-x", container="vllm", resource="nvidia_com_gpu"}}',
-                    "values": "1x30",
-                },
-                {"series": f'kube_pod_status_phase{{namespace="{NS}", pod="mig-y", phase="Pending"}}', "values": "1x30"},
-                {
-                    "series": f'kube_pod_container_resource_requests{{namespace="{NS}", pod="mig-y", container="vllm", resource="nvidia_com_mig_3g_20gb"}}',
-                    "values": "1x30",
-                },
-                {"series": f'kube_pod_status_phase{{namespace="{NS}", pod="cpu-z", phase="Pending"}}', "values": "1x30"},
-                {
-                    "series": f'kube_pod_container_resource_requests{{namespace="{NS}", pod="cpu-z", container="app", resource="cpu"}}',
-                    "values": "1x30",
-                },
+        AlertCase(
+            [
+                *pending("chat-x", "vllm", "nvidia_com_gpu"),
+                *pending("mig-y", "vllm", "nvidia_com_mig_3g_20gb"),
+                *pending("cpu-z", "app", "cpu"),
             ],
-            "alert_rule_test": [
-                {"eval_time": "10m", "alertname": "GpuPodsPending", "exp_alerts": []},
-                {
-                    "eval_time": "20m",
-                    "alertname": "GpuPodsPending",
-                    "exp_alerts": [
-                        {
-                            "exp_labels": {"severity": "warning", "namespace": NS, "pod": pod},
-                            "exp_annotations": {
-                                "summary": f"GPU pod {NS}/{pod} has been Pending longer than a node start",
-                                "description": "Karpenter could not place it: GPU limit reached, no capacity for the pool's types, or a NodeOverlay or taint mismatch.",
-                            },
-                        }
-                        for pod in ("chat-x", "mig-y")
-                    ],
-                },
-            ],
-        }
+            {
+                "10m": [],
+                "20m": [
+                    raised(
+                        {"severity": "warning", "namespace": NS, "pod": pod},
+                        f"GPU pod {NS}/{pod} has been Pending longer than a node start",
+                        "Karpenter could not place it: GPU limit reached, no capacity for the pool's types, or a NodeOverlay or taint mismatch.",
+                    )
+                    for pod in ("chat-x", "mig-y")
+                ],
+            },
+            interval="1m",
+        ),
     ],
     "KarpenterNodeClaimNotInitialized": [
-        {
-            "interval": "15s",
-            "input_series": [
-                {
-                    "series": 'operator_nodeclaim_status_condition_current_status_seconds{name="gpu-abc", type="Initialized", status="False"}',
-                    "values": "0+15x100",
-                },
-                {
-                    "series": 'operator_nodeclaim_status_condition_current_status_seconds{name="gpu-ok", type="Initialized", status="True"}',
-                    "values": "0+15x100",
-                },
-            ],
-            "alert_rule_test": [
-                {"eval_time": "14m", "alertname": "KarpenterNodeClaimNotInitialized", "exp_alerts": []},
-                {
-                    "eval_time": "17m",
-                    "alertname": "KarpenterNodeClaimNotInitialized",
-                    "exp_alerts": [
-                        {
-                            "exp_labels": {"severity": "warning", "name": "gpu-abc"},
-                            "exp_annotations": {
-                                "summary": "NodeClaim gpu-abc is not initialized after 15m",
-                                "description": "A GPU node launched but never became ready: the GPU operator may not tolerate its taints, or the device plugin is failing.",
-                            },
-                        }
-                    ],
-                },
-            ],
-        }
+        AlertCase(
+            [initialized("gpu-abc", "False", "0+15x100"), initialized("gpu-ok", "True", "0+15x100")],
+            {
+                "14m": [],
+                "17m": [
+                    raised(
+                        {"severity": "warning", "name": "gpu-abc"},
+                        "NodeClaim gpu-abc is not initialized after 15m",
+                        "A GPU node launched but never became ready: the GPU operator may not tolerate its taints, or the device plugin is failing.",
+                    )
+                ],
+            },
+        ),
     ],
     "KarpenterInterruptions": [
-        {
-            "interval": "1m",
-            "input_series": [
-                {
-                    "series": 'karpenter_interruption_received_messages_total{message_type="spot_interrupted", actionable="true"}',
-                    "values": "0 0 1 1 1",
-                },
-                {
-                    "series": 'karpenter_interruption_received_messages_total{message_type="scheduled_change", actionable="true"}',
-                    "values": "2 2 2 2 2",
-                },
+        AlertCase(
+            [
+                series('karpenter_interruption_received_messages_total{message_type="spot_interrupted", actionable="true"}', "0 0 1 1 1"),
+                series('karpenter_interruption_received_messages_total{message_type="scheduled_change", actionable="true"}', "2 2 2 2 2"),
             ],
-            "alert_rule_test": [
-                {"eval_time": "1m", "alertname": "KarpenterInterruptions", "exp_alerts": []},
-                {
-                    "eval_time": "3m",
-                    "alertname": "KarpenterInterruptions",
-                    "exp_alerts": [
-                        {
-                            "exp_labels": {"severity": "info", "message_type": "spot_interrupted"},
-                            "exp_annotations": {
-                                "summary": "Karpenter received spot_interrupted interruption messages",
-                                "description": "Spot interruptions, rebalance recommendations or health events are draining GPU nodes.",
-                            },
-                        }
-                    ],
-                },
-            ],
-        }
+            {
+                "1m": [],
+                "3m": [
+                    raised(
+                        {"severity": "info", "message_type": "spot_interrupted"},
+                        "Karpenter received spot_interrupted interruption messages",
+                        "Spot interruptions, rebalance recommendations or health events are draining GPU nodes.",
+                    )
+                ],
+            },
+            interval="1m",
+        ),
     ],
     **gpu_faults.CASES,
 }
@@ -507,7 +369,7 @@ def test_every_alert_has_unit_tests() -> None:
 
 @pytest.mark.parametrize("alert", sorted(CASES))
 def test_alert(alert: str) -> None:
-    run_tests(CASES[alert])
+    check_alert(alert, CASES[alert])
 
 
 def test_recording_rules_values() -> None:
@@ -627,26 +489,8 @@ def test_a_model_at_zero_does_not_page_for_missing_metrics() -> None:
     """replicas.min 0: no vLLM series is normal at zero available replicas, and still an alert with one up."""
     idle = [rules.ModelWatch("chat", NS, Slo(ttft_p99_seconds=2.0, end_to_end_p99_seconds=60.0), scales_to_zero=True)]
     available = f'kube_deployment_status_replicas_available{{namespace="{NS}", deployment="chat"}}'
-    tests = [
-        {
-            "interval": "15s",
-            "input_series": [{"series": available, "values": "0x60"}],
-            "alert_rule_test": [{"eval_time": "12m", "alertname": "VllmMetricsAbsent", "exp_alerts": []}],
-        },
-        {
-            "interval": "15s",
-            "input_series": [{"series": available, "values": "1x60"}],
-            "alert_rule_test": [
-                {
-                    "eval_time": "12m",
-                    "alertname": "VllmMetricsAbsent",
-                    "exp_alerts": [METRICS_ABSENT],
-                }
-            ],
-        },
-    ]
-    result = promtool.test_rules(rules.rule_groups(idle, AlertTuning()), tests)
-    assert result.returncode == 0, result.stdout + result.stderr
+    cases = [AlertCase([series(available, "0x60")], {"12m": []}), AlertCase([series(available, "1x60")], {"12m": [METRICS_ABSENT]})]
+    check_alert("VllmMetricsAbsent", cases, rules.rule_groups(idle, AlertTuning()))
 
 
 def test_every_builder_query_uses_only_known_series_names() -> None:

@@ -26,7 +26,7 @@ from config.facts import versions
 from config.facts.conventions import VLLM_PORT
 from config.sections.models import ModelConfig
 from offline import harness, mocks, render
-from tests.conftest import DEV, FIXTURES, PROD, fixture_input, fixture_run, parse, shared_path, stack_data, values
+from tests.conftest import DEV, FIXTURES, PROD, ROOT, fixture_input, fixture_run, parse, shared_path, stack_data, values
 from tests.support import gateway as gw
 from tests.support import workloads
 from tests.support.mutations import m0
@@ -442,37 +442,10 @@ def test_the_render_checks_catch_each_broken_copy(edit: Any, finding: str) -> No
 
 # -- the Endpoint Picker's config -------------------------------------------------------------------
 
-REGISTERED_PLUGIN_TYPES = frozenset(
-    {
-        "active-request-scorer", "agent-identity", "always-disagg-multimodal-decider", "always-disagg-pd-decider",
-        "anthropic-parser", "approx-prefix-cache-producer", "burst-prefix-cache-producer", "concurrency-detector",
-        "context-length-aware", "core-metrics-extractor", "data-parallel-profile-handler", "dcgm-data-source", "dcgm-extractor",
-        "decode-filter", "destination-endpoint-served-verifier", "disagg-profile-handler", "disaggregatedset-rollout-screener",
-        "edf-ordering-policy", "encode-filter", "endpoint-attribute-filter", "endpoint-attribute-scorer",
-        "endpoint-notification-source", "fcfs-ordering-policy", "file-discovery", "global-strict-fairness-policy",
-        "header-based-testing-filter", "header-label-affinity-scorer", "header-profile-handler", "inflight-load-producer",
-        "k8s-notification-source", "kv-cache-utilization-scorer", "label-selector-filter", "latency-scorer",
-        "latency-slo-admitter", "load-aware-scorer", "lora-affinity-scorer", "max-score-picker", "metrics-data-source",
-        "mm-embeddings-cache-producer", "mm-embeddings-cache-scorer", "models-data-extractor", "models-data-source",
-        "multicluster-approx-prefix-cache-producer", "multicluster-file-discovery", "multicluster-kv-cache-utilization-scorer",
-        "multicluster-metrics-data-source", "multicluster-metrics-extractor", "multicluster-prefix-cache-scorer",
-        "multicluster-queue-scorer", "multicluster-session-affinity-filter", "no-hit-lru-scorer", "openai-parser",
-        "p2p-source-producer", "passthrough-parser", "precise-prefix-cache-producer", "precise-prefix-cache-scorer",
-        "predicted-latency-producer", "prefill-filter", "prefix-based-pd-decider", "prefix-cache-affinity-filter",
-        "prefix-cache-scorer", "priority-holdback-policy", "priority-then-time-eviction-order-policy", "probabilistic-admitter",
-        "program-aware-fairness", "queue-scorer", "random-picker", "request-attribute-reporter", "round-robin-fairness-policy",
-        "running-requests-size-scorer", "session-affinity-filter", "session-affinity-scorer", "session-id-producer",
-        "sheddable-eviction-filter", "single-profile-handler", "slo-deadline-ordering-policy", "slo-headroom-tier-filter",
-        "soft-reflective-ceiling-policy", "static-usage-limit-policy", "token-load-scorer", "token-producer",
-        "topology-affinity-filter", "topology-affinity-scorer", "topology-extractor", "utilization-detector",
-        "utilization-filter", "vertexai-parser", "vllmgrpc-parser", "vllmhttp-parser", "weighted-random-picker",
-    }
-)  # fmt: skip
-"""The plugin types the Endpoint Picker registers at llm-d/llm-d-router v0.10.0: `registerInTreePlugins`
-in cmd/epp/runner/runner.go (fwkplugin.Register, RegisterWithPluginDependencies, RegisterAsDefaultProducer),
-each constant resolved in its pkg/epp/... package. Left out: the RegisterDeprecated ones (by-label,
-by-label-selector, disagg-headers-handler, prefill-header-handler, pd-profile-handler, tokenizer), removed
-in v0.11.0."""
+REGISTERED_PLUGIN_TYPES = frozenset(yaml.safe_load((ROOT / "tests" / "fixtures" / "epp-plugin-types-v0.10.0.yaml").read_text()))
+"""The plugin types the Endpoint Picker registers at llm-d/llm-d-router v0.10.0 (`registerInTreePlugins` in
+cmd/epp/runner/runner.go, the deprecated ones left out): the list, and where each comes from, is
+tests/fixtures/epp-plugin-types-v0.10.0.yaml."""
 TOP_LEVEL = frozenset({"apiVersion", "kind", "featureGates", "plugins", "schedulingProfiles", "dataLayer", "flowControl", "requestHandler"})
 """apix/config/v1alpha1/endpointpickerconfig_types.go at v0.10.0 (config README), without the
 deprecated `saturationDetector` and `parser`."""

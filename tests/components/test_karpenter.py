@@ -373,15 +373,8 @@ def test_bottlerocket_node_class_has_a_data_volume() -> None:
     assert node_class["spec"]["blockDeviceMappings"][1]["ebs"]["volumeSize"] == "200Gi"
 
 
-def test_existing_vpc_selects_subnets_by_id() -> None:
-    existing = {
-        "mode": "existing",
-        "vpcId": "vpc-0123456789abcdef0",
-        "vpcCidr": "10.60.0.0/16",
-        "privateSubnetIds": ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"],
-    }
-    run = harness.run(fixture_input(DEV, overrides={"llm-platform:network": existing}))
-    assert values(run.one(NODECLASS))["spec"]["subnetSelectorTerms"] == [
+def test_existing_vpc_selects_subnets_by_id(dev_in_an_existing_vpc_run: harness.RunResult) -> None:
+    assert values(dev_in_an_existing_vpc_run.one(NODECLASS))["spec"]["subnetSelectorTerms"] == [
         {"id": "subnet-0123456789abcdef0"},
         {"id": "subnet-0123456789abcdef1"},
     ]

@@ -7,7 +7,7 @@ import pytest
 from builders.network import subnet_plan
 from config.sections.network import nat_gateway_count
 from offline import harness
-from tests.conftest import DEV, fixture_input, fixture_run, stack_data, values
+from tests.conftest import fixture_input, fixture_run, stack_data, values
 
 SUBNET = "aws:ec2/subnet:Subnet"
 NAT = "aws:ec2/natGateway:NatGateway"
@@ -88,15 +88,8 @@ def test_s3_gateway_endpoint_on_private_route_tables(prod_run: harness.RunResult
     assert len(private_rt_ids) == 3
 
 
-def test_existing_vpc_creates_no_network_resources() -> None:
-    existing = {
-        "mode": "existing",
-        "vpcId": "vpc-0123456789abcdef0",
-        "vpcCidr": "10.60.0.0/16",
-        "privateSubnetIds": ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"],
-        "publicSubnetIds": [],
-    }
-    run = harness.run(fixture_input(DEV, overrides={"llm-platform:network": existing}))
+def test_existing_vpc_creates_no_network_resources(dev_in_an_existing_vpc_run: harness.RunResult) -> None:
+    run = dev_in_an_existing_vpc_run
     network_types = {"Vpc", "Subnet", "InternetGateway", "NatGateway", "Eip", "RouteTable", "RouteTableAssociation", "VpcEndpoint"}
     assert [r.ref for r in run.registrations if r.type.startswith("aws:ec2/") and r.type.split(":")[-1] in network_types] == []
     assert [r.ref for r in run.registrations if r.parent == "llmplatform:index:Network::network"] == []

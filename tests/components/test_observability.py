@@ -14,6 +14,7 @@ from builders.observability import dashboards
 from builders.observability import values as builders
 from offline import harness
 from tests.conftest import FIXTURES, fixture_run, shared_path, values
+from tests.support.alerts import GATEWAY_PANELS
 from tests.validators import crds, helm_values
 
 MON = "kubernetes:monitoring.coreos.com/v1"
@@ -220,15 +221,7 @@ def test_vllm_dashboard_has_the_panels_operators_need() -> None:
         "Preemptions per second",
         "Replicas: desired vs ready",
         "Gateway: $model",
-        "Requests picked per replica",
-        "Prefix-cache hit rate",
-        "Endpoint Picker scheduling latency",
-        "Request latency at the gateway",
-        "Gateway errors per second",
-        "Ready endpoints: the picker's view and vLLM's",
-        "Held by the gateway (flow control)",
-        "Flow control outcomes per second",
-        "Gateway replicas ready",
+        *GATEWAY_PANELS,
     ]
     ttft = dashboards.VLLM.panels[2]
     assert [legend.split()[0] for _, legend in ttft.queries] == ["p50", "p95", "p99"]

@@ -7,6 +7,7 @@ horizontal_test.go (each case named after its test); the code under test is plan
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import pytest
 from hypothesis import given
@@ -59,375 +60,197 @@ def spread(changes: list[int]) -> list[ScaleEvent]:
     return [ScaleEvent(c, NOW + offset) for c, offset in zip(changes, UNIFORM[len(changes)], strict=True)]
 
 
-SCALING_WITH_RULES = [
-    ("prenormalized desired replicas within range", 5, 7, 3, 8, DEFAULT_UP, DEFAULT_DOWN, [], [], 7),
-    ("prenormalized desired replicas < minReplicas", 3, 1, 2, 8, DEFAULT_UP, DEFAULT_DOWN, [], [], 2),
-    ("prenormalized desired replicas within range when minReplicas is 0", 1, 0, 0, 10, DEFAULT_UP, DEFAULT_DOWN, [], [], 0),
-    ("maxReplicas is the limit because maxReplicas < scaleUpLimit", 20, 1000, 1, 10, DEFAULT_UP, DEFAULT_DOWN, [], [], 10),
-    ("desired replica count is more than the maximum replica count", 100, 1000, 100, 150, DEFAULT_UP, DEFAULT_DOWN, [], [], 150),
-    (
-        "scaleUpLimit is the limit because scaleUpLimit < maxReplicas with user policies",
-        3,
-        1000,
-        1,
-        2000,
-        rules(percent=1, percent_period=60),
-        DEFAULT_DOWN,
-        [],
-        [],
-        4,
-    ),
-    ("scaleUp with default behavior", 10, 50, 1, 1000, DEFAULT_UP, DEFAULT_DOWN, [], [], 20),
-    ("scaleUp with pods policy larger than percent policy", 10, 500, 1, 1000, rules(100, 60, 100, 60), DEFAULT_DOWN, [], [], 110),
-    ("scaleUp with percent policy larger than pods policy", 10, 500, 1, 1000, rules(2, 60, 100, 60), DEFAULT_DOWN, [], [], 20),
-    ("scaleUp with spec MaxReplicas limitation with large pod policy", 10, 50, 1, 1000, rules(100, 60), DEFAULT_DOWN, [], [], 50),
-    ("scaleUp with spec MaxReplicas limitation with large percent policy", 10, 50, 1, 1000, rules(10000, 60), DEFAULT_DOWN, [], [], 50),
-    ("scaleUp with pod policy limitation", 10, 50, 1, 1000, rules(30, 60), DEFAULT_DOWN, [], [], 40),
-    ("scaleUp with percent policy limitation", 10, 50, 1, 1000, rules(percent=200, percent_period=60), DEFAULT_DOWN, [], [], 30),
-    ("scaleDown with percent policy larger than pod policy", 100, 2, 1, 1000, DEFAULT_UP, rules(20, 60, 1, 60, 300), [], [], 80),
-    ("scaleDown with pod policy larger than percent policy", 100, 2, 1, 1000, DEFAULT_UP, rules(2, 60, 1, 60, 300), [], [], 98),
-    (
-        "scaleDown with spec MinReplicas=nil limitation with large pod policy",
-        10,
-        0,
-        1,
-        1000,
-        DEFAULT_UP,
-        rules(100, 60, 0, 0, 300),
-        [],
-        [],
-        1,
-    ),
-    ("scaleDown with spec MinReplicas limitation with large pod policy", 10, 0, 1, 1000, DEFAULT_UP, rules(100, 60, 0, 0, 300), [], [], 1),
-    (
-        "scaleDown with spec MinReplicas limitation with large percent policy",
-        10,
-        2,
-        5,
-        1000,
-        DEFAULT_UP,
-        rules(0, 0, 100, 60, 300),
-        [],
-        [],
-        5,
-    ),
-    ("scaleDown with pod policy limitation", 10, 2, 1, 1000, DEFAULT_UP, rules(5, 60, 0, 0, 300), [], [], 5),
-    ("scaleDown with percent policy limitation", 10, 5, 1, 1000, DEFAULT_UP, rules(0, 0, 50, 60, 300), [], [], 5),
-    (
-        "scaleUp with spec MaxReplicas limitation with large pod policy and events",
-        100,
-        500,
-        1,
-        200,
-        rules(300, 60),
-        DEFAULT_DOWN,
-        [1, 5, 9],
-        [],
-        200,
-    ),
-    (
-        "scaleUp with spec MaxReplicas limitation with large percent policy and events",
-        100,
-        500,
-        1,
-        200,
-        rules(0, 0, 10000, 60),
-        DEFAULT_DOWN,
-        [1, 5, 9],
-        [],
-        200,
-    ),
-    (
-        "scaleUp with currentReplicas limitation with rate.PeriodSeconds with a lot of recent scale up events",
-        100,
-        500,
-        1,
-        1000,
-        rules(5, 120),
-        DEFAULT_DOWN,
-        [1, 5, 9],
-        [],
-        100,
-    ),
-    ("scaleUp with pod policy and previous scale up events", 100, 500, 1, 1000, rules(150, 120), DEFAULT_DOWN, [1, 5, 9], [], 235),
-    (
-        "scaleUp with percent policy and previous scale up events",
-        100,
-        500,
-        1,
-        1000,
-        rules(0, 0, 200, 120),
-        DEFAULT_DOWN,
-        [1, 5, 9],
-        [],
-        255,
-    ),
-    (
-        "scaleUp with percent policy and previous scale up and down events",
-        6,
-        24,
-        1,
-        1000,
-        rules(0, 0, 300, 300),
-        DEFAULT_DOWN,
-        [4],
-        [2],
-        16,
-    ),
-    ("scaleDown with default policy and previous events", 10, 5, 1, 1000, DEFAULT_UP, DEFAULT_DOWN, [], [1, 5, 9], 5),
-    (
-        "scaleDown with spec MinReplicas=nil limitation with large pod policy and previous events",
-        100,
-        0,
-        1,
-        1000,
-        DEFAULT_UP,
-        rules(115, 120, 0, 0, 300),
-        [],
-        [1, 5, 9],
-        1,
-    ),
-    (
-        "scaleDown with spec MinReplicas limitation with large pod policy and previous events",
-        100,
-        0,
-        5,
-        1000,
-        DEFAULT_UP,
-        rules(130, 120, 0, 0, 300),
-        [],
-        [1, 5, 9],
-        5,
-    ),
-    (
-        "scaleDown with spec MinReplicas limitation with large percent policy and previous events",
-        100,
-        2,
-        5,
-        1000,
-        DEFAULT_UP,
-        rules(0, 0, 100, 120, 300),
-        [],
-        [1, 5, 9],
-        5,
-    ),
-    ("scaleDown with pod policy limitation and previous events", 100, 2, 1, 1000, DEFAULT_UP, rules(5, 120, 0, 0, 300), [], [1, 5, 9], 100),
-    (
-        "scaleDown with percent policy limitation and previous events",
-        100,
-        0,
-        1,
-        1000,
-        DEFAULT_UP,
-        rules(0, 0, 50, 120, 300),
-        [],
-        [2, 4, 6],
-        56,
-    ),
-    (
-        "scaleDown with percent policy and previous scale up and down events",
-        10,
-        1,
-        1,
-        1000,
-        DEFAULT_UP,
-        rules(0, 0, 50, 180, 0),
-        [2],
-        [4],
-        6,
-    ),
-    (
-        "scaleDown with previous events preventing further scale down",
-        100,
-        0,
-        1,
-        1000,
-        DEFAULT_UP,
-        rules(0, 0, 10, 120, 300),
-        [],
-        [10, 10, 10],
-        100,
-    ),
-    (
-        "scaleDown with previous events still allowing more scale down",
-        10,
-        5,
-        1,
-        1000,
-        DEFAULT_UP,
-        rules(0, 0, 1000, 120, 300),
-        [],
-        [10, 10, 10],
-        5,
-    ),
-    ("scaleUp with 'outdated' flag ignored (pods 1000/60)", 100, 200, 1, 1000, rules(1000, 60), DEFAULT_DOWN, [8, 12, 9, 11], [], 200),
-    (
-        "scaleUp with 'outdated' flag ignored (pods 1000/120, percent 100/60)",
-        100,
-        200,
-        1,
-        1000,
-        rules(1000, 120, 100, 60),
-        DEFAULT_DOWN,
-        [8, 12, 9, 11],
-        [],
-        200,
-    ),
-    (
-        "scaleUp with 'outdated' flag ignored (pods 1000/30, percent 100/60)",
-        100,
-        200,
-        1,
-        1000,
-        rules(1000, 30, 100, 60),
-        DEFAULT_DOWN,
-        [8, 12, 9, 11],
-        [],
-        200,
-    ),
-    (
-        "scaleDown with 'outdated' flag ignored (pods 1000/60)",
-        100,
-        5,
-        1,
-        1000,
-        DEFAULT_UP,
-        rules(1000, 60, 0, 0, 300),
-        [],
-        [8, 12, 9, 11],
-        5,
-    ),
-    (
-        "scaleDown with 'outdated' flag ignored (pods 1000/120, percent 100/60)",
-        100,
-        5,
-        1,
-        1000,
-        DEFAULT_UP,
-        rules(1000, 120, 100, 60, 300),
-        [],
-        [8, 12, 9, 11],
-        5,
-    ),
-    (
-        "scaleDown with 'outdated' flag ignored (pods 1000/30, percent 100/60)",
-        100,
-        5,
-        1,
-        1000,
-        DEFAULT_UP,
-        rules(1000, 30, 100, 60, 300),
-        [],
-        [8, 12, 9, 11],
-        5,
-    ),
-]
+class Rate(NamedTuple):
+    """A TestScalingWithRules case: the replicas now and pre-normalized desired, the bounds, the up and down rules,
+    the scale-up and scale-down events already in the period (spread over it) and the count the rate limits allow."""
+
+    current: int
+    desired: int
+    minimum: int
+    maximum: int
+    up: Rules
+    down: Rules
+    ups: list[int]
+    downs: list[int]
+    expected: int
 
 
-@pytest.mark.parametrize(
-    ("name", "current", "desired", "minimum", "maximum", "up", "down", "ups", "downs", "expected"),
-    SCALING_WITH_RULES,
-    ids=[c[0] for c in SCALING_WITH_RULES],
-)
-def test_scaling_with_rules(
-    name: str,
-    current: int,
-    desired: int,
-    minimum: int,
-    maximum: int,
-    up: Rules,
-    down: Rules,
-    ups: list[int],
-    downs: list[int],
-    expected: int,
-) -> None:
-    behavior = Behavior(up, down, minimum, maximum, up_events=spread(ups) if ups else [], down_events=spread(downs) if downs else [])
-    assert behavior.limit_rate(current, desired, NOW) == expected
+SCALING_WITH_RULES = {
+    "prenormalized desired replicas within range": Rate(5, 7, 3, 8, DEFAULT_UP, DEFAULT_DOWN, [], [], 7),
+    "prenormalized desired replicas < minReplicas": Rate(3, 1, 2, 8, DEFAULT_UP, DEFAULT_DOWN, [], [], 2),
+    "prenormalized desired replicas within range when minReplicas is 0": Rate(1, 0, 0, 10, DEFAULT_UP, DEFAULT_DOWN, [], [], 0),
+    "maxReplicas is the limit because maxReplicas < scaleUpLimit": Rate(20, 1000, 1, 10, DEFAULT_UP, DEFAULT_DOWN, [], [], 10),
+    "desired replica count is more than the maximum replica count": Rate(100, 1000, 100, 150, DEFAULT_UP, DEFAULT_DOWN, [], [], 150),
+    "scaleUpLimit is the limit because scaleUpLimit < maxReplicas with user policies": Rate(
+        3, 1000, 1, 2000, rules(percent=1, percent_period=60), DEFAULT_DOWN, [], [], 4
+    ),
+    "scaleUp with default behavior": Rate(10, 50, 1, 1000, DEFAULT_UP, DEFAULT_DOWN, [], [], 20),
+    "scaleUp with pods policy larger than percent policy": Rate(10, 500, 1, 1000, rules(100, 60, 100, 60), DEFAULT_DOWN, [], [], 110),
+    "scaleUp with percent policy larger than pods policy": Rate(10, 500, 1, 1000, rules(2, 60, 100, 60), DEFAULT_DOWN, [], [], 20),
+    "scaleUp with spec MaxReplicas limitation with large pod policy": Rate(10, 50, 1, 1000, rules(100, 60), DEFAULT_DOWN, [], [], 50),
+    "scaleUp with spec MaxReplicas limitation with large percent policy": Rate(10, 50, 1, 1000, rules(10000, 60), DEFAULT_DOWN, [], [], 50),
+    "scaleUp with pod policy limitation": Rate(10, 50, 1, 1000, rules(30, 60), DEFAULT_DOWN, [], [], 40),
+    "scaleUp with percent policy limitation": Rate(10, 50, 1, 1000, rules(percent=200, percent_period=60), DEFAULT_DOWN, [], [], 30),
+    "scaleDown with percent policy larger than pod policy": Rate(100, 2, 1, 1000, DEFAULT_UP, rules(20, 60, 1, 60, 300), [], [], 80),
+    "scaleDown with pod policy larger than percent policy": Rate(100, 2, 1, 1000, DEFAULT_UP, rules(2, 60, 1, 60, 300), [], [], 98),
+    "scaleDown with spec MinReplicas=nil limitation with large pod policy": Rate(
+        10, 0, 1, 1000, DEFAULT_UP, rules(100, 60, 0, 0, 300), [], [], 1
+    ),
+    "scaleDown with spec MinReplicas limitation with large pod policy": Rate(
+        10, 0, 1, 1000, DEFAULT_UP, rules(100, 60, 0, 0, 300), [], [], 1
+    ),
+    "scaleDown with spec MinReplicas limitation with large percent policy": Rate(
+        10, 2, 5, 1000, DEFAULT_UP, rules(0, 0, 100, 60, 300), [], [], 5
+    ),
+    "scaleDown with pod policy limitation": Rate(10, 2, 1, 1000, DEFAULT_UP, rules(5, 60, 0, 0, 300), [], [], 5),
+    "scaleDown with percent policy limitation": Rate(10, 5, 1, 1000, DEFAULT_UP, rules(0, 0, 50, 60, 300), [], [], 5),
+    "scaleUp with spec MaxReplicas limitation with large pod policy and events": Rate(
+        100, 500, 1, 200, rules(300, 60), DEFAULT_DOWN, [1, 5, 9], [], 200
+    ),
+    "scaleUp with spec MaxReplicas limitation with large percent policy and events": Rate(
+        100, 500, 1, 200, rules(0, 0, 10000, 60), DEFAULT_DOWN, [1, 5, 9], [], 200
+    ),
+    "scaleUp with currentReplicas limitation with rate.PeriodSeconds with a lot of recent scale up events": Rate(
+        100, 500, 1, 1000, rules(5, 120), DEFAULT_DOWN, [1, 5, 9], [], 100
+    ),
+    "scaleUp with pod policy and previous scale up events": Rate(100, 500, 1, 1000, rules(150, 120), DEFAULT_DOWN, [1, 5, 9], [], 235),
+    "scaleUp with percent policy and previous scale up events": Rate(
+        100, 500, 1, 1000, rules(0, 0, 200, 120), DEFAULT_DOWN, [1, 5, 9], [], 255
+    ),
+    "scaleUp with percent policy and previous scale up and down events": Rate(
+        6, 24, 1, 1000, rules(0, 0, 300, 300), DEFAULT_DOWN, [4], [2], 16
+    ),
+    "scaleDown with default policy and previous events": Rate(10, 5, 1, 1000, DEFAULT_UP, DEFAULT_DOWN, [], [1, 5, 9], 5),
+    "scaleDown with spec MinReplicas=nil limitation with large pod policy and previous events": Rate(
+        100, 0, 1, 1000, DEFAULT_UP, rules(115, 120, 0, 0, 300), [], [1, 5, 9], 1
+    ),
+    "scaleDown with spec MinReplicas limitation with large pod policy and previous events": Rate(
+        100, 0, 5, 1000, DEFAULT_UP, rules(130, 120, 0, 0, 300), [], [1, 5, 9], 5
+    ),
+    "scaleDown with spec MinReplicas limitation with large percent policy and previous events": Rate(
+        100, 2, 5, 1000, DEFAULT_UP, rules(0, 0, 100, 120, 300), [], [1, 5, 9], 5
+    ),
+    "scaleDown with pod policy limitation and previous events": Rate(
+        100, 2, 1, 1000, DEFAULT_UP, rules(5, 120, 0, 0, 300), [], [1, 5, 9], 100
+    ),
+    "scaleDown with percent policy limitation and previous events": Rate(
+        100, 0, 1, 1000, DEFAULT_UP, rules(0, 0, 50, 120, 300), [], [2, 4, 6], 56
+    ),
+    "scaleDown with percent policy and previous scale up and down events": Rate(
+        10, 1, 1, 1000, DEFAULT_UP, rules(0, 0, 50, 180, 0), [2], [4], 6
+    ),
+    "scaleDown with previous events preventing further scale down": Rate(
+        100, 0, 1, 1000, DEFAULT_UP, rules(0, 0, 10, 120, 300), [], [10, 10, 10], 100
+    ),
+    "scaleDown with previous events still allowing more scale down": Rate(
+        10, 5, 1, 1000, DEFAULT_UP, rules(0, 0, 1000, 120, 300), [], [10, 10, 10], 5
+    ),
+    "scaleUp with 'outdated' flag ignored (pods 1000/60)": Rate(100, 200, 1, 1000, rules(1000, 60), DEFAULT_DOWN, [8, 12, 9, 11], [], 200),
+    "scaleUp with 'outdated' flag ignored (pods 1000/120, percent 100/60)": Rate(
+        100, 200, 1, 1000, rules(1000, 120, 100, 60), DEFAULT_DOWN, [8, 12, 9, 11], [], 200
+    ),
+    "scaleUp with 'outdated' flag ignored (pods 1000/30, percent 100/60)": Rate(
+        100, 200, 1, 1000, rules(1000, 30, 100, 60), DEFAULT_DOWN, [8, 12, 9, 11], [], 200
+    ),
+    "scaleDown with 'outdated' flag ignored (pods 1000/60)": Rate(
+        100, 5, 1, 1000, DEFAULT_UP, rules(1000, 60, 0, 0, 300), [], [8, 12, 9, 11], 5
+    ),
+    "scaleDown with 'outdated' flag ignored (pods 1000/120, percent 100/60)": Rate(
+        100, 5, 1, 1000, DEFAULT_UP, rules(1000, 120, 100, 60, 300), [], [8, 12, 9, 11], 5
+    ),
+    "scaleDown with 'outdated' flag ignored (pods 1000/30, percent 100/60)": Rate(
+        100, 5, 1, 1000, DEFAULT_UP, rules(1000, 30, 100, 60, 300), [], [8, 12, 9, 11], 5
+    ),
+}
+
+
+@pytest.mark.parametrize("case", SCALING_WITH_RULES.values(), ids=list(SCALING_WITH_RULES))
+def test_scaling_with_rules(case: Rate) -> None:
+    ups, downs = spread(case.ups) if case.ups else [], spread(case.downs) if case.downs else []
+    behavior = Behavior(case.up, case.down, case.minimum, case.maximum, up_events=ups, down_events=downs)
+    assert behavior.limit_rate(case.current, case.desired, NOW) == case.expected
 
 
 # -- horizontal_test.go: TestNormalizeDesiredReplicasWithBehavior -------------------------------------
-NORMALIZE = [
-    ("empty recommendations for scaling down", [], 100, 5, 0, 0, 5, [5]),
-    ("simple scale down stabilization", [(4, -120), (5, -60)], 100, 3, 0, 180, 5, [4, 5, 3]),
-    ("simple scale up stabilization", [(4, -120), (5, -60)], 1, 7, 300, 0, 4, [4, 5, 7]),
-    ("no scale down stabilization", [(1, -120), (2, -60)], 100, 3, 300, 0, 3, [1, 2, 3]),
-    ("no scale up stabilization", [(4, -120), (5, -60)], 1, 3, 0, 300, 3, [4, 5, 3]),
-    ("no scale down stabilization, reuse recommendation element", [(10, -600), (9, -540)], 100, 3, 0, 0, 3, [10, 3]),
-    ("no scale up stabilization, reuse recommendation element", [(10, -600), (9, -540)], 1, 100, 0, 0, 100, [10, 100]),
-    (
-        "scale down stabilization, reuse one of obsolete recommendation element",
-        [(10, -600), (4, -60), (5, -120), (9, -540)],
-        100,
-        3,
-        0,
-        180,
-        5,
-        [10, 4, 5, 3],
-    ),
-    (
-        "scale up stabilization, reuse one of obsolete recommendation element",
-        [(10, -6000), (6, -60), (5, -120), (9, -180)],
-        1,
-        100,
-        300,
-        0,
-        5,
-        [100, 6, 5, 9],
-    ),
-    ("scale up and down stabilization, do not scale up when prenormalized rec goes down", [(2, -6000), (3, -180)], 2, 1, 300, 300, 2, None),
-    ("scale up and down stabilization, do not scale down when prenormalized rec goes up", [(2, -6000), (1, -180)], 2, 3, 300, 300, 2, None),
-]
+class Stabilize(NamedTuple):
+    """A TestNormalizeDesiredReplicasWithBehavior case: the stored recommendations (value, age in seconds), the replicas
+    now and desired, the up and down stabilization windows, the count chosen and the recommendations kept after
+    (None: not checked)."""
+
+    history: list[tuple[int, int]]
+    current: int
+    desired: int
+    up_window: int
+    down_window: int
+    expected: int
+    stored: list[int] | None
 
 
-@pytest.mark.parametrize(
-    ("name", "history", "current", "desired", "up_window", "down_window", "expected", "stored"), NORMALIZE, ids=[c[0] for c in NORMALIZE]
-)
-def test_normalize_desired_replicas_with_behavior(
-    name: str,
-    history: list[tuple[int, int]],
-    current: int,
-    desired: int,
-    up_window: int,
-    down_window: int,
-    expected: int,
-    stored: list[int] | None,
-) -> None:
-    behavior = Behavior(Rules(up_window, "Max", ()), Rules(down_window, "Max", ()), 0, 10**6)
-    behavior.recommendations = [(NOW + age, value) for value, age in history]
-    assert behavior.stabilize(current, desired, NOW) == expected
-    if stored is not None:
-        assert [value for _, value in behavior.recommendations] == stored
+NORMALIZE = {
+    "empty recommendations for scaling down": Stabilize([], 100, 5, 0, 0, 5, [5]),
+    "simple scale down stabilization": Stabilize([(4, -120), (5, -60)], 100, 3, 0, 180, 5, [4, 5, 3]),
+    "simple scale up stabilization": Stabilize([(4, -120), (5, -60)], 1, 7, 300, 0, 4, [4, 5, 7]),
+    "no scale down stabilization": Stabilize([(1, -120), (2, -60)], 100, 3, 300, 0, 3, [1, 2, 3]),
+    "no scale up stabilization": Stabilize([(4, -120), (5, -60)], 1, 3, 0, 300, 3, [4, 5, 3]),
+    "no scale down stabilization, reuse recommendation element": Stabilize([(10, -600), (9, -540)], 100, 3, 0, 0, 3, [10, 3]),
+    "no scale up stabilization, reuse recommendation element": Stabilize([(10, -600), (9, -540)], 1, 100, 0, 0, 100, [10, 100]),
+    "scale down stabilization, reuse one of obsolete recommendation element": Stabilize(
+        [(10, -600), (4, -60), (5, -120), (9, -540)], 100, 3, 0, 180, 5, [10, 4, 5, 3]
+    ),
+    "scale up stabilization, reuse one of obsolete recommendation element": Stabilize(
+        [(10, -6000), (6, -60), (5, -120), (9, -180)], 1, 100, 300, 0, 5, [100, 6, 5, 9]
+    ),
+    "scale up and down stabilization, do not scale up when prenormalized rec goes down": Stabilize(
+        [(2, -6000), (3, -180)], 2, 1, 300, 300, 2, None
+    ),
+    "scale up and down stabilization, do not scale down when prenormalized rec goes up": Stabilize(
+        [(2, -6000), (1, -180)], 2, 3, 300, 300, 2, None
+    ),
+}
+
+
+@pytest.mark.parametrize("case", NORMALIZE.values(), ids=list(NORMALIZE))
+def test_normalize_desired_replicas_with_behavior(case: Stabilize) -> None:
+    behavior = Behavior(Rules(case.up_window, "Max", ()), Rules(case.down_window, "Max", ()), 0, 10**6)
+    behavior.recommendations = [(NOW + age, value) for value, age in case.history]
+    assert behavior.stabilize(case.current, case.desired, NOW) == case.expected
+    if case.stored is not None:
+        assert [value for _, value in behavior.recommendations] == case.stored
 
 
 # -- horizontal_test.go: TestStoreScaleEvents --------------------------------------------------------
-STORE = [
-    ("Store event into empty pool with two-policy behavior", rules(10, 60, 100, 60), [], 0, [(5, False)]),
-    ("Store event and replace outdated one", rules(10, 60, 100, 60), [(7, -61)], 0, [(5, False)]),
-    ("Store event and keep actual one", rules(10, 60, 100, 60), [(7, -58)], 7, [(7, False), (5, False)]),
-    ("Store event in pool with two entries, replace the outdated one", rules(10, 60), [(7, -61), (6, -59)], 6, [(5, False), (6, False)]),
-    (
-        "Store event and replace one of outdated, different periods",
-        rules(10, 60, 100, 30),
-        [(8, -29), (6, -59), (7, -61), (9, -61)],
-        14,
-        [(8, False), (6, False), (7, True), (5, False)],
-    ),
-    (
-        "Store event in pool with two actual entries",
-        rules(10, 120, 100, 30),
-        [(7, -58), (6, -59)],
-        13,
-        [(7, False), (6, False), (5, False)],
-    ),
-]
+class Store(NamedTuple):
+    """A TestStoreScaleEvents case: the scale-up rules, the events before (change, age in seconds), the change counted
+    in the last 60 s and the events after storing a scale-up of 5 (change, outdated)."""
+
+    up: Rules
+    previous: list[tuple[int, int]]
+    in_period: int
+    after: list[tuple[int, bool]]
 
 
-@pytest.mark.parametrize(("name", "up", "previous", "in_period", "after"), STORE, ids=[c[0] for c in STORE])
-def test_store_scale_events(name: str, up: Rules, previous: list[tuple[int, int]], in_period: int, after: list[tuple[int, bool]]) -> None:
-    behavior = Behavior(up, DEFAULT_DOWN, 1, 1000, up_events=[ScaleEvent(c, NOW + age) for c, age in previous])
-    assert hpa.replicas_change_per_period(60, behavior.up_events, NOW) == in_period
+STORE = {
+    "Store event into empty pool with two-policy behavior": Store(rules(10, 60, 100, 60), [], 0, [(5, False)]),
+    "Store event and replace outdated one": Store(rules(10, 60, 100, 60), [(7, -61)], 0, [(5, False)]),
+    "Store event and keep actual one": Store(rules(10, 60, 100, 60), [(7, -58)], 7, [(7, False), (5, False)]),
+    "Store event in pool with two entries, replace the outdated one": Store(
+        rules(10, 60), [(7, -61), (6, -59)], 6, [(5, False), (6, False)]
+    ),
+    "Store event and replace one of outdated, different periods": Store(
+        rules(10, 60, 100, 30), [(8, -29), (6, -59), (7, -61), (9, -61)], 14, [(8, False), (6, False), (7, True), (5, False)]
+    ),
+    "Store event in pool with two actual entries": Store(
+        rules(10, 120, 100, 30), [(7, -58), (6, -59)], 13, [(7, False), (6, False), (5, False)]
+    ),
+}
+
+
+@pytest.mark.parametrize("case", STORE.values(), ids=list(STORE))
+def test_store_scale_events(case: Store) -> None:
+    behavior = Behavior(case.up, DEFAULT_DOWN, 1, 1000, up_events=[ScaleEvent(c, NOW + age) for c, age in case.previous])
+    assert hpa.replicas_change_per_period(60, behavior.up_events, NOW) == case.in_period
     behavior.record(10, 15, NOW)
-    assert [(e.replica_change, e.outdated) for e in behavior.up_events] == after
+    assert [(e.replica_change, e.outdated) for e in behavior.up_events] == case.after
 
 
 # -- single-call tests --------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 from builders.observability import rules
+from tests.support.alerts import AlertCase, series
 
 NODE = "ip-10-0-1-1.ec2.internal"
 _BY_NAME = {r["alert"]: r for r in rules.gpu_fault_alerts()}
@@ -28,19 +29,11 @@ def fired(alert: str, value: str, **labels: str) -> dict[str, Any]:
 
 def dcgm(field: str, values: str, gpu: str = "0", node: str = NODE) -> dict[str, str]:
     """A DCGM series as the platform's ServiceMonitor labels it (the exporter's own labels, and `node`)."""
-    return {"series": f'{field}{{node="{node}", gpu="{gpu}", UUID="GPU-{gpu}", hostname="{node}"}}', "values": values}
+    return series(f'{field}{{node="{node}", gpu="{gpu}", UUID="GPU-{gpu}", hostname="{node}"}}', values)
 
 
 def condition(node: str, kind: str, status: str, values: str) -> dict[str, str]:
-    return {"series": f'kube_node_status_condition{{node="{node}", condition="{kind}", status="{status}"}}', "values": values}
-
-
-def _case(series: list[dict[str, str]], *checks: tuple[str, str, list[dict[str, Any]]], interval: str = "1m") -> dict[str, Any]:
-    return {
-        "interval": interval,
-        "input_series": series,
-        "alert_rule_test": [{"eval_time": at, "alertname": alert, "exp_alerts": exp} for at, alert, exp in checks],
-    }
+    return series(f'kube_node_status_condition{{node="{node}", condition="{kind}", status="{status}"}}', values)
 
 
 GPU = {"node": NODE, "gpu": "0"}
@@ -49,7 +42,7 @@ HEALTHY = "ip-10-0-1-2.ec2.internal"
 
 def xids(code: str, values: str, gpu: str = "0") -> dict[str, str]:
     """The exporter's windowed XID count for one code (label `xid`), as the ServiceMonitor labels it."""
-    return {"series": f'DCGM_EXP_XID_ERRORS_COUNT{{node="{NODE}", gpu="{gpu}", xid="{code}", hostname="{NODE}"}}', "values": values}
+    return series(f'DCGM_EXP_XID_ERRORS_COUNT{{node="{NODE}", gpu="{gpu}", xid="{code}", hostname="{NODE}"}}', values)
 
 
 def _healthy(kind: str, values: str = "1x40") -> list[dict[str, str]]:
@@ -66,91 +59,82 @@ REASONS = {"0": 0x5, "1": 0x10, "2": 0x100, "3": 0x8, "4": 0x20, "5": 0x40, "6":
 a software and a hardware thermal slowdown, a power brake, and the power cap with a thermal slowdown (faults)."""
 SLOWED = ["3", "4", "5", "6", "7"]
 
-CASES: dict[str, list[dict[str, Any]]] = {
+
+def _gpu_0_only(alert: str, field: str, fault: str, look_alike: str, quiet: str, at: str) -> list[AlertCase]:
+    """A DCGM field shows the fault on gpu 0 and its look-alike on gpu 1: the alert is silent at `quiet`, then
+    fires for gpu 0 alone at `at`."""
+    series = [dcgm(field, fault), dcgm(field, look_alike, gpu="1")]
+    return [AlertCase(series, {quiet: [], at: [fired(alert, "", **GPU)]}, interval="1m")]
+
+
+GPU_0_ONLY = {
+    # gpu 0 keeps correcting; gpu 1 corrected a burst once and stopped (silent however long its total stays up)
+    "GpuSingleBitEccErrors": ("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "0+1x90", "0 50x90", "25m", "45m"),
+    "GpuRowRemapPending": ("DCGM_FI_DEV_ROW_REMAP_PENDING", "0 0 1x10", "0x12", "5m", "9m"),
+    "GpuRowRemapFailed": ("DCGM_FI_DEV_ROW_REMAP_FAILURE", "0 0 1 1", "0 0 0 0", "1m", "2m"),
+}
+"""By alert: the DCGM field, gpu 0's values and gpu 1's, when the alert is still silent and when it has fired."""
+
+CASES: dict[str, list[AlertCase]] = {
     "GpuXidErrors": [
-        _case(
+        AlertCase(
             # one XID 13 counted for the exporter's window, then the window passes: the alert fires, then clears
             [xids("13", "0 0 1 1 1 1 1 0 0 0"), xids("13", "0x9", gpu="1")],
-            ("1m", "GpuXidErrors", []),
-            ("3m", "GpuXidErrors", [fired("GpuXidErrors", "1", node=NODE, gpu="0", xid="13")]),
-            ("8m", "GpuXidErrors", []),
+            {"1m": [], "3m": [fired("GpuXidErrors", "1", node=NODE, gpu="0", xid="13")], "8m": []},
+            interval="1m",
         )
     ],
     "GpuXidNeedsReplacement": [
-        _case(
+        AlertCase(
             # each Replace code on a GPU of its own fires; a rebootable 13 and a contained-ECC 94 do not
             [
                 *(xids(str(code), "0 1 1 1", gpu=str(i)) for i, code in enumerate(rules.XID_REPLACE)),
                 xids("13", "0 1 1 1", gpu="6"),
                 xids("94", "0 1 1 1", gpu="7"),
             ],
-            ("0m", "GpuXidNeedsReplacement", []),
-            (
-                "2m",
-                "GpuXidNeedsReplacement",
-                [fired("GpuXidNeedsReplacement", "1", node=NODE, gpu=str(i), xid=str(code)) for i, code in enumerate(rules.XID_REPLACE)],
-            ),
+            {
+                "0m": [],
+                "2m": [
+                    fired("GpuXidNeedsReplacement", "1", node=NODE, gpu=str(i), xid=str(code)) for i, code in enumerate(rules.XID_REPLACE)
+                ],
+            },
+            interval="1m",
         )
     ],
     "GpuDoubleBitEccErrors": [
-        _case(
+        AlertCase(
             # gpu 0: a new error; gpu 1: old errors only; gpu 2: the driver reloaded (counter reset), then a new error
             [
                 dcgm("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "0 0 0 1 1 1"),
                 dcgm("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "3x5", gpu="1"),
                 dcgm("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "3 0 0 1 1 1", gpu="2"),
             ],
-            ("2m", "GpuDoubleBitEccErrors", []),
-            (
-                "4m",
-                "GpuDoubleBitEccErrors",
-                [fired("GpuDoubleBitEccErrors", "", **GPU), fired("GpuDoubleBitEccErrors", "", node=NODE, gpu="2")],
-            ),
+            {"2m": [], "4m": [fired("GpuDoubleBitEccErrors", "", **GPU), fired("GpuDoubleBitEccErrors", "", node=NODE, gpu="2")]},
+            interval="1m",
         )
     ],
-    "GpuSingleBitEccErrors": [
-        _case(
-            # gpu 0 keeps correcting; gpu 1 corrected a burst once and stopped (silent however long its total stays up)
-            [dcgm("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "0+1x90"), dcgm("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "0 50x90", gpu="1")],
-            ("25m", "GpuSingleBitEccErrors", []),
-            ("45m", "GpuSingleBitEccErrors", [fired("GpuSingleBitEccErrors", "", **GPU)]),
-        )
-    ],
-    "GpuRowRemapPending": [
-        _case(
-            [dcgm("DCGM_FI_DEV_ROW_REMAP_PENDING", "0 0 1x10"), dcgm("DCGM_FI_DEV_ROW_REMAP_PENDING", "0x12", gpu="1")],
-            ("5m", "GpuRowRemapPending", []),
-            ("9m", "GpuRowRemapPending", [fired("GpuRowRemapPending", "", **GPU)]),
-        )
-    ],
-    "GpuRowRemapFailed": [
-        _case(
-            [dcgm("DCGM_FI_DEV_ROW_REMAP_FAILURE", "0 0 1 1"), dcgm("DCGM_FI_DEV_ROW_REMAP_FAILURE", "0 0 0 0", gpu="1")],
-            ("1m", "GpuRowRemapFailed", []),
-            ("2m", "GpuRowRemapFailed", [fired("GpuRowRemapFailed", "", **GPU)]),
-        )
-    ],
+    **{alert: _gpu_0_only(alert, *spec) for alert, spec in GPU_0_ONLY.items()},
     "GpuClocksSlowedDown": [
-        _case(
+        AlertCase(
             [dcgm("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", f"{value}x14", gpu=gpu) for gpu, value in REASONS.items()],
-            ("8m", "GpuClocksSlowedDown", []),
-            ("12m", "GpuClocksSlowedDown", [fired("GpuClocksSlowedDown", "", node=NODE, gpu=gpu) for gpu in SLOWED]),
+            {"8m": [], "12m": [fired("GpuClocksSlowedDown", "", node=NODE, gpu=gpu) for gpu in SLOWED]},
+            interval="1m",
         )
     ],
     "NodeAcceleratedHardwareNotReady": [
-        _case(
+        AlertCase(
             [
                 condition(NODE, "AcceleratedHardwareReady", "false", "0 0 1 1"),
                 condition(NODE, "AcceleratedHardwareReady", "true", "1 1 0 0"),
                 *_healthy("AcceleratedHardwareReady", "1x3"),
                 condition(HEALTHY, "Ready", "false", "0 1 1 1"),  # not the agent's condition
             ],
-            ("1m", "NodeAcceleratedHardwareNotReady", []),
-            ("3m", "NodeAcceleratedHardwareNotReady", [fired("NodeAcceleratedHardwareNotReady", "", node=NODE)]),
+            {"1m": [], "3m": [fired("NodeAcceleratedHardwareNotReady", "", node=NODE)]},
+            interval="1m",
         )
     ],
     "NodeConditionNotReady": [
-        _case(
+        AlertCase(
             [
                 condition(NODE, "KernelReady", "false", "0 1x8"),
                 condition(NODE, "StorageReady", "false", "0 1 1 0x6"),
@@ -158,8 +142,8 @@ CASES: dict[str, list[dict[str, Any]]] = {
                 *_healthy("KernelReady", "1x9"),
                 *_healthy("NetworkingReady", "1x9"),
             ],
-            ("4m", "NodeConditionNotReady", []),
-            ("7m", "NodeConditionNotReady", [fired("NodeConditionNotReady", "", node=NODE, condition="KernelReady")]),
+            {"4m": [], "7m": [fired("NodeConditionNotReady", "", node=NODE, condition="KernelReady")]},
+            interval="1m",
         )
     ],
 }

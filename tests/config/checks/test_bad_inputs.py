@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from tests.config.checks import bad_inputs_gateway as gateway
 from tests.config.checks import test_bad_inputs_classes as classes
 from tests.conftest import new_problems_after
 from tests.support.mutations import EXISTING_VPC, m0, p0
@@ -166,6 +167,24 @@ CASES: dict[str, Callable[[dict[str, Any]], object]] = {
     "graph-sizes-in-extra-args": lambda d: m0(d).update(extraArgs=["--cudagraph-capture-sizes", "1", "2", "4"]),
     "graph-sizes-in-a-compilation-config": lambda d: m0(d).update(extraArgs=["-cc", '{"max_cudagraph_capture_size": 32}']),
 }
+
+# What the dev fixture stack lacks as prod (its system nodes aside): TLS and a deploy role, then the zones,
+# NAT gateways, replicas and image pin that prod needs to survive an outage.
+DEV_AS_PROD_INSECURE = [
+    "ingress.certificateArn: is not set, so llama-3-1-8b would be served over plain HTTP; prod endpoints must use TLS. Fix: set an ACM certificate ARN for the endpoints' domain",
+    "cluster.deployRoleArn: is not set; prod is deployed by CI, and the Kubernetes objects are created as the principal "
+    "that creates the cluster. Fix: set it to the role the workflows assume (vars.AWS_ROLE_ARN), and run the first "
+    "pulumi up as that role",
+]
+DEV_AS_PROD_FRAGILE = [
+    "network.azCount: prod spans fewer than 3 AZs; an AZ outage halves capacity. Fix: set azCount: 3",
+    "network.natGateways: prod with a single NAT gateway loses egress in an AZ outage. Fix: set natGateways: perAz",
+    "models[llama-3-1-8b].replicas.min: prod model with fewer than 2 minimum replicas: one node loss is an outage. Fix: set min: 2",
+    "models[llama-3-1-8b].image.digest: a prod image must be pinned by digest, but vllm/vllm-openai:v0.33.0 is pinned by tag only: "
+    "a re-pushed tag (followed by the pull-through cache within its sync window) changes what new replicas run, mid-rollout. "
+    "Fix: read the digest with `docker buildx imagetools inspect vllm/vllm-openai:v0.33.0` (the `Digest:` line) and set it: "
+    "`pulumi config set --path 'models[0].image.digest' sha256:<64 hex>`",
+]
 
 EXPECTED: dict[str, list[str]] = {
     "public-endpoint-no-cidrs": [
@@ -449,18 +468,9 @@ EXPECTED: dict[str, list[str]] = {
         "cluster.systemNodeGroup: sizes must satisfy minSize <= desiredSize <= maxSize (got 3, 2, 3). Fix: adjust the three sizes"
     ],
     "prod-one-system-node": [
-        "ingress.certificateArn: is not set, so llama-3-1-8b would be served over plain HTTP; prod endpoints must use TLS. Fix: set an ACM certificate ARN for the endpoints' domain",
-        "cluster.deployRoleArn: is not set; prod is deployed by CI, and the Kubernetes objects are created as the principal "
-        "that creates the cluster. Fix: set it to the role the workflows assume (vars.AWS_ROLE_ARN), and run the first "
-        "pulumi up as that role",
+        *DEV_AS_PROD_INSECURE,
         "cluster.systemNodeGroup.minSize: prod needs at least 2 system nodes (got 1); Karpenter, KEDA and the monitoring stack would all go down with one node. Fix: set minSize: 2",
-        "network.azCount: prod spans fewer than 3 AZs; an AZ outage halves capacity. Fix: set azCount: 3",
-        "network.natGateways: prod with a single NAT gateway loses egress in an AZ outage. Fix: set natGateways: perAz",
-        "models[llama-3-1-8b].replicas.min: prod model with fewer than 2 minimum replicas: one node loss is an outage. Fix: set min: 2",
-        "models[llama-3-1-8b].image.digest: a prod image must be pinned by digest, but vllm/vllm-openai:v0.33.0 is pinned by tag only: "
-        "a re-pushed tag (followed by the pull-through cache within its sync window) changes what new replicas run, mid-rollout. "
-        "Fix: read the digest with `docker buildx imagetools inspect vllm/vllm-openai:v0.33.0` (the `Digest:` line) and set it: "
-        "`pulumi config set --path 'models[0].image.digest' sha256:<64 hex>`",
+        *DEV_AS_PROD_FRAGILE,
     ],
     "gpu-operator-driver-on": [
         "gpuOperator.extraValues.driver.enabled: must be false on EKS accelerated AMIs, which ship the NVIDIA driver; a second copy fights the first and GPUs never register. Fix: remove the override"
@@ -468,19 +478,7 @@ EXPECTED: dict[str, list[str]] = {
     "gpu-operator-uncovered-taint": [
         "gpuOperator.extraValues.daemonsets.tolerations: gpu NodePool 'gpu-l4-a10g' taint dedicated=llm:NoSchedule is not tolerated by the GPU operator's daemonsets; its GPUs would never register and Karpenter would never mark the nodes initialized. Fix: remove the override (the platform tolerates every pool taint) or add a toleration for it"
     ],
-    "prod-without-tls": [
-        "ingress.certificateArn: is not set, so llama-3-1-8b would be served over plain HTTP; prod endpoints must use TLS. Fix: set an ACM certificate ARN for the endpoints' domain",
-        "cluster.deployRoleArn: is not set; prod is deployed by CI, and the Kubernetes objects are created as the principal "
-        "that creates the cluster. Fix: set it to the role the workflows assume (vars.AWS_ROLE_ARN), and run the first "
-        "pulumi up as that role",
-        "network.azCount: prod spans fewer than 3 AZs; an AZ outage halves capacity. Fix: set azCount: 3",
-        "network.natGateways: prod with a single NAT gateway loses egress in an AZ outage. Fix: set natGateways: perAz",
-        "models[llama-3-1-8b].replicas.min: prod model with fewer than 2 minimum replicas: one node loss is an outage. Fix: set min: 2",
-        "models[llama-3-1-8b].image.digest: a prod image must be pinned by digest, but vllm/vllm-openai:v0.33.0 is pinned by tag only: "
-        "a re-pushed tag (followed by the pull-through cache within its sync window) changes what new replicas run, mid-rollout. "
-        "Fix: read the digest with `docker buildx imagetools inspect vllm/vllm-openai:v0.33.0` (the `Digest:` line) and set it: "
-        "`pulumi config set --path 'models[0].image.digest' sha256:<64 hex>`",
-    ],
+    "prod-without-tls": [*DEV_AS_PROD_INSECURE, *DEV_AS_PROD_FRAGILE],
     "domain-with-scheme": [
         "ingress.domain: 'https://llm.example.com' is not a DNS domain. Fix: write e.g. llm.example.com (lowercase, no scheme, no trailing dot)"
     ],
@@ -511,12 +509,12 @@ EXPECTED: dict[str, list[str]] = {
 }
 
 
-ALL_CASES = {**CASES, **classes.CASES}
-ALL_EXPECTED = {**EXPECTED, **classes.EXPECTED}
+ALL_CASES = {**CASES, **classes.CASES, **gateway.CASES}
+ALL_EXPECTED = {**EXPECTED, **classes.EXPECTED, **gateway.EXPECTED}
 
 
 def test_every_case_has_an_expectation() -> None:
-    assert not set(CASES) & set(classes.CASES)
+    assert len(ALL_CASES) == len(CASES) + len(classes.CASES) + len(gateway.CASES)  # no name taken twice
     assert set(ALL_CASES) == set(ALL_EXPECTED)
 
 

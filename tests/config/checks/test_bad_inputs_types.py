@@ -83,47 +83,27 @@ def test_private_access_ranges_of_a_network_are_accepted() -> None:
 
 
 INT = "expected an integer, got {}. Fix: write a whole number without quotes"
+NOT_AN_INT: dict[str, tuple[object, str]] = {
+    "a-word": ("ten", "'ten'"),
+    "a-quoted-number": ("4", "'4'"),
+    "a-fraction": (2.5, "2.5"),
+    "a-boolean": (True, "true"),
+    "null": (None, "null"),
+    "a-list": ([4], "a list of 1 entry"),
+    "a-mapping": ({"value": 4, "unit": "replicas"}, "a mapping of 2 keys"),
+    "a-long-string": ("four replicas at peak, two at night, one on weekends", "'four replicas at peak, two at ni...' (52 characters)"),
+    "two-lines": ("4\n8", "'4\\n8'"),
+    "a-random-key": (SHOWN_RANDOM, "[a value shaped like a credential, not shown]"),
+}
+"""replicas.max set to what is not an integer: the value, and how the message quotes it."""
+
+
+def _max_replicas(value: object, shown: str) -> tuple[Callable[[dict[str, Any]], object], list[str]]:
+    return lambda d: m0(d)["replicas"].update(max=value), ["models[llama-3-1-8b].replicas.max: " + INT.format(shown)]
+
+
 TYPE_CASES: dict[str, tuple[Callable[[dict[str, Any]], object], list[str]]] = {
-    "int-got-a-word": (
-        lambda d: m0(d)["replicas"].update(max="ten"),
-        ["models[llama-3-1-8b].replicas.max: " + INT.format("'ten'")],
-    ),
-    "int-got-a-quoted-number": (
-        lambda d: m0(d)["replicas"].update(max="4"),
-        ["models[llama-3-1-8b].replicas.max: " + INT.format("'4'")],
-    ),
-    "int-got-a-fraction": (
-        lambda d: m0(d)["replicas"].update(max=2.5),
-        ["models[llama-3-1-8b].replicas.max: " + INT.format("2.5")],
-    ),
-    "int-got-a-boolean": (
-        lambda d: m0(d)["replicas"].update(max=True),
-        ["models[llama-3-1-8b].replicas.max: " + INT.format("true")],
-    ),
-    "int-got-null": (
-        lambda d: m0(d)["replicas"].update(max=None),
-        ["models[llama-3-1-8b].replicas.max: " + INT.format("null")],
-    ),
-    "int-got-a-list": (
-        lambda d: m0(d)["replicas"].update(max=[4]),
-        ["models[llama-3-1-8b].replicas.max: " + INT.format("a list of 1 entry")],
-    ),
-    "int-got-a-mapping": (
-        lambda d: m0(d)["replicas"].update(max={"value": 4, "unit": "replicas"}),
-        ["models[llama-3-1-8b].replicas.max: " + INT.format("a mapping of 2 keys")],
-    ),
-    "int-got-a-long-string": (
-        lambda d: m0(d)["replicas"].update(max="four replicas at peak, two at night, one on weekends"),
-        ["models[llama-3-1-8b].replicas.max: " + INT.format("'four replicas at peak, two at ni...' (52 characters)")],
-    ),
-    "int-got-two-lines": (
-        lambda d: m0(d)["replicas"].update(max="4\n8"),
-        ["models[llama-3-1-8b].replicas.max: " + INT.format("'4\\n8'")],
-    ),
-    "int-got-a-random-key": (
-        lambda d: m0(d)["replicas"].update(max=SHOWN_RANDOM),
-        ["models[llama-3-1-8b].replicas.max: " + INT.format("[a value shaped like a credential, not shown]")],
-    ),
+    **{f"int-got-{name}": _max_replicas(value, shown) for name, (value, shown) in NOT_AN_INT.items()},
     "float-got-a-string": (
         lambda d: m0(d).update(gpuMemoryUtilization="90%"),
         ["models[llama-3-1-8b].gpuMemoryUtilization: expected a number, got '90%'. Fix: write a number without quotes"],

@@ -36,11 +36,19 @@ GRAPHS_UP_TO_64 = 11 * 17 / 51
 """engine.cudaGraphCaptureMax 64: sizes 1, 2, 4, 8, 16, ..., 64, at vllm#20264's 17 s for 51 sizes."""
 
 
-def test_the_8b_model_from_s3_term_by_term() -> None:
+def _prod_8b() -> scaleup.ScaleUpBudget:
+    """The budget of prod's 8B model (weights from S3) on its pool, at a 5 s scrape interval."""
     cfg = parse(stack_data(PROD))
     model = _model(PROD, "llama-3-1-8b")
-    budget = scaleup.budget(model, cfg.pool(model.pool), scrape_interval="5s")
-    checkpoint_gb = 8.03e9 * 2 / 1e9
+    return scaleup.budget(model, cfg.pool(model.pool), scrape_interval="5s")
+
+
+CHECKPOINT_8B_GB = 8.03e9 * 2 / 1e9
+"""The 8B checkpoint in bf16."""
+
+
+def test_the_8b_model_from_s3_term_by_term() -> None:
+    budget = _prod_8b()
     assert budget.engine == {
         "cacheCopy": 1,  # the warm-up's archive fetched and unpacked before vLLM starts (est.)
         "boot": 10.0 + 16.1 + 3.8 + 0.2,  # Python, config/spawn, EngineCore, warm-up (Qwen3-8B on B200)
@@ -55,7 +63,7 @@ def test_the_8b_model_from_s3_term_by_term() -> None:
         # the pool's cheapest host, g6.xlarge: ~10 GB at SOCI's rate measured on 16 vCPUs, times its 4/16 (CPU-bound unpack)
         "imagePull": math.ceil(10 / (8.8 / 48.4 * 4 / 16)),
         # its "up to 10 Gbps" at the streamer's 0.75 of a host's line rate
-        "weights": math.ceil(checkpoint_gb / (10 / 8 * 0.75)),
+        "weights": math.ceil(CHECKPOINT_8B_GB / (10 / 8 * 0.75)),
         "engineStart": math.ceil(1 + 30.1 + 6 + GRAPHS_UP_TO_64),
         "probe": 1 + 1,  # one startup-probe period, then one readiness-probe period
         "loadBalancer": 1,  # the gateway finds the new replica among its pool's pods (speed.GATEWAY_ENDPOINT_DISCOVERY)
@@ -78,15 +86,12 @@ def test_the_8b_model_from_s3_term_by_term() -> None:
 
 def test_the_8b_model_pessimistic_term_by_term() -> None:
     """The slow end of each term's sources (../shared/reference/wave3-facts.md Part B)."""
-    cfg = parse(stack_data(PROD))
-    model = _model(PROD, "llama-3-1-8b")
-    budget = scaleup.budget(model, cfg.pool(model.pool), scrape_interval="5s")
-    checkpoint_gb = 8.03e9 * 2 / 1e9
+    budget = _prod_8b()
     assert budget.pessimistic == {
         "signal": 5 + 15 + 0,  # a full scrape interval is already the slow end
         "nodeLaunch": 10 + 180,  # Karpenter's longest batching wait, the high end of 2-3 minutes
         "imagePull": 240,  # containerd's sequential pull: the high end of 2-4 minutes
-        "weights": math.ceil(checkpoint_gb / (2.5 / 8 * 0.75)),  # an xlarge host's 2.5 Gbps baseline
+        "weights": math.ceil(CHECKPOINT_8B_GB / (2.5 / 8 * 0.75)),  # an xlarge host's 2.5 Gbps baseline
         # the g5 figure's 48 s (its boot, with profiling) and a cold compile, counted apart: the slow reading
         "engineStart": math.ceil(48 + 34 + GRAPHS_UP_TO_64),
         "probe": 1 + 1,
