@@ -54,14 +54,16 @@ class Efa(pulumi.ComponentResource):
             tags=args.tags,
             opts=child,
         )
-        for rule in (aws.vpc.SecurityGroupIngressRule, aws.vpc.SecurityGroupEgressRule):
-            direction = "ingress" if rule is aws.vpc.SecurityGroupIngressRule else "egress"
+        for direction, rule, towards in (
+            ("ingress", aws.vpc.SecurityGroupIngressRule, "from"),
+            ("egress", aws.vpc.SecurityGroupEgressRule, "to"),
+        ):
             rule(
                 f"{name}-self-{direction}",
                 security_group_id=group.id,
                 referenced_security_group_id=group.id,
                 ip_protocol=ALL_TRAFFIC,
-                description=f"EFA: all traffic {'from' if direction == 'ingress' else 'to'} the EFA pools' nodes",
+                description=f"EFA: all traffic {towards} the EFA pools' nodes",
                 tags=args.tags,
                 opts=child,
             )

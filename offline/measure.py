@@ -67,7 +67,7 @@ def run_fake(model: ModelConfig, s: Sweep, fake: FakeReplica) -> str:
     return out.getvalue()
 
 
-def recovered(m: Measured, fake: FakeReplica, base: ReplicaPerformance, prompt: int) -> dict[str, float]:
+def recovered(m: Measured, fake: FakeReplica, base: ReplicaPerformance) -> dict[str, float]:
     """Relative error of the fitted replica against the fake's rates (0 is exact)."""
     tpot = m.weights_step_seconds + base.step_overhead + base.sequence_overhead
     prefill_rate = 1 / m.compute_seconds_per_token if m.compute_seconds_per_token else math.inf
@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {
         **report(model, points, m, errors(_sweep_points(points), fitted)),
         "fake": dataclasses.asdict(fake),
-        "recovered": recovered(m, fake, base, s.prompt),
+        "recovered": recovered(m, fake, base),
         "tolerance": FIT_TOLERANCE,
     }
     return _write(args.stack, out / f"{model.name}.json", result)

@@ -160,9 +160,10 @@ def sweep(cfg: StackConfig, model: ModelConfig, traffic_path: Path, duration: fl
     prompt, output = round(profile.prompt_tokens.mean), round(profile.output_tokens.mean)
     pool = cfg.pool(model.pool)
     assert pool is not None
-    rate = expected or performance(model, pool).saturated_requests_per_second(prompt, output)
+    predicted = performance(model, pool)
+    rate = expected or predicted.saturated_requests_per_second(prompt, output)
     rates = [float(f"{rate * share:.3g}") for share in SWEEP]
-    timeout = 10 * (performance(model, pool).ttft_alone(prompt) + output * performance(model, pool).tpot(1, prompt, output)) + 30
+    timeout = 10 * (predicted.ttft_alone(prompt) + output * predicted.tpot(1, prompt, output)) + 30
     return Sweep(rates, prompt, output, duration, max(1, math.ceil(max(rates) * duration)), timeout)
 
 

@@ -152,13 +152,13 @@ def test_the_efa_pools_nodes_get_the_placement_group_and_the_security_group_open
         in ("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule", "aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule")
         and r.name.startswith("efa-")
     }
-    group_id = values(group).get("id")
+    assert group.id is not None
+    assert group.id.startswith("sg-")
     assert sorted(rules) == ["SecurityGroupEgressRule", "SecurityGroupIngressRule"]
     for rule in rules.values():
         assert rule["ipProtocol"] == "-1"
         assert rule["referencedSecurityGroupId"] == rule["securityGroupId"]
-        if group_id is not None:
-            assert rule["securityGroupId"] == group_id
+        assert rule["securityGroupId"] == group.id
     node_class = values(run.one(NODE_CLASS, f"karpenter-gpu-al2023-{POOL}"))
     assert node_class["spec"]["placementGroupSelector"]["id"].startswith("pg-")
     assert {"id": rules["SecurityGroupIngressRule"]["securityGroupId"]} in node_class["spec"]["securityGroupSelectorTerms"]

@@ -103,7 +103,7 @@ def test_the_jobs_own_command_against_the_fake_recovers_its_rates() -> None:
     assert points[-1].prompt == 2 * prompt
     base = performance(model, _pool(cfg, model))
     fitted = measure.fit(points, base)
-    off = measure_run.recovered(fitted, fake, base, prompt)
+    off = measure_run.recovered(fitted, fake, base)
     assert all(abs(v) <= measure_run.FIT_TOLERANCE for v in off.values()), off
 
 
