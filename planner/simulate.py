@@ -333,6 +333,8 @@ def pick(s: ModelReplay, ready: list[Replica], group: int) -> Replica:
     order = ready[start:] + ready[:start] if start else ready
     affinity = group >= 0 and w_prefix > 0
     if not affinity or not any(group in r.prefixes for r in order):
+        if not s.queued:
+            return min(order, key=_CONTEXT)  # nothing waits anywhere (the common case): as below
         for r in order:
             if r.queue:
                 break
@@ -422,7 +424,15 @@ class Batches:
             elif len(cached) >= s.prefix_slots:
                 del cached[next(iter(cached))]
             cached[group] = None
-        r.queue.append(i)
+        queue = r.queue
+        if not queue:
+            # nothing ahead of it (nearly always): admitted now when the replica has a slot and KV cache for it
+            hot = self._hot[name]
+            tokens = hot[2][i] + hot[3][i] / 2
+            if r.running < hot[7] and not (r.running and r.context + tokens > hot[8]):
+                self._begin(s, r, i, at, tokens, hot)
+                return
+        queue.append(i)
         s.queued += 1
         self.admit(s, r, at)
 
@@ -453,8 +463,7 @@ class Batches:
     def admit(self, s: ModelReplay, r: Replica, now: float) -> None:
         """Admit what the replica's queue holds while it has a sequence slot and KV cache."""
         hot = self._hot[s.config.name]
-        times, sent, prompt, output, wait, ttft, answered, limit, capacity, perf, recent, skip = hot
-        completions, order = self.completions, self._order
+        prompt, output, limit, capacity = hot[2], hot[3], hot[7], hot[8]
         queue = r.queue
         while queue and r.running < limit:
             i = queue[0]
@@ -463,29 +472,35 @@ class Batches:
                 return
             queue.popleft()
             s.queued -= 1
-            arrival = times[i]
-            start = now if now > arrival else arrival
-            begin = start if start > r.prefill_free_at else r.prefill_free_at
-            # its prompt's steps, shared with the batch's decodes; prefills queue behind each other
-            prefill, step, stall = perf.booking(prompt[i] - skip[i], r.running, r.context, tokens)
-            prefill_done = begin + prefill
-            r.prefill_free_at = prefill_done
-            r.running += 1
-            r.context += tokens
-            s.context += tokens
-            first = prefill_done + perf.request_overhead  # the prefill's last step samples the first token
-            wait[i] = start - arrival  # from the gateway: a held request's hold counts
-            ttft[i] = first - arrival
-            if recent is not None:
-                # vLLM's own histogram: from the request reaching vLLM, not the gateway
-                reached = sent[i]
-                recent.append((reached, first - reached))
-            # its other tokens at the batch's step time, and the others' prefills its steps carry (about
-            # one each over its life in a steady batch): ReplicaPerformance.tpot's rule
-            steps = output[i] - 1
-            decode = steps * step + (r.running - 1) * stall
-            _push(completions, (prefill_done + (decode if steps > 0 else 0.0), next(order), r, tokens, s, i, answered))
-            r.running_ids.add(i)
+            self._begin(s, r, i, now, tokens, hot)
+
+    def _begin(self, s: ModelReplay, r: Replica, i: int, now: float, tokens: float, hot: _Hot) -> None:
+        """Request i joins the replica's batch at `now`, holding `tokens` of its KV cache: its prefill,
+        first token and completion are booked."""
+        times, sent, prompt, output, wait, ttft, answered, _, _, perf, recent, skip = hot
+        arrival = times[i]
+        start = now if now > arrival else arrival
+        begin = start if start > r.prefill_free_at else r.prefill_free_at
+        # its prompt's steps, shared with the batch's decodes; prefills queue behind each other
+        prefill, step, stall = perf.booking(prompt[i] - skip[i], r.running, r.context, tokens)
+        prefill_done = begin + prefill
+        r.prefill_free_at = prefill_done
+        r.running += 1
+        r.context += tokens
+        s.context += tokens
+        first = prefill_done + perf.request_overhead  # the prefill's last step samples the first token
+        wait[i] = start - arrival  # from the gateway: a held request's hold counts
+        ttft[i] = first - arrival
+        if recent is not None:
+            # vLLM's own histogram: from the request reaching vLLM, not the gateway
+            reached = sent[i]
+            recent.append((reached, first - reached))
+        # its other tokens at the batch's step time, and the others' prefills its steps carry (about
+        # one each over its life in a steady batch): ReplicaPerformance.tpot's rule
+        steps = output[i] - 1
+        decode = steps * step + (r.running - 1) * stall
+        _push(self.completions, (prefill_done + (decode if steps > 0 else 0.0), next(self._order), r, tokens, s, i, answered))
+        r.running_ids.add(i)
 
     def complete_until(self, now: float) -> None:
         """Book every completion up to `now`: its slot and KV cache go to what its replica queues, and
@@ -631,12 +646,7 @@ class Replay:
             so,
             start_seconds=terms["weights"] + terms["engineStart"] + terms["probe"] + terms["loadBalancer"],
             image_seconds=terms["imagePull"],
-            ttft=np.full(len(reqs), np.nan),
-            wait=np.full(len(reqs), np.nan),
-            served=np.zeros(len(reqs), dtype=bool),
-            recent_ttft=deque() if m.autoscaling.ttft_p95_seconds is not None else None,
-            held_seconds=np.full(len(reqs), np.nan),
-            rejected=np.zeros(len(reqs), dtype=np.int8),
+            recent_ttft=deque() if m.autoscaling.ttft_p95_seconds is not None and not self.static else None,
             hold=hold,
             gate=(1.0 / hold.queue_threshold, 1.0 / (max(1, perf.kv_capacity_tokens) * hold.kv_threshold), 1.0 / hold.kv_threshold),
             wake_above=wake[0] if wake else None,
@@ -707,10 +717,11 @@ class Replay:
             holding = s.holding
             end = now + 1
             count = len(times)
-            while s.next_request < count and times[s.next_request] < end:
-                i = s.next_request
-                s.next_request += 1
+            for i in range(s.next_request, count):
                 at = times[i]
+                if at >= end:
+                    break
+                s.next_request = i + 1
                 if completions and completions[0][0] <= at:
                     complete_until(at)
                 if s.ready_version != s.version or at >= s.ready_until:
@@ -783,12 +794,12 @@ class Replay:
     # -- 3. control loop ------------------------------------------------------------------------------
     def control_loop(self, t: int) -> None:
         """Prometheus scrapes; KEDA wakes and idles the models that scale to zero; the HPA reconciles."""
+        if self.static:
+            return  # a fixed fleet: nothing reads the scrapes
         now = float(t)
         if t % self.scrape_every == 0:
             for s in self.models.values():
                 s.scraped = _scrape(s, now)
-        if self.static:
-            return
         if self.at_zero:
             self._keda(t, now)
         if t % HPA_SYNC_SECONDS == 0:
@@ -873,13 +884,9 @@ class Replay:
         busy = any(p.waiting or p.pending_placeholders for p in self.pools.values())
         if busy or any(s.draining or s.holding for s in self.models.values()):
             return t + 1
-        candidates = [
-            t - t % self.scrape_every + self.scrape_every,
-            t - t % CONSOLIDATION_TICK + CONSOLIDATION_TICK,
-            t - (t + 1) % MINUTE + MINUTE,
-        ]
+        candidates = [t - t % CONSOLIDATION_TICK + CONSOLIDATION_TICK, t - (t + 1) % MINUTE + MINUTE]
         if not self.static:
-            candidates.append(t - t % HPA_SYNC_SECONDS + HPA_SYNC_SECONDS)
+            candidates += [t - t % self.scrape_every + self.scrape_every, t - t % HPA_SYNC_SECONDS + HPA_SYNC_SECONDS]
         if self.faults:
             candidates.append(max(t + 1, int(self.faults[0][0])))
         if self.repairs:

@@ -61,23 +61,40 @@ def _model(weights: tuple[float, float, float], share: float = 0.5) -> simulate.
     return s
 
 
+def _queue(s: simulate.ModelReplay, r: Replica, *requests: int) -> None:
+    """Requests waiting on a replica, counted in the model's total as dispatch counts them."""
+    r.queue.extend(requests)
+    s.queued += len(requests)
+
+
 def test_the_picker_prefers_the_shortest_queue_then_the_emptiest_cache() -> None:
     s = _model((2.0, 2.0, 3.0))
     a, b, c = Replica("m", 0), Replica("m", 0), Replica("m", 0)
-    a.queue.extend([1, 2, 3])
-    b.queue.extend([4])
-    c.queue.extend([5])
+    _queue(s, a, 1, 2, 3)
+    _queue(s, b, 4)
+    _queue(s, c, 5)
     c.context = 0.5 * s.perf.kv_capacity_tokens
     assert pick(s, [a, b, c], -1) is b
     b.context = 0.9 * s.perf.kv_capacity_tokens
     assert pick(s, [a, b, c], -1) is c
 
 
+def test_with_nothing_waiting_the_picker_takes_the_emptiest_cache_ties_in_turn() -> None:
+    s = _model((2.0, 2.0, 3.0))
+    a, b, c = Replica("m", 0), Replica("m", 0), Replica("m", 0)
+    a.context, b.context, c.context = 300.0, 100.0, 200.0
+    assert [pick(s, [a, b, c], -1) for s.turn in range(3)] == [b, b, b]
+    b.context = c.context = a.context  # all alike: round the replicas from the turn
+    assert [pick(s, [a, b, c], -1) for s.turn in range(4)] == [a, b, c, a]
+    _queue(s, a, 1)  # one waits: the queue scorer now counts, and a loses to the idle ones
+    assert pick(s, [a, b, c], -1) is not a
+
+
 def test_the_picker_follows_a_cached_prefix_as_far_as_its_weight_carries() -> None:
     s = _model((2.0, 2.0, 3.0), share=0.75)
     idle, busy = Replica("m", 0), Replica("m", 0)
     busy.prefixes[7] = None
-    busy.queue.extend([1])
+    _queue(s, busy, 1)
     # prefix 3 x 0.75 = 2.25 outweighs the queue scorer's 2: the request goes where its prefix is
     assert pick(s, [idle, busy], 7) is busy
     s.prefix_share = 0.25  # 0.75 no longer does
