@@ -244,6 +244,10 @@ def summarize(
     }
 
 
+def _started() -> None:
+    """Nothing: submitted first, so the worker process is up before the work it is given."""
+
+
 def run(
     cfg: StackConfig,
     traffic_path: Path,
@@ -263,23 +267,24 @@ def run(
     if days is None:
         days = traffic.trace_days(traffic_path) if traffic_path.suffix == ".csv" else 1.0
     seconds = int(days * traffic.DAY_SECONDS)
-    requests = requests_for(cfg, traffic_path, seconds, seed, prefix)
     planned = [m.name for m in cfg.models]
-    cfg, warnings = with_traffic(cfg, requests, traffic_path.name)
-    for warning in warnings:
-        print(f"warning: {warning}", file=sys.stderr)
-    beyond = sum(int((r.arrival >= seconds).sum()) for r in requests.values())
-    if beyond:
-        print(f"{traffic_path.name}: {beyond} requests after {days:g} day(s) are not replayed", file=sys.stderr)
-    bar = _progress(seconds) if progress else None
-    step = bar.update if bar else None
-    fixed = {m.name: static_replicas or m.replicas.max for m in cfg.models}
-    static_options = Options(seconds, spot_availability, fixed, seed, routing=routing, gpu_failures=gpu_failures, measured=measured)
-    mine = measured or {}
     # A second process finds every other model's SLO rate, then replays the static baseline, while this
     # one finds the rest, the bounds, and replays the autoscaled fleet: all are deterministic, so where
     # they run changes nothing but the wall time.
     with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        pool.submit(_started)  # it starts (and imports the planner) while this one draws the traffic
+        requests = requests_for(cfg, traffic_path, seconds, seed, prefix)
+        cfg, warnings = with_traffic(cfg, requests, traffic_path.name)
+        for warning in warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+        beyond = sum(int((r.arrival >= seconds).sum()) for r in requests.values())
+        if beyond:
+            print(f"{traffic_path.name}: {beyond} requests after {days:g} day(s) are not replayed", file=sys.stderr)
+        bar = _progress(seconds) if progress else None
+        step = bar.update if bar else None
+        fixed = {m.name: static_replicas or m.replicas.max for m in cfg.models}
+        static_options = Options(seconds, spot_availability, fixed, seed, routing=routing, gpu_failures=gpu_failures, measured=measured)
+        mine = measured or {}
         there = {m.name: pool.submit(oracle.slo_rate, cfg, m, requests[m.name], seed, mine.get(m.name)) for m in cfg.models[1::2]}
         pending = pool.submit(simulate, cfg, requests, static_options)
         here = {m.name: oracle.slo_rate(cfg, m, requests[m.name], seed, mine.get(m.name)) for m in cfg.models[::2]}

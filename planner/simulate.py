@@ -717,6 +717,8 @@ class Replay:
             holding = s.holding
             end = now + 1
             count = len(times)
+            gate = s.gate
+            per_waiting, per_token, _ = gate
             for i in range(s.next_request, count):
                 at = times[i]
                 if at >= end:
@@ -728,8 +730,10 @@ class Replay:
                     _refresh_ready(s, at)  # a replica became ready (or the set changed): an endpoint now
                     if holding:
                         release(s, at)
-                if holding or s.saturated():
-                    holding.append(i)  # flow control holds it (FIFO)
+                # flow control holds it (FIFO) behind what it holds, or while saturated (ModelReplay.saturated inline)
+                ready = s.ready_cache
+                if holding or not ready or (s.queued * per_waiting + s.context * per_token >= len(ready) and saturated(ready, gate)):
+                    holding.append(i)
                     continue
                 dispatch(s, i, at)
 
@@ -1111,11 +1115,4 @@ def minute_p99(arrival: np.ndarray, ttft: np.ndarray, minutes: int) -> np.ndarra
         run = values[ends[m] - counts[m] : ends[m]]
         k = math.ceil(0.99 * len(run)) - 1
         out[m] = np.partition(run, k)[k]
-    return out
-    order = np.lexsort((values, minute))
-    counts = np.bincount(minute, minlength=minutes)
-    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-    has = counts > 0
-    rank = starts[has] + np.ceil(0.99 * counts[has]).astype(np.int64) - 1
-    out[has] = values[order][rank]
     return out
