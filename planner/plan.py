@@ -268,9 +268,9 @@ def run(
         days = traffic.trace_days(traffic_path) if traffic_path.suffix == ".csv" else 1.0
     seconds = int(days * traffic.DAY_SECONDS)
     planned = [m.name for m in cfg.models]
-    # A second process finds every other model's SLO rate, then replays the static baseline, while this
-    # one finds the rest, the bounds, and replays the autoscaled fleet: all are deterministic, so where
-    # they run changes nothing but the wall time.
+    # A second process finds some models' SLO rates, then replays the static baseline, while this one
+    # finds the rest, the bounds, and replays the autoscaled fleet: all are deterministic, so where they
+    # run changes nothing but the wall time.
     with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
         pool.submit(_started)  # it starts (and imports the planner) while this one draws the traffic
         requests = requests_for(cfg, traffic_path, seconds, seed, prefix)
@@ -285,10 +285,16 @@ def run(
         fixed = {m.name: static_replicas or m.replicas.max for m in cfg.models}
         static_options = Options(seconds, spot_availability, fixed, seed, routing=routing, gpu_failures=gpu_failures, measured=measured)
         mine = measured or {}
-        there = {m.name: pool.submit(oracle.slo_rate, cfg, m, requests[m.name], seed, mine.get(m.name)) for m in cfg.models[1::2]}
+        # the SLO rates: the worker from the first model on, this process from the last back, each taking
+        # what the other has not begun
+        there = {m.name: pool.submit(oracle.slo_rate, cfg, m, requests[m.name], seed, mine.get(m.name)) for m in cfg.models}
         pending = pool.submit(simulate, cfg, requests, static_options)
-        here = {m.name: oracle.slo_rate(cfg, m, requests[m.name], seed, mine.get(m.name)) for m in cfg.models[::2]}
-        rates = {**here, **{name: f.result() for name, f in there.items()}}
+        rates: dict[str, float] = {}
+        for m in reversed(cfg.models):
+            if not there[m.name].cancel():
+                break  # the worker has it, and every model before it
+            rates[m.name] = oracle.slo_rate(cfg, m, requests[m.name], seed, mine.get(m.name))
+        rates |= {name: f.result() for name, f in there.items() if name not in rates}
         bounds = lower_bounds(cfg, requests, seconds, {m.name: rates[m.name] for m in cfg.models}, measured)
         # the replay starts as the stack would be running at that hour: the replicas the first minute's
         # traffic keeps within the objective (a model at zero at midnight with night traffic is awake)

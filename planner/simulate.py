@@ -411,7 +411,17 @@ class Batches:
         name = s.config.name
         groups = self.groups[name]
         group = -1 if groups is None else groups[i]
-        r = ready[0] if len(ready) == 1 else ready[s.turn % len(ready)] if s.routing == "round-robin" else pick(s, ready, group)
+        n = len(ready)
+        if n == 1:
+            r = ready[0]
+        elif s.routing == "round-robin":
+            r = ready[s.turn % n]
+        elif group < 0 and not s.queued:
+            # the picker's first rule without the call (the common case): nothing waits, no prefix to follow
+            start = s.turn % n
+            r = min(ready[start:] + ready[:start] if start else ready, key=_CONTEXT)
+        else:
+            r = pick(s, ready, group)
         s.turn += 1
         if r.running + len(r.queue) >= s.max_in_flight:
             self.rejected[name][i] = REFUSED
