@@ -48,11 +48,10 @@ import heapq
 import itertools
 import math
 import operator
-from array import array
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, cast
 
 import numpy as np
 
@@ -274,21 +273,21 @@ _push, _pop = heapq.heappush, heapq.heappop
 
 
 # -- the requests on the gateway and the replicas ------------------------------------------------------
-Completion = tuple[float, int, Replica, float, ModelReplay, int, bytearray]
+Completion = tuple[float, int, Replica, float, ModelReplay, int, "_Column"]
 """(time, order, replica, tokens it held, model, request, the model's answered flags)."""
 _Hot = tuple[
-    "array[float]",
-    "array[float]",
-    "array[int]",
-    "array[int]",
-    "array[float]",
-    "array[float]",
-    bytearray,
+    "_Column",
+    "_Column",
+    "_Column",
+    "_Column",
+    "_Column",
+    "_Column",
+    "_Column",
     int,
     int,
     ReplicaPerformance,
     deque[tuple[float, float]] | None,
-    "array[int]",
+    "_Column",
 ]
 """Per model, what admit reads: arrival at the gateway, dispatch to vLLM, prompt and output tokens,
 queue wait, time to first token and answered flags by request; max-num-seqs, KV cache tokens, the
@@ -311,15 +310,24 @@ def saturated(ready: list[Replica], gate: tuple[float, float, float]) -> bool:
     return total >= len(ready)
 
 
-def _packed(code: str, values: np.ndarray) -> array[Any]:
-    """A request field as a packed array: 8 bytes a request where a list of Python numbers takes about 36."""
-    packed = array(code)
-    packed.frombytes(np.ascontiguousarray(values, dtype=np.float64 if code == "d" else np.int64).tobytes())
-    return packed
+class _Column(Protocol):
+    """By request, a field or an outcome as the hot path indexes it (`Batches`): the memoryview of a numpy
+    array, whose items read and write as Python numbers."""
+
+    def __getitem__(self, i: int, /) -> Any: ...
+
+    def __setitem__(self, i: int, value: Any, /) -> None: ...
+
+    def __len__(self) -> int: ...
 
 
-def _listed(values: np.ndarray | None) -> list[int] | None:
-    return values.tolist() if values is not None else None
+def _column(values: np.ndarray) -> _Column:
+    return cast(_Column, values.data)
+
+
+def _view(values: np.ndarray, dtype: type) -> _Column:
+    """A request field as the hot path reads it: no copy when it has the dtype already."""
+    return _column(np.ascontiguousarray(values, dtype=dtype))
 
 
 def pick(s: ModelReplay, ready: list[Replica], group: int) -> Replica:
@@ -365,32 +373,37 @@ class Batches:
     """The gateway's flow control and the replicas' running batches: dispatch, holding, shedding,
     admission, prefill, decode and completion of each request.
 
-    Packed arrays in the hot path, one machine number per request (numpy scalar access costs more than
-    the arithmetic around it; lists of Python numbers take four times the memory, and the two replays
-    plan.run runs side by side slowed each other by a quarter on a 7-day replay with them)."""
+    By request, memoryviews of numpy arrays in the hot path: indexed as Python numbers (numpy's own scalar
+    access costs more than the arithmetic around it), eight bytes a request (a list of Python numbers takes
+    about 36, and the two replays plan.run runs side by side slowed each other by a quarter on a 7-day
+    replay with lists), and the outcomes are the arrays the replay returns, not copies."""
 
     def __init__(self, models: dict[str, ModelReplay]) -> None:
         self.completions: list[Completion] = []
         self._order = itertools.count()
-        self.arrivals = {name: _packed("d", s.requests.arrival) for name, s in models.items()}
-        self.sent = {name: array("d", times) for name, times in self.arrivals.items()}
+        self.arrivals = {name: _view(s.requests.arrival, np.float64) for name, s in models.items()}
+        self.sent = {name: _column(np.array(s.requests.arrival, dtype=np.float64)) for name, s in models.items()}
         """When each request reached vLLM: its arrival, or its release by the gateway."""
-        self.ttfts: dict[str, array[float]] = {name: array("d", [math.nan]) * len(s.requests) for name, s in models.items()}
-        self.waits: dict[str, array[float]] = {name: array("d", [math.nan]) * len(s.requests) for name, s in models.items()}
-        self.answered: dict[str, bytearray] = {name: bytearray(len(s.requests)) for name, s in models.items()}
-        self.held_for: dict[str, array[float]] = {name: array("d", [math.nan]) * len(s.requests) for name, s in models.items()}
-        self.rejected: dict[str, bytearray] = {name: bytearray(len(s.requests)) for name, s in models.items()}
-        self.groups = {name: _listed(s.requests.prefix_group) for name, s in models.items()}
-        self.prefix_tokens = {name: _listed(s.requests.prefix_tokens) or [] for name, s in models.items()}
-        self.skip: dict[str, array[int]] = {name: array("q", [0]) * len(s.requests) for name, s in models.items()}
+        self.ttfts = {name: _column(np.full(len(s.requests), np.nan)) for name, s in models.items()}
+        self.waits = {name: _column(np.full(len(s.requests), np.nan)) for name, s in models.items()}
+        self.answered = {name: _column(np.zeros(len(s.requests), dtype=bool)) for name, s in models.items()}
+        self.held_for = {name: _column(np.full(len(s.requests), np.nan)) for name, s in models.items()}
+        self.rejected = {name: _column(np.zeros(len(s.requests), dtype=np.int8)) for name, s in models.items()}
+        self.groups = {
+            name: None if s.requests.prefix_group is None else _view(s.requests.prefix_group, np.int64) for name, s in models.items()
+        }
+        self.prefix_tokens = {
+            name: _view(s.requests.prefix_tokens, np.int64) for name, s in models.items() if s.requests.prefix_tokens is not None
+        }
+        self.skip = {name: _column(np.zeros(len(s.requests), dtype=np.int64)) for name, s in models.items()}
         """By request, the prompt tokens a prefix-cache hit spared its prefill."""
         # Per model, everything admit reads: the request lists and the replica's constants.
         self._hot: dict[str, _Hot] = {
             name: (
                 self.arrivals[name],
                 self.sent[name],
-                _packed("q", s.requests.prompt),
-                _packed("q", s.requests.output),
+                _view(s.requests.prompt, np.int64),
+                _view(s.requests.output, np.int64),
                 self.waits[name],
                 self.ttfts[name],
                 self.answered[name],
@@ -925,10 +938,9 @@ class Replay:
             self.ledger.accrue(name, p, seconds)
         for name, s in self.models.items():
             b = self.batches
-            s.ttft, s.wait = np.array(b.ttfts[name]), np.array(b.waits[name])
-            s.served = np.frombuffer(b.answered[name], dtype=np.uint8).astype(bool)
-            s.held_seconds, s.rejected = np.array(b.held_for[name]), np.frombuffer(b.rejected[name], dtype=np.int8).copy()
-            s.prefix_skipped = np.array(b.skip[name], dtype=np.int64)
+            s.ttft, s.wait, s.served = np.asarray(b.ttfts[name]), np.asarray(b.waits[name]), np.asarray(b.answered[name])
+            s.held_seconds, s.rejected = np.asarray(b.held_for[name]), np.asarray(b.rejected[name])
+            s.prefix_skipped = np.asarray(b.skip[name])
             self.series[name]["ttftP99"] = minute_p99(s.requests.arrival, s.ttft, len(self.series[name]["requests"])).tolist()
         ledger = self.ledger
         return Result(self.models, self.pools, seconds, ledger.cost, ledger.node_seconds, self.series, ledger.used_seconds, self.failed)
