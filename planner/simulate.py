@@ -397,7 +397,7 @@ class Batches:
         }
         self.skip = {name: _column(np.zeros(len(s.requests), dtype=np.int64)) for name, s in models.items()}
         """By request, the prompt tokens a prefix-cache hit spared its prefill."""
-        # Per model, everything admit reads: the request lists and the replica's constants.
+        # Per model, everything admit reads: the request columns and the replica's constants.
         self._hot: dict[str, _Hot] = {
             name: (
                 self.arrivals[name],
